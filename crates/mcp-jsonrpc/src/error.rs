@@ -1,0 +1,263 @@
+//! Error codes, the JSON-RPC error object and the crate's error types.
+
+use std::fmt;
+use std::io;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::Id;
+use crate::message::Response;
+
+/// JSON-RPC and MCP error codes.
+pub mod codes {
+    /// Invalid JSON was received (JSON-RPC 2.0).
+    pub const PARSE_ERROR: i64 = -32700;
+    /// The JSON sent is not a valid request object (JSON-RPC 2.0).
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// The method does not exist or is not available (JSON-RPC 2.0).
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid method parameters (JSON-RPC 2.0).
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal JSON-RPC error (JSON-RPC 2.0).
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Resource not found (MCP revisions up to 2025-11-25; later revisions use
+    /// [`INVALID_PARAMS`]).
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// URL mode elicitation is required before the request can proceed (MCP 2025-11-25 on).
+    pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+    /// An HTTP header does not match the request body (MCP 2026-07-28).
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// The client lacks a capability the request needs (MCP 2026-07-28).
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// The requested protocol version is not supported (MCP 2026-07-28).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+}
+
+/// The `error` member of a JSON-RPC error response.
+///
+/// ```
+/// use mcp_jsonrpc::{ErrorObject, codes};
+///
+/// let e = ErrorObject::method_not_found("tools/frobnicate");
+/// assert_eq!(e.code, codes::METHOD_NOT_FOUND);
+/// let with_data = ErrorObject::invalid_params("missing `name`")
+///     .with_data(&serde_json::json!({"field": "name"}))
+///     .unwrap();
+/// assert_eq!(with_data.data.unwrap().get(), r#"{"field":"name"}"#);
+/// ```
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorObject {
+    /// The error code.
+    pub code: i64,
+    /// A short description of the error.
+    pub message: String,
+    /// Additional information, kept as raw JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Box<RawValue>>,
+}
+
+impl PartialEq for ErrorObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code
+            && self.message == other.message
+            && self.data.as_ref().map(|d| d.get()) == other.data.as_ref().map(|d| d.get())
+    }
+}
+
+impl ErrorObject {
+    /// An error with the given code and message and no data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Attaches `data`, serialized from any [`Serialize`] value.
+    pub fn with_data<T: Serialize + ?Sized>(mut self, data: &T) -> Result<Self, serde_json::Error> {
+        self.data = Some(serde_json::value::to_raw_value(data)?);
+        Ok(self)
+    }
+
+    /// `-32700`: the bytes received are not valid JSON.
+    pub fn parse_error(detail: impl fmt::Display) -> Self {
+        Self::new(codes::PARSE_ERROR, format!("Parse error: {detail}"))
+    }
+
+    /// `-32600`: the JSON received is not a valid request.
+    pub fn invalid_request(detail: impl fmt::Display) -> Self {
+        Self::new(codes::INVALID_REQUEST, format!("Invalid request: {detail}"))
+    }
+
+    /// `-32601`: the method does not exist.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            codes::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
+    }
+
+    /// `-32602`: the parameters are invalid.
+    pub fn invalid_params(detail: impl fmt::Display) -> Self {
+        Self::new(codes::INVALID_PARAMS, format!("Invalid params: {detail}"))
+    }
+
+    /// `-32603`: an internal error.
+    pub fn internal_error(detail: impl fmt::Display) -> Self {
+        Self::new(codes::INTERNAL_ERROR, format!("Internal error: {detail}"))
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for ErrorObject {}
+
+/// A JSON value that is not a valid JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvalidMessage {
+    /// The request id, when the value carried a valid one.
+    pub id: Option<Id>,
+    /// The error to answer with (`-32600`).
+    pub error: ErrorObject,
+    /// Whether the value looked like a response (no `method`, but `result` or `error`).
+    /// Responses are never answered, so the engine only logs these.
+    pub response_like: bool,
+}
+
+impl InvalidMessage {
+    /// The error response to send back, or `None` for a malformed response (never answered).
+    pub fn to_response(&self) -> Option<Response> {
+        if self.response_like {
+            None
+        } else {
+            Some(Response::error(self.id.clone(), self.error.clone()))
+        }
+    }
+}
+
+impl fmt::Display for InvalidMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.id {
+            Some(id) => write!(f, "{} (id {id})", self.error.message),
+            None => f.write_str(&self.error.message),
+        }
+    }
+}
+
+impl std::error::Error for InvalidMessage {}
+
+/// A frame that could not be turned into a message or batch.
+///
+/// Every variant is recoverable: the codec has already skipped to the next frame boundary, and
+/// [`FrameError::to_response`] gives the error answer (with `id: null` unless the frame carried a
+/// valid id) that the spec requires.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The frame is not valid JSON (or not valid UTF-8). Answered with `-32700`.
+    #[error("parse error: {0}")]
+    Parse(#[source] serde_json::Error),
+    /// The frame is valid JSON but not a valid message. Answered with `-32600`.
+    #[error("invalid message: {0}")]
+    Invalid(#[source] InvalidMessage),
+    /// The frame is an empty JSON array. Answered with `-32600`.
+    #[error("empty batch")]
+    EmptyBatch,
+    /// The frame is a batch with more elements than allowed. Answered with `-32600`.
+    #[error("batch has more than {limit} elements")]
+    BatchTooLarge {
+        /// The configured maximum number of batch elements.
+        limit: usize,
+    },
+    /// The frame is larger than the configured maximum; it was skipped without being buffered.
+    /// Answered with `-32600`.
+    #[error("frame exceeds the maximum size of {limit} bytes")]
+    TooLarge {
+        /// The configured maximum frame size in bytes.
+        limit: usize,
+    },
+    /// A framing header is malformed (`Content-Length` framing, SSE). Answered with `-32700`.
+    #[error("bad frame header: {0}")]
+    Header(String),
+    /// The stream ended in the middle of a frame. Not answered: the peer is gone.
+    #[error("stream ended inside a frame ({0} bytes left over)")]
+    Truncated(usize),
+}
+
+impl FrameError {
+    /// The JSON-RPC error object describing this failure.
+    pub fn error_object(&self) -> ErrorObject {
+        match self {
+            FrameError::Parse(e) => ErrorObject::parse_error(e),
+            FrameError::Invalid(m) => m.error.clone(),
+            FrameError::EmptyBatch => ErrorObject::invalid_request("empty batch"),
+            FrameError::BatchTooLarge { limit } => {
+                ErrorObject::invalid_request(format!("batch has more than {limit} elements"))
+            }
+            FrameError::TooLarge { limit } => ErrorObject::invalid_request(format!(
+                "message exceeds the maximum size of {limit} bytes"
+            )),
+            FrameError::Header(h) => ErrorObject::parse_error(format!("bad frame header: {h}")),
+            FrameError::Truncated(n) => {
+                ErrorObject::parse_error(format!("stream ended inside a frame ({n} bytes)"))
+            }
+        }
+    }
+
+    /// The error response to send back, if the spec asks for one.
+    pub fn to_response(&self) -> Option<Response> {
+        match self {
+            FrameError::Invalid(m) => m.to_response(),
+            FrameError::Truncated(_) => None,
+            other => Some(Response::error(None, other.error_object())),
+        }
+    }
+}
+
+/// A failure of the underlying transport.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// An I/O error.
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+    /// The transport closed, with a human-readable reason (for example a child's exit status).
+    #[error("connection closed: {0}")]
+    Closed(String),
+    /// Any other transport failure.
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Why an outgoing request did not produce a result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The peer answered with an error.
+    #[error("peer returned an error: {0}")]
+    Rpc(ErrorObject),
+    /// No response arrived in time; `notifications/cancelled` was sent.
+    #[error("request timed out")]
+    Timeout,
+    /// The request was cancelled locally.
+    #[error("request cancelled")]
+    Cancelled,
+    /// The connection closed before a response arrived.
+    #[error("connection closed: {0}")]
+    Closed(String),
+    /// The transport failed.
+    #[error("transport error: {0}")]
+    Transport(#[source] TransportError),
+    /// Params could not be encoded, or the result could not be decoded into the requested type.
+    #[error("could not encode or decode a payload: {0}")]
+    Decode(#[source] serde_json::Error),
+    /// The peer sent a malformed response for this request.
+    #[error("invalid response: {0}")]
+    InvalidResponse(String),
+}
