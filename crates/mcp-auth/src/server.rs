@@ -1,0 +1,540 @@
+//! The resource-server side: an MCP server protected by OAuth.
+//!
+//! [`ResourceServer`] serves the Protected Resource Metadata, reads bearer tokens from the
+//! `Authorization` header only (never from the query string), checks them with a
+//! [`BearerVerifier`], and renders `401`/`403` challenges. Handlers get a [`Principal`], which
+//! carries no token: a received token is never passed on to another service.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderValue, Response, StatusCode, request::Parts};
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Map, Value};
+
+use crate::challenge::{quote, split_scopes};
+use crate::http_types::BoxFuture;
+use crate::metadata::ProtectedResourceMetadata;
+
+/// Who made an authenticated request, as established by a [`BearerVerifier`].
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Principal {
+    /// The subject (`sub`), if the token names one.
+    pub subject: Option<String>,
+    /// The client the token was issued to (`client_id` or `azp`), if known.
+    pub client_id: Option<String>,
+    /// The granted scopes.
+    pub scopes: Vec<String>,
+    /// All claims of the token (for JWTs), or whatever the verifier chose to expose.
+    pub claims: Map<String, Value>,
+}
+
+impl Principal {
+    /// A principal with a subject and scopes.
+    pub fn new<I, S>(subject: impl Into<String>, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            subject: Some(subject.into()),
+            scopes: scopes.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Whether `scope` was granted.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+}
+
+/// Why a bearer token was not accepted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifyError {
+    /// The token is malformed, badly signed, or otherwise invalid.
+    #[error("invalid token: {0}")]
+    Invalid(String),
+    /// The token has expired.
+    #[error("token expired")]
+    Expired,
+    /// The token was issued for another resource.
+    #[error("token audience is not this resource")]
+    WrongAudience,
+    /// The token was issued by an untrusted issuer.
+    #[error("token issuer is not trusted")]
+    WrongIssuer,
+    /// The token could not be checked right now (introspection endpoint down, ...).
+    #[error("token verification unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Checks a bearer token and says who it belongs to. Implement it for introspection
+/// (RFC 7662) or opaque tokens; [`JwtVerifier`] covers JWT access tokens.
+///
+/// An implementation MUST check that the token was issued for this resource (audience).
+///
+/// ```
+/// use mcp_auth::{BearerVerifier, BoxFuture, Principal, VerifyError};
+///
+/// /// Accepts one fixed token (for tests).
+/// struct Fixed;
+///
+/// impl BearerVerifier for Fixed {
+///     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, VerifyError>> {
+///         Box::pin(async move {
+///             if token == "let-me-in" {
+///                 Ok(Principal::new("tester", ["mcp:read"]))
+///             } else {
+///                 Err(VerifyError::Invalid("unknown token".into()))
+///             }
+///         })
+///     }
+/// }
+/// ```
+pub trait BearerVerifier: Send + Sync {
+    /// Verifies `token` and returns its principal.
+    fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, VerifyError>>;
+}
+
+/// A [`BearerVerifier`] for JWT access tokens (RFC 9068 style): checks the signature, the
+/// issuer, that the audience contains this resource, and the expiry; reads `scope` (a
+/// space-separated string) or `scp` (a string or an array).
+///
+/// ```
+/// use mcp_auth::JwtVerifier;
+/// use jsonwebtoken::{Algorithm, DecodingKey};
+///
+/// let verifier = JwtVerifier::new("https://auth.example.com", "https://mcp.example.com/mcp")
+///     .with_key(DecodingKey::from_secret(b"shared secret"), Algorithm::HS256);
+/// ```
+pub struct JwtVerifier {
+    issuer: String,
+    audience: String,
+    keys: Vec<(Option<String>, DecodingKey, Algorithm)>,
+    leeway_secs: u64,
+}
+
+impl std::fmt::Debug for JwtVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JwtVerifier")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .field("keys", &self.keys.len())
+            .finish()
+    }
+}
+
+impl JwtVerifier {
+    /// A verifier accepting tokens from `issuer` whose audience includes `audience` (this
+    /// resource's identifier, as in its protected resource metadata). Add keys before use.
+    pub fn new(issuer: impl Into<String>, audience: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            audience: audience.into(),
+            keys: Vec::new(),
+            leeway_secs: 30,
+        }
+    }
+
+    /// Adds a verification key for algorithm `alg` (used for tokens without a matching `kid`).
+    pub fn with_key(mut self, key: DecodingKey, alg: Algorithm) -> Self {
+        self.keys.push((None, key, alg));
+        self
+    }
+
+    /// Adds every usable key of a JWK Set, matched by `kid`. Keys whose algorithm is not
+    /// stated or not supported are skipped.
+    pub fn with_jwks(mut self, jwks: &JwkSet) -> Self {
+        for jwk in &jwks.keys {
+            let Some(alg) = jwk
+                .common
+                .key_algorithm
+                .and_then(|a| a.to_string().parse::<Algorithm>().ok())
+            else {
+                continue;
+            };
+            if let Ok(key) = DecodingKey::from_jwk(jwk) {
+                self.keys.push((jwk.common.key_id.clone(), key, alg));
+            }
+        }
+        self
+    }
+
+    /// Sets the clock skew allowed for `exp` and `nbf` (default 30 s).
+    pub fn leeway_secs(mut self, secs: u64) -> Self {
+        self.leeway_secs = secs;
+        self
+    }
+
+    fn verify_sync(&self, token: &str) -> Result<Principal, VerifyError> {
+        use jsonwebtoken::errors::ErrorKind;
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|e| VerifyError::Invalid(e.to_string()))?;
+        let candidates: Vec<_> = match &header.kid {
+            Some(kid) if self.keys.iter().any(|(k, _, _)| k.as_deref() == Some(kid)) => self
+                .keys
+                .iter()
+                .filter(|(k, _, _)| k.as_deref() == Some(kid))
+                .collect(),
+            _ => self.keys.iter().filter(|(k, _, _)| k.is_none()).collect(),
+        };
+        let key = candidates
+            .into_iter()
+            .find(|(_, _, alg)| *alg == header.alg)
+            .ok_or_else(|| VerifyError::Invalid("no key for this token's algorithm".into()))?;
+        let mut validation = Validation::new(key.2);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.leeway = self.leeway_secs;
+        validation.validate_nbf = true;
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key.1, &validation).map_err(
+            |e| match e.kind() {
+                ErrorKind::ExpiredSignature => VerifyError::Expired,
+                ErrorKind::InvalidAudience => VerifyError::WrongAudience,
+                ErrorKind::InvalidIssuer => VerifyError::WrongIssuer,
+                _ => VerifyError::Invalid(e.to_string()),
+            },
+        )?;
+        let claims = data.claims;
+        let string = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
+        let scopes = match (claims.get("scope"), claims.get("scp")) {
+            (Some(Value::String(s)), _) => split_scopes(s),
+            (_, Some(Value::String(s))) => split_scopes(s),
+            (_, Some(Value::Array(a))) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        Ok(Principal {
+            subject: string("sub"),
+            client_id: string("client_id").or_else(|| string("azp")),
+            scopes,
+            claims,
+        })
+    }
+}
+
+impl BearerVerifier for JwtVerifier {
+    fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, VerifyError>> {
+        Box::pin(async move { self.verify_sync(token) })
+    }
+}
+
+/// The `error` code of a Bearer challenge (RFC 6750 section 3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BearerError {
+    /// The request is malformed (for example several `Authorization` headers).
+    InvalidRequest,
+    /// The token is expired, revoked, malformed or not for this resource.
+    InvalidToken,
+    /// The token lacks a needed scope.
+    InsufficientScope,
+}
+
+impl BearerError {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "invalid_request",
+            Self::InvalidToken => "invalid_token",
+            Self::InsufficientScope => "insufficient_scope",
+        }
+    }
+}
+
+/// A refusal to serve a request, rendered as `400`, `401` or `403` with a `WWW-Authenticate`
+/// header of the form `Bearer resource_metadata="...", scope="...", error="..."`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthChallenge {
+    status: StatusCode,
+    error: Option<BearerError>,
+    description: Option<String>,
+    scope: Option<String>,
+    resource_metadata: String,
+}
+
+impl AuthChallenge {
+    /// The HTTP status: `400`, `401` or `403`.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The Bearer error code, if any (a request without credentials gets none).
+    pub fn error(&self) -> Option<BearerError> {
+        self.error
+    }
+
+    /// The `scope` parameter, if any.
+    pub fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
+    }
+
+    /// The `WWW-Authenticate` header value.
+    pub fn www_authenticate(&self) -> HeaderValue {
+        let mut parts = vec![format!(
+            "resource_metadata={}",
+            quote(&self.resource_metadata)
+        )];
+        if let Some(scope) = &self.scope {
+            parts.push(format!("scope={}", quote(scope)));
+        }
+        if let Some(error) = self.error {
+            parts.push(format!("error=\"{}\"", error.as_str()));
+        }
+        if let Some(d) = &self.description {
+            parts.push(format!("error_description={}", quote(d)));
+        }
+        let text = format!("Bearer {}", parts.join(", "));
+        // `quote` keeps only visible ASCII, space and tab, so this cannot fail; fall back to
+        // the bare scheme all the same rather than panic.
+        HeaderValue::try_from(text).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+    }
+
+    /// The complete response: status, `WWW-Authenticate`, and a small JSON body with the
+    /// error.
+    pub fn into_response(self) -> Response<Bytes> {
+        let body = match self.error {
+            Some(e) => {
+                let mut m = Map::new();
+                m.insert("error".into(), e.as_str().into());
+                if let Some(d) = &self.description {
+                    m.insert("error_description".into(), d.as_str().into());
+                }
+                Bytes::from(Value::Object(m).to_string())
+            }
+            None => Bytes::from_static(
+                br#"{"error":"unauthorized","error_description":"authorization required"}"#,
+            ),
+        };
+        let mut response = Response::new(body);
+        *response.status_mut() = self.status;
+        let headers = response.headers_mut();
+        headers.insert(WWW_AUTHENTICATE, self.www_authenticate());
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response
+    }
+}
+
+/// An MCP server's OAuth resource-server configuration.
+///
+/// ```
+/// use std::sync::Arc;
+/// use mcp_auth::{JwtVerifier, ProtectedResourceMetadata, ResourceServer};
+/// use jsonwebtoken::{Algorithm, DecodingKey};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let resource = "https://mcp.example.com/mcp";
+/// let issuer = "https://auth.example.com";
+/// let rs = ResourceServer::new(
+///     ProtectedResourceMetadata::new(resource, issuer).with_scopes(["mcp:tools"]),
+///     "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+///     Arc::new(JwtVerifier::new(issuer, resource)
+///         .with_key(DecodingKey::from_secret(b"secret"), Algorithm::HS256)),
+/// )
+/// .with_required_scopes(["mcp:tools"]);
+///
+/// assert_eq!(rs.metadata_path(), "/.well-known/oauth-protected-resource/mcp");
+///
+/// // A request without a token is challenged with 401.
+/// let (parts, ()) = http::Request::post(resource).body(()).unwrap().into_parts();
+/// let challenge = rs.authenticate(&parts).await.unwrap_err();
+/// assert_eq!(challenge.status(), 401);
+/// assert_eq!(
+///     challenge.www_authenticate(),
+///     r#"Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", scope="mcp:tools""#
+/// );
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct ResourceServer {
+    metadata: ProtectedResourceMetadata,
+    metadata_json: Bytes,
+    metadata_url: String,
+    verifier: Arc<dyn BearerVerifier>,
+    required_scopes: Vec<String>,
+    max_token_len: usize,
+}
+
+impl std::fmt::Debug for ResourceServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceServer")
+            .field("metadata", &self.metadata)
+            .field("metadata_url", &self.metadata_url)
+            .field("required_scopes", &self.required_scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResourceServer {
+    /// A resource server publishing `metadata` at `metadata_url` (an absolute URL, normally
+    /// `<origin>/.well-known/oauth-protected-resource<path>`) and checking tokens with
+    /// `verifier`.
+    pub fn new(
+        metadata: ProtectedResourceMetadata,
+        metadata_url: impl Into<String>,
+        verifier: Arc<dyn BearerVerifier>,
+    ) -> Self {
+        let metadata_json = Bytes::from(serde_json::to_vec(&metadata).unwrap_or_default());
+        Self {
+            metadata,
+            metadata_json,
+            metadata_url: metadata_url.into(),
+            verifier,
+            required_scopes: Vec::new(),
+            max_token_len: 16 * 1024,
+        }
+    }
+
+    /// Scopes every request needs; they are named in `401` challenges and a token lacking
+    /// one gets `403 insufficient_scope`.
+    pub fn with_required_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.required_scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the longest accepted token, in bytes (default 16 KiB).
+    pub fn with_max_token_len(mut self, len: usize) -> Self {
+        self.max_token_len = len;
+        self
+    }
+
+    /// The published metadata.
+    pub fn metadata(&self) -> &ProtectedResourceMetadata {
+        &self.metadata
+    }
+
+    /// The path of the metadata URL, to route `GET` requests to [`metadata_response`](Self::metadata_response).
+    pub fn metadata_path(&self) -> &str {
+        crate::uri::path_of(&self.metadata_url)
+            .filter(|p| !p.is_empty())
+            .unwrap_or("/.well-known/oauth-protected-resource")
+    }
+
+    /// The `200` response carrying the metadata document.
+    pub fn metadata_response(&self) -> Response<Bytes> {
+        let mut response = Response::new(self.metadata_json.clone());
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(CACHE_CONTROL, HeaderValue::from_static("max-age=3600"));
+        response
+    }
+
+    fn challenge(
+        &self,
+        status: StatusCode,
+        error: Option<BearerError>,
+        description: Option<String>,
+        scope: &[String],
+    ) -> AuthChallenge {
+        AuthChallenge {
+            status,
+            error,
+            description,
+            scope: (!scope.is_empty()).then(|| scope.join(" ")),
+            resource_metadata: self.metadata_url.clone(),
+        }
+    }
+
+    /// The plain `401` challenge for a request without credentials.
+    pub fn unauthorized(&self) -> AuthChallenge {
+        self.challenge(StatusCode::UNAUTHORIZED, None, None, &self.required_scopes)
+    }
+
+    /// Authenticates a request from its `Authorization: Bearer` header (the only place a
+    /// token is accepted from) and checks the required scopes.
+    pub async fn authenticate(&self, parts: &Parts) -> Result<Principal, AuthChallenge> {
+        let mut values = parts.headers.get_all(AUTHORIZATION).iter();
+        let Some(value) = values.next() else {
+            return Err(self.unauthorized());
+        };
+        if values.next().is_some() {
+            return Err(self.challenge(
+                StatusCode::BAD_REQUEST,
+                Some(BearerError::InvalidRequest),
+                Some("more than one Authorization header".into()),
+                &[],
+            ));
+        }
+        let invalid = |d: &str| {
+            self.challenge(
+                StatusCode::UNAUTHORIZED,
+                Some(BearerError::InvalidToken),
+                Some(d.to_owned()),
+                &self.required_scopes,
+            )
+        };
+        let text = value
+            .to_str()
+            .map_err(|_| invalid("malformed Authorization header"))?;
+        let (scheme, token) = text.split_once(' ').unwrap_or((text, ""));
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(self.unauthorized());
+        }
+        let token = token.trim();
+        if token.is_empty() || token.len() > self.max_token_len || token.contains(' ') {
+            return Err(invalid("malformed bearer token"));
+        }
+        let principal = self.verifier.verify(token).await.map_err(|e| {
+            tracing::debug!(error = %e, "bearer token rejected");
+            invalid(match e {
+                VerifyError::Expired => "token expired",
+                VerifyError::WrongAudience => "token is not for this resource",
+                VerifyError::WrongIssuer => "token issuer is not trusted",
+                VerifyError::Invalid(_) => "token is invalid",
+                VerifyError::Unavailable(_) => "token could not be verified",
+            })
+        })?;
+        self.require_scopes(&principal, &self.required_scopes)?;
+        Ok(principal)
+    }
+
+    /// Checks that `principal` holds every scope in `scopes`; otherwise a `403
+    /// insufficient_scope` challenge naming the scopes needed (those already held plus the
+    /// missing ones, so a client that re-authorizes with them gets everything at once).
+    pub fn require_scopes<S: AsRef<str>>(
+        &self,
+        principal: &Principal,
+        scopes: &[S],
+    ) -> Result<(), AuthChallenge> {
+        let missing: Vec<&str> = scopes
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|s| !principal.has_scope(s))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut needed: Vec<String> = Vec::new();
+        let mut seen = HashSet::new();
+        for s in self
+            .required_scopes
+            .iter()
+            .map(String::as_str)
+            .chain(scopes.iter().map(AsRef::as_ref))
+        {
+            if seen.insert(s) {
+                needed.push(s.to_owned());
+            }
+        }
+        Err(self.challenge(
+            StatusCode::FORBIDDEN,
+            Some(BearerError::InsufficientScope),
+            Some(format!("missing scope: {}", missing.join(" "))),
+            &needed,
+        ))
+    }
+}
