@@ -5,12 +5,17 @@
 pub mod codec;
 mod connection;
 mod decode;
+mod engine;
 mod error;
 mod id;
 mod message;
 
 pub use connection::{
     Connection, Extensions, InboundStream, Incoming, Outbound, OutboundSink, memory_pair,
+};
+pub use engine::{
+    CANCELLED_METHOD, Driver, Engine, EngineBuilder, Handler, NotificationContext, PROGRESS_METHOD,
+    Peer, Progress, RequestContext, RequestOptions, ResponseFuture, batches_allowed_in,
 };
 pub use error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError, codes};
 pub use id::Id;

@@ -1,0 +1,600 @@
+//! The engine's driver: one hand-written future that reads, dispatches and writes.
+//!
+//! Work done on the driver's own task: decoding results are routed (responses to waiting
+//! callers, progress to callbacks, cancellations to handler tokens), notifications run one at a
+//! time in wire order, and all writes go through one sink with a flush only when the outbound
+//! queue is momentarily empty. Requests are spawned, bounded by a semaphore whose permit the
+//! driver must hold before it reads the next frame: when every permit is taken the transport is
+//! not read (backpressure instead of buffering).
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+
+use futures_util::FutureExt as _;
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
+use serde::Deserialize;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::sync::PollSemaphore;
+
+use super::{
+    CANCELLED_METHOD, Handler, NotificationContext, PROGRESS_METHOD, Peer, Progress,
+    RequestContext, Shared, lock,
+};
+use crate::connection::{Connection, Extensions, InboundStream, Incoming, Outbound, OutboundSink};
+use crate::error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError};
+use crate::id::Id;
+use crate::message::{Frame, Inbound, Message, Notification, Request, Response};
+
+/// Frames read per poll before yielding to the runtime.
+const READ_BUDGET: usize = 64;
+/// Frames written per poll before flushing and yielding.
+const WRITE_BUDGET: usize = 256;
+
+type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+enum Phase {
+    Running,
+    Draining(Pin<Box<tokio::time::Sleep>>),
+    Done,
+}
+
+pub(super) struct DriverState<H> {
+    shared: Arc<Shared>,
+    handler: Arc<H>,
+    reader: InboundStream,
+    writer: OutboundSink,
+    rx: mpsc::Receiver<Outbound>,
+    tx: mpsc::Sender<Outbound>,
+    /// Frames produced by the driver itself (error answers, cancellations), written first.
+    local: VecDeque<(Outbound, Option<OwnedSemaphorePermit>)>,
+    /// A frame taken from the queue while the sink was not ready.
+    staged: Option<Outbound>,
+    unflushed: bool,
+    permits: PollSemaphore,
+    permit: Option<OwnedSemaphorePermit>,
+    notifications: VecDeque<(Notification, Extensions)>,
+    current: Option<BoxFuture>,
+    phase: Phase,
+    result: Option<Result<(), TransportError>>,
+}
+
+#[derive(Deserialize)]
+struct CancelledParams {
+    #[serde(rename = "requestId")]
+    request_id: Id,
+}
+
+#[derive(Deserialize)]
+struct ProgressParams {
+    #[serde(rename = "progressToken")]
+    token: Id,
+    #[serde(flatten)]
+    progress: Progress,
+}
+
+impl<H: Handler> DriverState<H> {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        connection: Connection,
+        handler: Arc<H>,
+        tx: mpsc::Sender<Outbound>,
+        rx: mpsc::Receiver<Outbound>,
+    ) -> Self {
+        let (reader, writer) = connection.into_parts();
+        let permits = PollSemaphore::new(Arc::new(Semaphore::new(shared.config.max_in_flight)));
+        DriverState {
+            shared,
+            handler,
+            reader,
+            writer,
+            rx,
+            tx,
+            local: VecDeque::new(),
+            staged: None,
+            unflushed: false,
+            permits,
+            permit: None,
+            notifications: VecDeque::new(),
+            current: None,
+            phase: Phase::Running,
+            result: None,
+        }
+    }
+
+    fn peer(&self, related: Option<Id>) -> Peer {
+        Peer::new(self.shared.clone(), self.tx.clone(), related)
+    }
+
+    fn push_local(&mut self, frame: impl Into<Frame>) {
+        self.local.push_back((Outbound::new(frame), None));
+    }
+
+    fn begin_shutdown(&mut self, result: Result<(), TransportError>, reason: String) {
+        if !matches!(self.phase, Phase::Running) {
+            return;
+        }
+        tracing::debug!(%reason, "closing connection");
+        lock(&self.shared.close_reason).get_or_insert(reason);
+        self.result = Some(result);
+        self.shared.shutdown.cancel();
+        let pending: Vec<_> = lock(&self.shared.pending).drain().collect();
+        let error = self.shared.close_reason();
+        for (_, entry) in pending {
+            let _ = entry.tx.send(Err(CallError::Closed(error.clone())));
+        }
+        lock(&self.shared.cancels).clear();
+        self.notifications.clear();
+        self.current = None;
+        self.permit = None;
+        self.rx.close();
+        self.phase = Phase::Draining(Box::pin(tokio::time::sleep(
+            self.shared.config.shutdown_timeout,
+        )));
+    }
+
+    fn drain_cancels(&mut self) {
+        let notices = std::mem::take(&mut *lock(&self.shared.cancels));
+        for notice in notices {
+            let params = serde_json::json!({"requestId": notice.id, "reason": notice.reason});
+            match Notification::with_params(CANCELLED_METHOD, &params) {
+                Ok(n) => self
+                    .local
+                    .push_back((Outbound::new(Message::Notification(n)), notice.permit)),
+                Err(e) => tracing::warn!(error = %e, "could not encode a cancellation"),
+            }
+        }
+    }
+
+    /// The next frame to write: driver frames first, then the shared queue.
+    fn next_outbound(&mut self, cx: &mut Context<'_>) -> Option<Outbound> {
+        if let Some((o, _permit)) = self.local.pop_front() {
+            return Some(o);
+        }
+        if let Some(o) = self.staged.take() {
+            return Some(o);
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(o) => o,
+            Poll::Pending => None,
+        }
+    }
+
+    /// Writes whatever is queued; flushes once nothing more is waiting.
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> Result<(), TransportError> {
+        let mut budget = WRITE_BUDGET;
+        loop {
+            if budget == 0 {
+                cx.waker().wake_by_ref();
+                break;
+            }
+            let Some(item) = self.next_outbound(cx) else {
+                break;
+            };
+            match self.writer.as_mut().poll_ready(cx) {
+                Poll::Ready(Ok(())) => {
+                    self.writer.as_mut().start_send(item)?;
+                    self.unflushed = true;
+                    budget -= 1;
+                }
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => {
+                    self.staged = Some(item);
+                    return Ok(());
+                }
+            }
+        }
+        if self.unflushed {
+            match self.writer.as_mut().poll_flush(cx) {
+                Poll::Ready(Ok(())) => self.unflushed = false,
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn poll_notifications(&mut self, cx: &mut Context<'_>) {
+        loop {
+            if let Some(fut) = self.current.as_mut() {
+                match fut.as_mut().poll(cx) {
+                    Poll::Ready(()) => self.current = None,
+                    Poll::Pending => return,
+                }
+            }
+            let Some((notification, extensions)) = self.notifications.pop_front() else {
+                return;
+            };
+            let handler = self.handler.clone();
+            let cx = NotificationContext {
+                peer: self.peer(None),
+                extensions,
+            };
+            let method = notification.method.clone();
+            let fut = async move { handler.handle_notification(notification, cx).await };
+            self.current = Some(Box::pin(AssertUnwindSafe(fut).catch_unwind().map(
+                move |r| {
+                    if r.is_err() {
+                        tracing::error!(%method, "notification handler panicked");
+                    }
+                },
+            )));
+        }
+    }
+
+    /// Reads and dispatches frames while there is room; returns after the budget is spent.
+    fn poll_read(&mut self, cx: &mut Context<'_>) {
+        let capacity = self.shared.config.queue_capacity;
+        for _ in 0..READ_BUDGET {
+            if self.notifications.len() >= capacity || self.local.len() >= capacity {
+                return;
+            }
+            if self.permit.is_none() {
+                match self.permits.poll_acquire(cx) {
+                    Poll::Ready(Some(p)) => self.permit = Some(p),
+                    Poll::Ready(None) | Poll::Pending => return,
+                }
+            }
+            match self.reader.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(incoming))) => self.dispatch(incoming),
+                Poll::Ready(Some(Err(e))) => {
+                    let reason = e.to_string();
+                    self.begin_shutdown(Err(e), reason);
+                    return;
+                }
+                Poll::Ready(None) => {
+                    self.begin_shutdown(Ok(()), "the peer closed the connection".into());
+                    return;
+                }
+                Poll::Pending => return,
+            }
+        }
+        cx.waker().wake_by_ref();
+    }
+
+    fn dispatch(&mut self, incoming: Incoming) {
+        let Incoming { frame, extensions } = incoming;
+        match frame {
+            Ok(Inbound::Single(message)) => self.dispatch_message(message, extensions, None),
+            Ok(Inbound::Batch(items)) => self.dispatch_batch(items, extensions),
+            Err(error) => {
+                tracing::warn!(%error, "bad inbound frame");
+                if let FrameError::Invalid(invalid) = &error {
+                    self.fail_pending_with(invalid);
+                }
+                if let Some(response) = error.to_response() {
+                    self.push_local(Message::Response(response));
+                }
+            }
+        }
+    }
+
+    /// A malformed response to one of our requests fails that request.
+    fn fail_pending_with(&mut self, invalid: &InvalidMessage) {
+        if !invalid.response_like {
+            return;
+        }
+        let Some(id) = &invalid.id else { return };
+        if let Some(entry) = lock(&self.shared.pending).remove(id) {
+            let _ = entry.tx.send(Err(CallError::InvalidResponse(
+                invalid.error.message.clone(),
+            )));
+        }
+    }
+
+    fn dispatch_batch(
+        &mut self,
+        items: Vec<Result<Message, InvalidMessage>>,
+        extensions: Extensions,
+    ) {
+        if !self.shared.batches_allowed() {
+            tracing::warn!("batch received but the negotiated revision forbids batches");
+            self.push_local(Message::Response(Response::error(
+                None,
+                ErrorObject::invalid_request(
+                    "batches are not supported by the negotiated protocol revision",
+                ),
+            )));
+            return;
+        }
+        let mut batch = Batch::default();
+        for item in items {
+            match item {
+                Ok(message) => self.dispatch_message(message, extensions.clone(), Some(&mut batch)),
+                Err(invalid) => {
+                    tracing::warn!(%invalid, "bad batch element");
+                    self.fail_pending_with(&invalid);
+                    if let Some(response) = invalid.to_response() {
+                        batch.responses.push(response);
+                    }
+                }
+            }
+        }
+        if batch.requests.is_empty() {
+            if !batch.responses.is_empty() {
+                self.push_local(Frame::Batch(
+                    batch.responses.into_iter().map(Message::Response).collect(),
+                ));
+            }
+            return;
+        }
+        let handler = self.handler.clone();
+        let shared = self.shared.clone();
+        let tx = self.tx.clone();
+        let permit = self.permit.take();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let mut responses = batch.responses;
+            let mut running: FuturesUnordered<_> = batch
+                .requests
+                .into_iter()
+                .map(|(request, cx)| run_handler(handler.clone(), shared.clone(), request, cx))
+                .collect();
+            while let Some(response) = running.next().await {
+                responses.extend(response);
+            }
+            if !responses.is_empty() {
+                let frame = Frame::Batch(responses.into_iter().map(Message::Response).collect());
+                let _ = tx.send(Outbound::new(frame)).await;
+            }
+        });
+    }
+
+    fn dispatch_message(
+        &mut self,
+        message: Message,
+        extensions: Extensions,
+        batch: Option<&mut Batch>,
+    ) {
+        match message {
+            Message::Request(request) => self.dispatch_request(request, extensions, batch),
+            Message::Notification(notification) => {
+                self.dispatch_notification(notification, extensions)
+            }
+            Message::Response(response) => self.dispatch_response(response),
+        }
+    }
+
+    fn dispatch_request(
+        &mut self,
+        request: Request,
+        extensions: Extensions,
+        batch: Option<&mut Batch>,
+    ) {
+        let id = request.id.clone();
+        let token = {
+            let mut inflight = lock(&self.shared.inflight);
+            if inflight.contains_key(&id) {
+                None
+            } else {
+                let token = self.shared.shutdown.child_token();
+                inflight.insert(id.clone(), token.clone());
+                Some(token)
+            }
+        };
+        let Some(token) = token else {
+            tracing::warn!(%id, "duplicate request id");
+            let response = Response::error(
+                Some(id.clone()),
+                ErrorObject::invalid_request(format!("request id {id} is already in use")),
+            );
+            match batch {
+                Some(b) => b.responses.push(response),
+                None => self.push_local(Message::Response(response)),
+            }
+            return;
+        };
+        let cx = RequestContext {
+            id: id.clone(),
+            cancel: token,
+            peer: self.peer(Some(id.clone())),
+            extensions,
+        };
+        if let Some(b) = batch {
+            b.requests.push((request, cx));
+            return;
+        }
+        let handler = self.handler.clone();
+        let shared = self.shared.clone();
+        let tx = self.tx.clone();
+        let permit = self.permit.take();
+        tokio::spawn(async move {
+            let _permit = permit;
+            if let Some(response) = run_handler(handler, shared, request, cx).await {
+                let _ = tx
+                    .send(Outbound::related(Message::Response(response), Some(id)))
+                    .await;
+            }
+        });
+    }
+
+    fn dispatch_notification(&mut self, notification: Notification, extensions: Extensions) {
+        match notification.method.as_str() {
+            CANCELLED_METHOD => {
+                if let Ok(params) = notification.params_as::<CancelledParams>() {
+                    let token = lock(&self.shared.inflight).get(&params.request_id).cloned();
+                    if let Some(token) = token {
+                        tracing::debug!(id = %params.request_id, "peer cancelled a request");
+                        token.cancel();
+                        return;
+                    }
+                }
+            }
+            PROGRESS_METHOD => {
+                if let Ok(params) = notification.params_as::<ProgressParams>() {
+                    let callback = {
+                        let pending = lock(&self.shared.pending);
+                        pending.get(&params.token).and_then(|entry| {
+                            let f = entry.progress.clone()?;
+                            entry
+                                .activity
+                                .store(self.shared.now_ms(), Ordering::Relaxed);
+                            Some(f)
+                        })
+                    };
+                    if let Some(callback) = callback {
+                        callback(params.progress);
+                        return;
+                    }
+                }
+            }
+            _ => {}
+        }
+        self.notifications.push_back((notification, extensions));
+    }
+
+    fn dispatch_response(&mut self, response: Response) {
+        let Some(id) = response.id else {
+            match &response.result {
+                Err(error) => tracing::warn!(%error, "peer reported an error without a request id"),
+                Ok(_) => tracing::warn!("peer sent a result without a request id"),
+            }
+            return;
+        };
+        let entry = lock(&self.shared.pending).remove(&id);
+        match entry {
+            Some(entry) => {
+                let _ = entry.tx.send(response.result.map_err(CallError::Rpc));
+            }
+            None => tracing::debug!(%id, "response for an unknown request id ignored"),
+        }
+    }
+
+    /// Writes what is left and closes the sink; `true` once done.
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> bool {
+        loop {
+            let Some(item) = self.next_outbound(cx) else {
+                break;
+            };
+            match self.writer.as_mut().poll_ready(cx) {
+                Poll::Ready(Ok(())) => {
+                    if self.writer.as_mut().start_send(item).is_err() {
+                        return true;
+                    }
+                }
+                Poll::Ready(Err(_)) => return true,
+                Poll::Pending => {
+                    self.staged = Some(item);
+                    return false;
+                }
+            }
+        }
+        !matches!(self.writer.as_mut().poll_close(cx), Poll::Pending)
+    }
+
+    fn finish(&mut self) -> Result<(), TransportError> {
+        self.phase = Phase::Done;
+        self.shared.finished.cancel();
+        self.result.take().unwrap_or(Ok(()))
+    }
+}
+
+#[derive(Default)]
+struct Batch {
+    requests: Vec<(Request, RequestContext)>,
+    responses: Vec<Response>,
+}
+
+/// Runs one request handler; `None` when the request was cancelled (no response is sent).
+async fn run_handler<H: Handler>(
+    handler: Arc<H>,
+    shared: Arc<Shared>,
+    request: Request,
+    cx: RequestContext,
+) -> Option<Response> {
+    let id = request.id.clone();
+    let token = cx.cancel.clone();
+    let method = request.method.clone();
+    let run = AssertUnwindSafe(handler.handle_request(request, cx)).catch_unwind();
+    let outcome = tokio::select! {
+        biased;
+        () = token.cancelled() => None,
+        r = run => Some(r),
+    };
+    lock(&shared.inflight).remove(&id);
+    let result = match outcome {
+        None => return None,
+        Some(Ok(result)) => result,
+        Some(Err(_)) => {
+            tracing::error!(%method, %id, "request handler panicked");
+            Err(ErrorObject::internal_error("the request handler failed"))
+        }
+    };
+    if token.is_cancelled() {
+        return None;
+    }
+    Some(Response {
+        id: Some(id),
+        result,
+    })
+}
+
+impl<H: Handler> Future for DriverState<H> {
+    type Output = Result<(), TransportError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        this.shared.driver_waker.register(cx.waker());
+        if matches!(this.phase, Phase::Running)
+            && this.shared.close_requested.load(Ordering::Acquire)
+        {
+            this.begin_shutdown(Ok(()), "closed locally".into());
+        }
+        if matches!(this.phase, Phase::Running) {
+            this.drain_cancels();
+            if let Err(e) = this.poll_write(cx) {
+                let reason = e.to_string();
+                this.begin_shutdown(Err(e), reason);
+            }
+        }
+        if matches!(this.phase, Phase::Running) {
+            this.poll_notifications(cx);
+            this.poll_read(cx);
+            // Reading may have queued answers and notifications.
+            this.poll_notifications(cx);
+        }
+        if matches!(this.phase, Phase::Running) {
+            if let Err(e) = this.poll_write(cx) {
+                let reason = e.to_string();
+                this.begin_shutdown(Err(e), reason);
+            }
+        }
+        let drained = match &mut this.phase {
+            Phase::Running => return Poll::Pending,
+            Phase::Done => return Poll::Ready(Ok(())),
+            Phase::Draining(deadline) => {
+                if deadline.as_mut().poll(cx).is_ready() {
+                    tracing::debug!("shutdown timed out with output still queued");
+                    true
+                } else {
+                    false
+                }
+            }
+        };
+        if drained || this.poll_drain(cx) {
+            return Poll::Ready(this.finish());
+        }
+        Poll::Pending
+    }
+}
+
+impl<H> Drop for DriverState<H> {
+    fn drop(&mut self) {
+        if matches!(self.phase, Phase::Done) {
+            return;
+        }
+        lock(&self.shared.close_reason).get_or_insert_with(|| "engine driver dropped".into());
+        self.shared.shutdown.cancel();
+        let reason = self.shared.close_reason();
+        let pending: Vec<_> = lock(&self.shared.pending).drain().collect();
+        for (_, entry) in pending {
+            let _ = entry.tx.send(Err(CallError::Closed(reason.clone())));
+        }
+        self.shared.finished.cancel();
+    }
+}

@@ -1,0 +1,397 @@
+//! The request engine: transport-agnostic request/response plumbing used by both roles.
+
+mod driver;
+mod peer;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::task::AtomicWaker;
+use serde_json::value::RawValue;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use peer::{Peer, Progress, RequestOptions, ResponseFuture};
+
+use crate::connection::{Connection, Extensions};
+use crate::error::{ErrorObject, TransportError};
+use crate::id::Id;
+use crate::message::{Notification, Request};
+
+/// The method of the cancellation notification.
+pub const CANCELLED_METHOD: &str = "notifications/cancelled";
+/// The method of the progress notification.
+pub const PROGRESS_METHOD: &str = "notifications/progress";
+
+/// Whether a protocol revision allows JSON-RPC batches (only 2025-03-26 does).
+///
+/// ```
+/// assert!(mcp_jsonrpc::batches_allowed_in("2025-03-26"));
+/// assert!(!mcp_jsonrpc::batches_allowed_in("2025-06-18"));
+/// ```
+pub fn batches_allowed_in(revision: &str) -> bool {
+    revision == "2025-03-26"
+}
+
+/// What the engine calls for inbound requests and notifications.
+///
+/// The methods return `impl Future + Send` (no boxing); the engine is generic over the handler,
+/// so object safety is not needed. Both methods have defaults: requests are answered with
+/// `-32601` and notifications are ignored, so `()` is a handler for a side that serves nothing.
+///
+/// Requests run concurrently on spawned tasks (at most `max_in_flight`); notifications run one at
+/// a time in wire order on the engine's own task, so a notification handler should be quick (it
+/// may await requests to the peer: responses keep flowing while it runs).
+pub trait Handler: Send + Sync + 'static {
+    /// Answers a request with a raw result or an error.
+    fn handle_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> impl Future<Output = Result<Box<RawValue>, ErrorObject>> + Send {
+        let _ = cx;
+        async move { Err(ErrorObject::method_not_found(&request.method)) }
+    }
+
+    /// Handles a notification.
+    fn handle_notification(
+        &self,
+        notification: Notification,
+        cx: NotificationContext,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (notification, cx);
+        async {}
+    }
+}
+
+impl Handler for () {}
+
+impl<H: Handler> Handler for Arc<H> {
+    fn handle_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> impl Future<Output = Result<Box<RawValue>, ErrorObject>> + Send {
+        (**self).handle_request(request, cx)
+    }
+
+    fn handle_notification(
+        &self,
+        notification: Notification,
+        cx: NotificationContext,
+    ) -> impl Future<Output = ()> + Send {
+        (**self).handle_notification(notification, cx)
+    }
+}
+
+/// What a request handler gets besides the request.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    id: Id,
+    cancel: CancellationToken,
+    peer: Peer,
+    extensions: Extensions,
+}
+
+impl RequestContext {
+    /// The id of the request being handled.
+    pub fn id(&self) -> &Id {
+        &self.id
+    }
+
+    /// Fires when the peer cancels this request or the connection closes. The engine then drops
+    /// the handler's future and sends no response; the token lets blocking work stop early.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the request was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// A handle to the peer whose outbound messages are tagged as related to this request.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// What the transport attached to the frame that carried the request.
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+}
+
+/// What a notification handler gets besides the notification.
+#[derive(Debug, Clone)]
+pub struct NotificationContext {
+    peer: Peer,
+    extensions: Extensions,
+}
+
+impl NotificationContext {
+    /// A handle to the peer.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// What the transport attached to the frame that carried the notification.
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Config {
+    max_in_flight: usize,
+    max_outgoing: usize,
+    queue_capacity: usize,
+    request_timeout: Option<Duration>,
+    max_timeout: Option<Duration>,
+    shutdown_timeout: Duration,
+    batches_allowed: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_in_flight: 64,
+            max_outgoing: 1024,
+            queue_capacity: 256,
+            request_timeout: Some(Duration::from_secs(60)),
+            max_timeout: Some(Duration::from_secs(600)),
+            shutdown_timeout: Duration::from_secs(5),
+            batches_allowed: false,
+        }
+    }
+}
+
+/// Entry point of the request engine.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use mcp_jsonrpc::{Engine, Handler, Request, RequestContext, RequestOptions, ErrorObject, memory_pair};
+/// use serde_json::value::RawValue;
+///
+/// struct Echo;
+/// impl Handler for Echo {
+///     async fn handle_request(&self, req: Request, _cx: RequestContext) -> Result<Box<RawValue>, ErrorObject> {
+///         match req.method.as_str() {
+///             "echo" => Ok(req.params.unwrap_or_else(|| mcp_jsonrpc::to_raw(&()).unwrap())),
+///             other => Err(ErrorObject::method_not_found(other)),
+///         }
+///     }
+/// }
+///
+/// let (client_conn, server_conn) = memory_pair(16);
+/// let (_server, _server_task) = Engine::builder().spawn(server_conn, Echo);
+/// let (client, _client_task) = Engine::builder().spawn(client_conn, ());
+///
+/// let answer: serde_json::Value = client
+///     .call("echo", &serde_json::json!({"hello": "world"}), RequestOptions::new())
+///     .await
+///     .unwrap();
+/// assert_eq!(answer, serde_json::json!({"hello": "world"}));
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Engine;
+
+impl Engine {
+    /// A builder with the default limits.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::default()
+    }
+}
+
+/// Configures and starts an engine over a [`Connection`].
+#[derive(Debug, Clone, Default)]
+pub struct EngineBuilder {
+    config: Config,
+}
+
+impl EngineBuilder {
+    /// Maximum number of inbound requests handled at once (default 64). When all are busy the
+    /// engine stops reading from the transport until one finishes.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.config.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Maximum number of outbound requests awaiting a response (default 1024); further calls
+    /// wait for a slot.
+    pub fn max_outgoing(mut self, n: usize) -> Self {
+        self.config.max_outgoing = n.max(1);
+        self
+    }
+
+    /// Capacity of the outbound queue and of the inbound notification queue (default 256).
+    pub fn queue_capacity(mut self, n: usize) -> Self {
+        self.config.queue_capacity = n.max(1);
+        self
+    }
+
+    /// Default timeout of an outbound request without progress (default 60 s); `None` waits
+    /// forever. Each progress notification restarts it.
+    pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.config.request_timeout = timeout;
+        self
+    }
+
+    /// Default cap on an outbound request's total time, whatever progress arrives (default
+    /// 10 minutes); `None` for no cap.
+    pub fn max_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.config.max_timeout = timeout;
+        self
+    }
+
+    /// How long shutdown may spend writing what is still queued (default 5 s).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.config.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Whether inbound batches are accepted at first (default `false`); change it later with
+    /// [`Peer::set_batches_allowed`] once the revision is known.
+    pub fn batches_allowed(mut self, allowed: bool) -> Self {
+        self.config.batches_allowed = allowed;
+        self
+    }
+
+    /// Starts the engine: returns the peer handle and the driver future, which must be polled
+    /// (spawned or awaited) for anything to happen. The driver completes when the connection
+    /// closes.
+    pub fn start<H: Handler>(self, connection: Connection, handler: H) -> (Peer, Driver) {
+        let (tx, rx) = mpsc::channel(self.config.queue_capacity);
+        let shared = Arc::new(Shared::new(self.config));
+        let peer = Peer::new(shared.clone(), tx.clone(), None);
+        let state = driver::DriverState::new(shared, connection, Arc::new(handler), tx, rx);
+        (
+            peer,
+            Driver {
+                inner: Box::pin(state),
+            },
+        )
+    }
+
+    /// Starts the engine and spawns its driver on the current Tokio runtime.
+    pub fn spawn<H: Handler>(
+        self,
+        connection: Connection,
+        handler: H,
+    ) -> (Peer, JoinHandle<Result<(), TransportError>>) {
+        let (peer, driver) = self.start(connection, handler);
+        (peer, tokio::spawn(driver))
+    }
+}
+
+/// The future that runs an engine: reads, dispatches, writes. It resolves when the connection
+/// closes: `Ok` for a clean close (end of input or [`Peer::close`]), `Err` for a transport
+/// failure.
+#[must_use = "the engine does nothing unless its driver is polled"]
+pub struct Driver {
+    inner: Pin<Box<dyn Future<Output = Result<(), TransportError>> + Send>>,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver").finish_non_exhaustive()
+    }
+}
+
+impl Future for Driver {
+    type Output = Result<(), TransportError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// An outbound request awaiting its response.
+struct Pending {
+    tx: tokio::sync::oneshot::Sender<Result<Box<RawValue>, crate::CallError>>,
+    progress: Option<ProgressFn>,
+    /// Milliseconds since the engine's epoch at the last sign of life (sending, progress).
+    activity: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// A `notifications/cancelled` the driver still has to write.
+struct CancelNotice {
+    id: Id,
+    reason: String,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+/// State shared by the driver and every [`Peer`].
+struct Shared {
+    config: Config,
+    next_id: AtomicI64,
+    pending: Mutex<std::collections::HashMap<Id, Pending>>,
+    inflight: Mutex<std::collections::HashMap<Id, CancellationToken>>,
+    cancels: Mutex<Vec<CancelNotice>>,
+    driver_waker: AtomicWaker,
+    close_requested: AtomicBool,
+    /// Fires when shutdown begins: handlers are cancelled, new requests fail.
+    shutdown: CancellationToken,
+    /// Fires when the driver has finished.
+    finished: CancellationToken,
+    close_reason: Mutex<Option<String>>,
+    batches_allowed: AtomicBool,
+    outgoing: Arc<Semaphore>,
+    epoch: tokio::time::Instant,
+}
+
+impl Shared {
+    fn new(config: Config) -> Self {
+        Shared {
+            next_id: AtomicI64::new(1),
+            pending: Mutex::default(),
+            inflight: Mutex::default(),
+            cancels: Mutex::default(),
+            driver_waker: AtomicWaker::new(),
+            close_requested: AtomicBool::new(false),
+            shutdown: CancellationToken::new(),
+            finished: CancellationToken::new(),
+            close_reason: Mutex::default(),
+            batches_allowed: AtomicBool::new(config.batches_allowed),
+            outgoing: Arc::new(Semaphore::new(config.max_outgoing)),
+            epoch: tokio::time::Instant::now(),
+            config,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn instant_at(&self, ms: u64) -> tokio::time::Instant {
+        self.epoch + Duration::from_millis(ms)
+    }
+
+    fn close_reason(&self) -> String {
+        lock(&self.close_reason)
+            .clone()
+            .unwrap_or_else(|| "connection closed".to_owned())
+    }
+
+    fn closed_error(&self) -> crate::CallError {
+        crate::CallError::Closed(self.close_reason())
+    }
+
+    fn batches_allowed(&self) -> bool {
+        self.batches_allowed.load(Ordering::Relaxed)
+    }
+}
+
+/// Locks a mutex, ignoring poisoning: the maps stay consistent because every critical section
+/// is a single insert or remove.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
