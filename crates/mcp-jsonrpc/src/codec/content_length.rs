@@ -100,6 +100,11 @@ impl ContentLengthCodec {
             return None;
         };
         let parsed = parse_headers(&buf[..head_len]);
+        if let Err(detail) = parsed {
+            // Step past the start only: a valid header may follow garbage in the same section.
+            buf.advance(1);
+            return self.header_error(detail);
+        }
         buf.advance(total_len);
         match parsed {
             Ok(len) if len > self.config.max_frame_size => {

@@ -467,10 +467,7 @@ impl<H: Handler> DriverState<H> {
 
     /// Writes what is left and closes the sink; `true` once done.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> bool {
-        loop {
-            let Some(item) = self.next_outbound(cx) else {
-                break;
-            };
+        while let Some(item) = self.next_outbound(cx) {
             match self.writer.as_mut().poll_ready(cx) {
                 Poll::Ready(Ok(())) => {
                     if self.writer.as_mut().start_send(item).is_err() {
