@@ -1,0 +1,121 @@
+//! Every method of every revision: marker types in the style of `lsp-types` and a runtime
+//! table for routing.
+//!
+//! ```
+//! use mcp_types::ProtocolVersion;
+//! use mcp_types::methods::{self, Request, Sender};
+//!
+//! assert_eq!(methods::CallTool::METHOD, "tools/call");
+//! let info = methods::lookup("tools/call").unwrap();
+//! assert_eq!(info.sender, Sender::Client);
+//! assert!(info.available_in(ProtocolVersion::V2024_11_05));
+//! // `server/discover` only exists in the stateless era.
+//! assert!(!methods::lookup("server/discover").unwrap().available_in(ProtocolVersion::V2025_06_18));
+//! ```
+
+use crate::ProtocolVersion;
+
+pub use crate::generated::methods::*;
+
+/// Which side of a connection sends a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sender {
+    /// Only the client.
+    Client,
+    /// Only the server.
+    Server,
+    /// Either side (`ping`, `notifications/cancelled`, `notifications/progress`).
+    Both,
+}
+
+impl Sender {
+    /// Whether a client may send the method.
+    pub const fn client(self) -> bool {
+        matches!(self, Sender::Client | Sender::Both)
+    }
+    /// Whether a server may send the method.
+    pub const fn server(self) -> bool {
+        matches!(self, Sender::Server | Sender::Both)
+    }
+}
+
+/// Whether a method expects a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MethodKind {
+    /// A request: answered with a result or an error.
+    Request,
+    /// A notification: never answered.
+    Notification,
+}
+
+/// A request method: its name, params and result types in the model.
+pub trait Request {
+    /// The method name on the wire.
+    const METHOD: &'static str;
+    /// The type of the request's `params`.
+    type Params;
+    /// The type of the response's `result`.
+    type Result;
+    /// Which side sends the request.
+    const SENDER: Sender;
+    /// The revisions that define the method.
+    const REVISIONS: &'static [ProtocolVersion];
+}
+
+/// A notification method: its name and params type in the model.
+pub trait Notification {
+    /// The method name on the wire.
+    const METHOD: &'static str;
+    /// The type of the notification's `params`.
+    type Params;
+    /// Which side sends the notification.
+    const SENDER: Sender;
+    /// The revisions that define the method.
+    const REVISIONS: &'static [ProtocolVersion];
+}
+
+/// One method of the protocol, as the runtime table knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MethodInfo {
+    /// The method name on the wire.
+    pub name: &'static str,
+    /// Request or notification.
+    pub kind: MethodKind,
+    /// Which side sends it.
+    pub sender: Sender,
+    /// The revisions that define it, oldest first.
+    pub revisions: &'static [ProtocolVersion],
+    /// Whether the newest revision that defines it requires `params`.
+    pub params_required: bool,
+    /// The model type of its params.
+    pub params_type: &'static str,
+    /// The model type of its result (requests only).
+    pub result_type: Option<&'static str>,
+    /// The name of its marker type in this module.
+    pub marker: &'static str,
+}
+
+impl MethodInfo {
+    /// Whether `rev` defines this method.
+    pub fn available_in(&self, rev: ProtocolVersion) -> bool {
+        self.revisions.contains(&rev)
+    }
+}
+
+/// The method called `name`, if any revision defines it.
+pub fn lookup(name: &str) -> Option<&'static MethodInfo> {
+    METHODS
+        .binary_search_by(|m| m.name.cmp(name))
+        .ok()
+        .and_then(|i| METHODS.get(i))
+}
+
+/// Every method of every revision, sorted by name.
+pub fn all() -> &'static [MethodInfo] {
+    METHODS
+}
+
+/// The methods `rev` defines; a method outside this set gets `-32601` (method not found).
+pub fn for_revision(rev: ProtocolVersion) -> impl Iterator<Item = &'static MethodInfo> {
+    METHODS.iter().filter(move |m| m.available_in(rev))
+}

@@ -1,0 +1,180 @@
+//! Runtime helpers for the generated code: union variant selection and constant tags.
+
+use serde_json::Value;
+
+/// What a union variant looks like on the wire.
+#[derive(Debug)]
+pub enum Shape {
+    /// An object with known fields.
+    Object(&'static ObjectShape),
+    /// A JSON string.
+    String,
+    /// A JSON integer.
+    Integer,
+    /// Any JSON number.
+    Number,
+    /// A JSON boolean.
+    Boolean,
+    /// A JSON array.
+    Array,
+    /// Any JSON object.
+    Map,
+    /// Anything.
+    Any,
+}
+
+/// The fields of an object variant.
+#[derive(Debug)]
+pub struct ObjectShape {
+    /// Constant fields: wire name, value, whether required.
+    pub consts: &'static [(&'static str, &'static str, bool)],
+    /// Required fields.
+    pub required: &'static [&'static str],
+    /// Every field the schema names.
+    pub known: &'static [&'static str],
+    /// Whether the schema allows other fields.
+    pub open: bool,
+}
+
+/// How well an object matches a shape: `None` if it cannot be that variant.
+fn object_rank(map: &serde_json::Map<String, Value>, shape: &ObjectShape) -> Option<u8> {
+    for (key, value, required) in shape.consts {
+        match map.get(*key) {
+            Some(Value::String(s)) if s == value => {}
+            None if !required => {}
+            _ => return None,
+        }
+    }
+    if !shape.required.iter().all(|k| map.contains_key(*k)) {
+        return None;
+    }
+    let all_known = map.keys().all(|k| shape.known.contains(&k.as_str()));
+    Some(match (all_known, shape.open) {
+        // Every field accounted for by a closed shape: the best match.
+        (true, false) => 0,
+        (true, true) => 1,
+        (false, true) => 2,
+        (false, false) => 3,
+    })
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Picks the union variant `value` belongs to and deserializes it with `parse`: variants are
+/// ranked by how exactly the value fits them (constants, required fields, known fields), and
+/// tried best first.
+pub fn pick<T>(
+    value: &Value,
+    union: &str,
+    shapes: &[Shape],
+    parse: impl Fn(usize, &Value) -> Option<Result<T, serde_json::Error>>,
+) -> Result<T, String> {
+    let mut ranked: Vec<(u8, usize)> = Vec::with_capacity(shapes.len());
+    for (i, shape) in shapes.iter().enumerate() {
+        let rank = match (shape, value) {
+            (Shape::Object(o), Value::Object(map)) => object_rank(map, o),
+            (Shape::Map, Value::Object(_)) => Some(4),
+            (Shape::String, Value::String(_)) => Some(0),
+            (Shape::Integer, Value::Number(n)) if n.is_i64() || n.is_u64() => Some(0),
+            (Shape::Number, Value::Number(_)) => Some(1),
+            (Shape::Boolean, Value::Bool(_)) => Some(0),
+            (Shape::Array, Value::Array(_)) => Some(0),
+            (Shape::Any, _) => Some(5),
+            _ => None,
+        };
+        if let Some(rank) = rank {
+            ranked.push((rank, i));
+        }
+    }
+    ranked.sort_unstable();
+    let mut first_error = None;
+    for (_, i) in ranked {
+        match parse(i, value) {
+            Some(Ok(v)) => return Ok(v),
+            Some(Err(e)) if first_error.is_none() => first_error = Some(e),
+            Some(Err(_)) | None => {}
+        }
+    }
+    Err(match first_error {
+        Some(e) => format!("invalid {union}: {e}"),
+        None => match value.get("type").and_then(Value::as_str) {
+            Some(t) => format!("no variant of {union} has type `{t}`"),
+            None => format!("{} matches no variant of {union}", kind(value)),
+        },
+    })
+}
+
+/// Defines a zero-sized type for one string constant of the schemas.
+macro_rules! const_tag {
+    ($name:ident, $value:literal) => {
+        #[doc = concat!("The constant `\"", $value, "\"`.")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+        pub struct $name;
+
+        impl $name {
+            /// The constant's string.
+            pub const VALUE: &'static str = $value;
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> ::core::result::Result<S::Ok, S::Error> {
+                serializer.serialize_str($value)
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::core::result::Result<Self, D::Error> {
+                struct Visitor;
+                impl ::serde::de::Visitor<'_> for Visitor {
+                    type Value = $name;
+                    fn expecting(
+                        &self,
+                        f: &mut ::core::fmt::Formatter<'_>,
+                    ) -> ::core::fmt::Result {
+                        f.write_str(concat!("the string \"", $value, "\""))
+                    }
+                    fn visit_str<E: ::serde::de::Error>(
+                        self,
+                        v: &str,
+                    ) -> ::core::result::Result<$name, E> {
+                        if v == $value {
+                            Ok($name)
+                        } else {
+                            Err(E::invalid_value(::serde::de::Unexpected::Str(v), &self))
+                        }
+                    }
+                }
+                deserializer.deserialize_str(Visitor)
+            }
+        }
+
+        #[cfg(feature = "schemars")]
+        impl ::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(stringify!($name))
+            }
+            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                ::schemars::json_schema!({ "type": "string", "const": $value })
+            }
+        }
+
+        impl $crate::Project for $name {
+            fn project(&mut self, _rev: $crate::ProtocolVersion) {}
+        }
+    };
+}
+pub(crate) use const_tag;
