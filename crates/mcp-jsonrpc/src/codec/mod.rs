@@ -16,12 +16,12 @@
 mod auto;
 mod content_length;
 mod line;
-// mod sse;
+mod sse;
 
 pub use auto::AutoCodec;
 pub use content_length::ContentLengthCodec;
 pub use line::LineCodec;
-// pub use sse::{SseCodec, SseEvent};
+pub use sse::{SseCodec, SseEvent};
 
 use bytes::BytesMut;
 
