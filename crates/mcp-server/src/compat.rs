@@ -1,0 +1,270 @@
+//! An opt-in compatibility layer for the `mcp/`-prefixed method names of an early design
+//! document of the protocol (`mcp/initialize`, `mcp/listTools`, `mcp/listResources`,
+//! `mcp/tool/execute`, `mcp/resource/read`).
+//!
+//! Each name is mapped onto the standard method and its result reshaped as that document
+//! describes:
+//!
+//! | legacy method | standard method | result |
+//! |---|---|---|
+//! | `mcp/initialize` | `initialize` (missing `protocolVersion`, `capabilities` or `clientInfo` are filled in) | the standard result plus `methods`: the legacy methods served |
+//! | `mcp/listTools` | `tools/list`, every page | an array of tools, each with `toolId` (= `name`) |
+//! | `mcp/listResources` | `resources/list` and `resources/templates/list`, every page | an array of resources, each with `resourceId` (= `uri` or `uriTemplate`); templates carry a `querySchema` of their variables |
+//! | `mcp/tool/execute` `{toolId, inputs}` | `tools/call` `{name, arguments}` | `structuredContent` if the tool has it, else the `content` array; an `isError` result becomes JSON-RPC error `-32000` with the result in `data` |
+//! | `mcp/resource/read` `{resourceId, query?}` | `resources/read` (a template is expanded with `query`; for a plain URI, `query` becomes its query string) | the `contents` array |
+//!
+//! It is off by default; enable it with
+//! `ServerBuilder::middleware(LegacyMethods)`.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::context::{BoxFuture, Extensions};
+use crate::error::ErrorData;
+use crate::handler::{Middleware, Next, Request};
+use crate::model::ProtocolVersion;
+use crate::uri_template::UriTemplate;
+
+/// The error code of a failed `mcp/tool/execute`.
+pub const LEGACY_TOOL_FAILED: i32 = -32000;
+
+/// Most pages a legacy list walks before giving up (bounds a misbehaving handler).
+const MAX_PAGES: usize = 1000;
+
+/// The `mcp/`-prefixed method layer (see the [module docs](self)).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LegacyMethods;
+
+const LEGACY: [&str; 5] = [
+    "mcp/initialize",
+    "mcp/listTools",
+    "mcp/listResources",
+    "mcp/tool/execute",
+    "mcp/resource/read",
+];
+
+fn inner(req: &Request, method: &str, params: Value) -> Request {
+    Request {
+        id: req.id.clone(),
+        method: method.to_owned(),
+        params: Some(params),
+        protocol_version: req.protocol_version,
+        extensions: Extensions::new(),
+    }
+}
+
+fn obj(params: &Option<Value>) -> Result<Map<String, Value>, ErrorData> {
+    match params {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m.clone()),
+        Some(_) => Err(ErrorData::invalid_params("params must be an object")),
+    }
+}
+
+async fn all_pages(
+    req: &Request,
+    next: Next<'_>,
+    method: &str,
+    key: &str,
+) -> Result<Vec<Value>, ErrorData> {
+    let mut items = Vec::new();
+    let mut cursor: Option<Value> = None;
+    for _ in 0..MAX_PAGES {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let mut page = next.run(inner(req, method, params)).await?;
+        if let Some(Value::Array(list)) = page.get_mut(key).map(Value::take) {
+            items.extend(list);
+        }
+        match page.get("nextCursor") {
+            Some(c @ Value::String(_)) => cursor = Some(c.clone()),
+            _ => return Ok(items),
+        }
+    }
+    Err(ErrorData::internal("too many pages"))
+}
+
+impl LegacyMethods {
+    async fn run(&self, req: Request, next: Next<'_>) -> Result<Value, ErrorData> {
+        let params = obj(&req.params)?;
+        match req.method.as_str() {
+            "mcp/initialize" => {
+                let mut p = params;
+                p.entry("protocolVersion")
+                    .or_insert_with(|| json!(ProtocolVersion::LATEST.as_str()));
+                p.entry("capabilities").or_insert_with(|| json!({}));
+                p.entry("clientInfo")
+                    .or_insert_with(|| json!({"name": "legacy-client", "version": "0"}));
+                let mut result = next
+                    .run(inner(&req, "initialize", Value::Object(p)))
+                    .await?;
+                result["methods"] = json!(LEGACY);
+                Ok(result)
+            }
+            "mcp/listTools" => {
+                let tools = all_pages(&req, next, "tools/list", "tools").await?;
+                Ok(Value::Array(
+                    tools
+                        .into_iter()
+                        .map(|mut t| {
+                            let id = t.get("name").cloned().unwrap_or(Value::Null);
+                            t["toolId"] = id;
+                            t
+                        })
+                        .collect(),
+                ))
+            }
+            "mcp/listResources" => {
+                let mut out: Vec<Value> = all_pages(&req, next, "resources/list", "resources")
+                    .await?
+                    .into_iter()
+                    .map(|mut r| {
+                        let id = r.get("uri").cloned().unwrap_or(Value::Null);
+                        r["resourceId"] = id;
+                        r
+                    })
+                    .collect();
+                let templates =
+                    all_pages(&req, next, "resources/templates/list", "resourceTemplates").await?;
+                for mut t in templates {
+                    let tpl = t.get("uriTemplate").and_then(Value::as_str).unwrap_or("");
+                    let vars: Vec<String> = UriTemplate::parse(tpl)
+                        .map(|p| p.variables().into_iter().map(str::to_owned).collect())
+                        .unwrap_or_default();
+                    let props: Map<String, Value> = vars
+                        .iter()
+                        .map(|v| (v.clone(), json!({"type": "string"})))
+                        .collect();
+                    t["resourceId"] = json!(tpl);
+                    t["querySchema"] = json!({"type": "object", "properties": props});
+                    out.push(t);
+                }
+                Ok(Value::Array(out))
+            }
+            "mcp/tool/execute" => {
+                let Some(Value::String(tool)) = params.get("toolId") else {
+                    return Err(ErrorData::invalid_params("`toolId` (a string) is required"));
+                };
+                let inputs = match params.get("inputs") {
+                    None | Some(Value::Null) => json!({}),
+                    Some(v @ Value::Object(_)) => v.clone(),
+                    Some(_) => return Err(ErrorData::invalid_params("`inputs` must be an object")),
+                };
+                let result = next
+                    .run(inner(
+                        &req,
+                        "tools/call",
+                        json!({"name": tool, "arguments": inputs}),
+                    ))
+                    .await?;
+                if result.get("isError") == Some(&Value::Bool(true)) {
+                    let text = result["content"]
+                        .as_array()
+                        .and_then(|c| c.iter().find_map(|b| b.get("text")?.as_str()))
+                        .unwrap_or("tool execution failed")
+                        .to_owned();
+                    return Err(ErrorData::new(LEGACY_TOOL_FAILED, text).with_data(result));
+                }
+                Ok(match result.get("structuredContent") {
+                    Some(s) => s.clone(),
+                    None => result.get("content").cloned().unwrap_or_else(|| json!([])),
+                })
+            }
+            "mcp/resource/read" => {
+                let Some(Value::String(id)) = params.get("resourceId") else {
+                    return Err(ErrorData::invalid_params(
+                        "`resourceId` (a string) is required",
+                    ));
+                };
+                let uri = match params.get("query") {
+                    None | Some(Value::Null) => id.clone(),
+                    Some(Value::Object(q)) => with_query(id, q)?,
+                    Some(_) => return Err(ErrorData::invalid_params("`query` must be an object")),
+                };
+                let result = next
+                    .run(inner(&req, "resources/read", json!({"uri": uri})))
+                    .await?;
+                Ok(result.get("contents").cloned().unwrap_or_else(|| json!([])))
+            }
+            _ => next.run(req).await,
+        }
+    }
+}
+
+fn scalar_string(v: &Value) -> Result<String, ErrorData> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        _ => Err(ErrorData::invalid_params(
+            "`query` values must be strings, numbers or booleans",
+        )),
+    }
+}
+
+/// Expands a template `resourceId` with `query`, or appends `query` to a plain URI.
+fn with_query(id: &str, query: &Map<String, Value>) -> Result<String, ErrorData> {
+    let mut values = HashMap::new();
+    for (k, v) in query {
+        values.insert(k.clone(), scalar_string(v)?);
+    }
+    if id.contains('{') {
+        let t = UriTemplate::parse(id)
+            .map_err(|e| ErrorData::invalid_params(format!("invalid resourceId: {e}")))?;
+        return Ok(t.expand(&values));
+    }
+    if values.is_empty() {
+        return Ok(id.to_owned());
+    }
+    let mut keys: Vec<&String> = values.keys().collect();
+    keys.sort();
+    let spec: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
+    let t = UriTemplate::parse(&format!("{{?{}}}", spec.join(",")))
+        .map_err(|e| ErrorData::invalid_params(format!("invalid query: {e}")))?;
+    let q = t.expand(&values);
+    let q = if id.contains('?') {
+        q.replacen('?', "&", 1)
+    } else {
+        q
+    };
+    Ok(format!("{id}{q}"))
+}
+
+impl Middleware for LegacyMethods {
+    fn handle<'a>(
+        &'a self,
+        request: Request,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<Value, ErrorData>> {
+        Box::pin(self.run(request, next))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_expands_templates_and_plain_uris() {
+        let mut q = Map::new();
+        q.insert("city".into(), json!("Oslo"));
+        q.insert("days".into(), json!(3));
+        assert_eq!(
+            with_query("weather://{city}/forecast{?days}", &q).unwrap(),
+            "weather://Oslo/forecast?days=3"
+        );
+        assert_eq!(
+            with_query("data://x", &q).unwrap(),
+            "data://x?city=Oslo&days=3"
+        );
+        assert_eq!(
+            with_query("data://x?a=1", &q).unwrap(),
+            "data://x?a=1&city=Oslo&days=3"
+        );
+        q.insert("bad".into(), json!({"nested": true}));
+        assert!(with_query("data://x", &q).is_err());
+    }
+}

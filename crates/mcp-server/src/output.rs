@@ -1,0 +1,346 @@
+//! Conversions from what handlers return to protocol results.
+//!
+//! One trait per kind of result, in the style of axum's `IntoResponse`: a tool may return a
+//! [`CallToolResult`], a `String`, a content block or a vector of them, [`Structured<T>`], `()` or
+//! a `Result<T, E>` whose error becomes an `isError` result (or, for [`ErrorData`] and
+//! [`ToolError::Protocol`], a JSON-RPC error).
+
+use std::any::Any;
+use std::fmt::Display;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{ErrorData, ToolError};
+use crate::model::{
+    CallToolResult, ContentBlock, GetPromptResult, PromptMessage, ReadResourceResult,
+    ResourceContents,
+};
+
+/// A tool result carrying structured content.
+///
+/// The tool's `outputSchema` is generated from `T` (unless one was given explicitly), the value is
+/// sent as `structuredContent` and, for clients that read only `content`, as a JSON text block.
+/// Before sending, the value is checked against the output schema; a mismatch is a server bug and
+/// is answered with an internal error instead of an invalid result.
+///
+/// ```
+/// use mcp_server::Structured;
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Forecast { celsius: f64 }
+/// let out = Structured(Forecast { celsius: 21.5 });
+/// # let _ = out;
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Structured<T>(pub T);
+
+/// Converts a tool handler's return value into a `tools/call` result.
+pub trait IntoCallToolResult {
+    /// The result, or a JSON-RPC error for protocol failures.
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData>;
+
+    /// The output schema implied by the type, if it produces structured content.
+    fn output_schema() -> Option<Value> {
+        None
+    }
+}
+
+impl IntoCallToolResult for CallToolResult {
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
+        Ok(self)
+    }
+}
+
+impl IntoCallToolResult for String {
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::success(vec![ContentBlock::text(self)]))
+    }
+}
+
+impl IntoCallToolResult for &'static str {
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::success(vec![ContentBlock::text(self)]))
+    }
+}
+
+impl IntoCallToolResult for () {
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::success(Vec::new()))
+    }
+}
+
+impl IntoCallToolResult for ContentBlock {
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::success(vec![self]))
+    }
+}
+
+impl IntoCallToolResult for Vec<ContentBlock> {
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::success(self))
+    }
+}
+
+impl<T: Serialize + JsonSchema> IntoCallToolResult for Structured<T> {
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
+        let value = serde_json::to_value(&self.0)
+            .map_err(|e| ErrorData::internal(format!("tool output is not serializable: {e}")))?;
+        if !value.is_object() {
+            return Err(ErrorData::internal(
+                "structured tool output must serialize to a JSON object",
+            ));
+        }
+        let text = value.to_string();
+        Ok(CallToolResult {
+            content: vec![ContentBlock::text(text)],
+            structured_content: Some(value),
+            ..CallToolResult::default()
+        })
+    }
+
+    fn output_schema() -> Option<Value> {
+        Some(crate::schema::schema_for::<T>())
+    }
+}
+
+/// Turns an error value into the failure of a call: [`ErrorData`] and [`ToolError::Protocol`]
+/// stay protocol errors, everything else becomes an `isError` result with the error's text.
+fn tool_failure<E: Display + 'static>(e: E) -> Result<CallToolResult, ErrorData> {
+    let any: &dyn Any = &e;
+    if let Some(data) = any.downcast_ref::<ErrorData>() {
+        return Err(data.clone());
+    }
+    if let Some(ToolError::Protocol(data)) = any.downcast_ref::<ToolError>() {
+        return Err(data.clone());
+    }
+    Ok(CallToolResult::error(e.to_string()))
+}
+
+impl<T: IntoCallToolResult, E: Display + 'static> IntoCallToolResult for Result<T, E> {
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
+        match self {
+            Ok(v) => v.into_call_tool_result(),
+            Err(e) => tool_failure(e),
+        }
+    }
+
+    fn output_schema() -> Option<Value> {
+        T::output_schema()
+    }
+}
+
+/// Converts an error of a resource or prompt handler to a JSON-RPC error: [`ErrorData`] is kept
+/// as it is, anything else becomes an internal error with the error's text.
+fn protocol_failure<E: Display + 'static>(e: E) -> ErrorData {
+    let any: &dyn Any = &e;
+    if let Some(data) = any.downcast_ref::<ErrorData>() {
+        return data.clone();
+    }
+    if let Some(ToolError::Protocol(data)) = any.downcast_ref::<ToolError>() {
+        return data.clone();
+    }
+    ErrorData::internal(e.to_string())
+}
+
+/// Converts a resource handler's return value into a `resources/read` result.
+///
+/// Plain text and bytes become contents with the URI that was read and the MIME type declared
+/// when the resource was registered.
+pub trait IntoReadResourceResult {
+    /// The result for `uri`, or a JSON-RPC error.
+    fn into_read_resource_result(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<ReadResourceResult, ErrorData>;
+}
+
+impl IntoReadResourceResult for ReadResourceResult {
+    fn into_read_resource_result(
+        self,
+        _uri: &str,
+        _mime: Option<&str>,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        Ok(self)
+    }
+}
+
+impl IntoReadResourceResult for ResourceContents {
+    fn into_read_resource_result(
+        self,
+        _uri: &str,
+        _mime: Option<&str>,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        Ok(ReadResourceResult {
+            contents: vec![self],
+        })
+    }
+}
+
+impl IntoReadResourceResult for Vec<ResourceContents> {
+    fn into_read_resource_result(
+        self,
+        _uri: &str,
+        _mime: Option<&str>,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        Ok(ReadResourceResult { contents: self })
+    }
+}
+
+fn with_mime(c: ResourceContents, mime: Option<&str>) -> ResourceContents {
+    match mime {
+        Some(m) => c.with_mime_type(m),
+        None => c,
+    }
+}
+
+impl IntoReadResourceResult for String {
+    fn into_read_resource_result(
+        self,
+        uri: &str,
+        mime: Option<&str>,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        Ok(ReadResourceResult {
+            contents: vec![with_mime(ResourceContents::text(uri, self), mime)],
+        })
+    }
+}
+
+impl IntoReadResourceResult for &'static str {
+    fn into_read_resource_result(
+        self,
+        uri: &str,
+        mime: Option<&str>,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        self.to_owned().into_read_resource_result(uri, mime)
+    }
+}
+
+impl IntoReadResourceResult for Vec<u8> {
+    fn into_read_resource_result(
+        self,
+        uri: &str,
+        mime: Option<&str>,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        Ok(ReadResourceResult {
+            contents: vec![with_mime(ResourceContents::blob(uri, self), mime)],
+        })
+    }
+}
+
+impl<T: IntoReadResourceResult, E: Display + 'static> IntoReadResourceResult for Result<T, E> {
+    fn into_read_resource_result(
+        self,
+        uri: &str,
+        mime: Option<&str>,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        match self {
+            Ok(v) => v.into_read_resource_result(uri, mime),
+            Err(e) => Err(protocol_failure(e)),
+        }
+    }
+}
+
+/// Converts a prompt handler's return value into a `prompts/get` result.
+pub trait IntoGetPromptResult {
+    /// The result, or a JSON-RPC error.
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData>;
+}
+
+impl IntoGetPromptResult for GetPromptResult {
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData> {
+        Ok(self)
+    }
+}
+
+impl IntoGetPromptResult for Vec<PromptMessage> {
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData> {
+        Ok(GetPromptResult {
+            description: None,
+            messages: self,
+        })
+    }
+}
+
+impl IntoGetPromptResult for PromptMessage {
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData> {
+        vec![self].into_get_prompt_result()
+    }
+}
+
+impl IntoGetPromptResult for String {
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData> {
+        PromptMessage::user(ContentBlock::text(self)).into_get_prompt_result()
+    }
+}
+
+impl<T: IntoGetPromptResult, E: Display + 'static> IntoGetPromptResult for Result<T, E> {
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData> {
+        match self {
+            Ok(v) => v.into_get_prompt_result(),
+            Err(e) => Err(protocol_failure(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize, JsonSchema)]
+    struct Out {
+        n: i32,
+    }
+
+    #[test]
+    fn strings_and_blocks() {
+        let r = "hi".to_owned().into_call_tool_result().unwrap();
+        assert_eq!(r.content, vec![ContentBlock::text("hi")]);
+        assert_eq!(r.is_error, None);
+    }
+
+    #[test]
+    fn errors_become_is_error_results() {
+        let r: Result<String, String> = Err("boom".into());
+        let r = r.into_call_tool_result().unwrap();
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(r.content[0].as_text(), Some("boom"));
+    }
+
+    #[test]
+    fn protocol_errors_stay_protocol_errors() {
+        let r: Result<String, ToolError> = Err(ToolError::Protocol(ErrorData::invalid_params("x")));
+        assert_eq!(r.into_call_tool_result().unwrap_err().code, -32602);
+        let r: Result<String, ErrorData> = Err(ErrorData::internal("y"));
+        assert_eq!(r.into_call_tool_result().unwrap_err().code, -32603);
+        let r: Result<String, ToolError> = Err(ToolError::execution("z"));
+        assert_eq!(r.into_call_tool_result().unwrap().is_error, Some(true));
+    }
+
+    #[test]
+    fn structured_output_has_schema_and_fallback() {
+        let r = Structured(Out { n: 3 }).into_call_tool_result().unwrap();
+        assert_eq!(r.structured_content, Some(serde_json::json!({"n": 3})));
+        assert_eq!(r.content[0].as_text(), Some("{\"n\":3}"));
+        let schema = <Result<Structured<Out>, String>>::output_schema().unwrap();
+        assert_eq!(schema["type"], "object");
+        assert!(schema.get("$schema").is_none());
+    }
+
+    #[test]
+    fn resource_text_gets_uri_and_mime() {
+        let r = "body"
+            .into_read_resource_result("test://a", Some("text/plain"))
+            .unwrap();
+        assert_eq!(
+            r.contents,
+            vec![ResourceContents::text("test://a", "body").with_mime_type("text/plain")]
+        );
+        let r: Result<String, String> = Err("gone".into());
+        assert_eq!(
+            r.into_read_resource_result("x", None).unwrap_err().code,
+            -32603
+        );
+    }
+}

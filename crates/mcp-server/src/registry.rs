@@ -1,0 +1,798 @@
+//! Definitions of tools, resources, templates and prompts, and the one registry that both lists
+//! and routes them.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+
+use base64::Engine as _;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::context::{BoxFuture, RequestContext};
+use crate::error::{BuildError, ErrorData};
+use crate::model::{
+    Annotations, CallToolResult, GetPromptResult, Icon, PromptArgument, ReadResourceResult,
+    ToolAnnotations,
+};
+use crate::output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult};
+use crate::uri_template::{TemplateVars, UriTemplate};
+use crate::validate::CompiledSchema;
+
+/// The definition of a tool, as listed by `tools/list`.
+///
+/// ```
+/// use mcp_server::Tool;
+/// let tool = Tool::new("get_weather").title("Weather").description("Current weather").read_only();
+/// assert_eq!(tool.name, "get_weather");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Tool {
+    /// Unique name (1-128 characters of `A-Z a-z 0-9 _ - .`).
+    pub name: String,
+    /// Human-readable name (2025-06-18 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments (generated from the argument type unless set explicitly).
+    pub input_schema: Value,
+    /// JSON Schema of `structuredContent` (2025-06-18 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Behaviour hints (2025-03-26 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Icons (2025-11-25 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// Extra metadata (2025-06-18 and later).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl Tool {
+    /// A tool with a name; its input schema comes from the handler's argument type.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema: Value::Null,
+            output_schema: None,
+            annotations: None,
+            icons: None,
+            meta: None,
+        }
+    }
+    /// Sets the description.
+    pub fn description(mut self, d: impl Into<String>) -> Self {
+        self.description = Some(d.into());
+        self
+    }
+    /// Sets the title.
+    pub fn title(mut self, t: impl Into<String>) -> Self {
+        self.title = Some(t.into());
+        self
+    }
+    /// Sets an explicit input schema (it wins over the generated one).
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = schema;
+        self
+    }
+    /// Sets an explicit output schema (it wins over the one implied by [`Structured`](crate::Structured)).
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+    /// Sets the behaviour hints.
+    pub fn annotations(mut self, a: ToolAnnotations) -> Self {
+        self.annotations = Some(a);
+        self
+    }
+    /// Marks the tool read-only.
+    pub fn read_only(mut self) -> Self {
+        self.annotations
+            .get_or_insert_with(Default::default)
+            .read_only_hint = Some(true);
+        self
+    }
+    /// Adds an icon.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.get_or_insert_with(Vec::new).push(icon);
+        self
+    }
+}
+
+/// A resource with a fixed URI, as listed by `resources/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Resource {
+    /// URI.
+    pub uri: String,
+    /// Name.
+    pub name: String,
+    /// Human-readable name (2025-06-18 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Size in bytes, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Icons (2025-11-25 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+}
+
+impl Resource {
+    /// A resource with a URI and a name.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            annotations: None,
+            icons: None,
+        }
+    }
+    /// Sets the description.
+    pub fn description(mut self, d: impl Into<String>) -> Self {
+        self.description = Some(d.into());
+        self
+    }
+    /// Sets the title.
+    pub fn title(mut self, t: impl Into<String>) -> Self {
+        self.title = Some(t.into());
+        self
+    }
+    /// Sets the MIME type.
+    pub fn mime_type(mut self, m: impl Into<String>) -> Self {
+        self.mime_type = Some(m.into());
+        self
+    }
+    /// Adds an icon.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.get_or_insert_with(Vec::new).push(icon);
+        self
+    }
+}
+
+/// A family of resources described by an RFC 6570 URI template.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ResourceTemplate {
+    /// The URI template.
+    pub uri_template: String,
+    /// Name.
+    pub name: String,
+    /// Human-readable name (2025-06-18 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// MIME type of the resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Icons (2025-11-25 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+}
+
+impl ResourceTemplate {
+    /// A template with a URI template and a name.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            uri_template: uri_template.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            annotations: None,
+            icons: None,
+        }
+    }
+    /// Sets the description.
+    pub fn description(mut self, d: impl Into<String>) -> Self {
+        self.description = Some(d.into());
+        self
+    }
+    /// Sets the title.
+    pub fn title(mut self, t: impl Into<String>) -> Self {
+        self.title = Some(t.into());
+        self
+    }
+    /// Sets the MIME type.
+    pub fn mime_type(mut self, m: impl Into<String>) -> Self {
+        self.mime_type = Some(m.into());
+        self
+    }
+}
+
+/// A prompt, as listed by `prompts/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Prompt {
+    /// Name.
+    pub name: String,
+    /// Human-readable name (2025-06-18 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Arguments (generated from the handler's argument type unless set explicitly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Vec<PromptArgument>>,
+    /// Icons (2025-11-25 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+}
+
+impl Prompt {
+    /// A prompt with a name.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            arguments: None,
+            icons: None,
+        }
+    }
+    /// Sets the description.
+    pub fn description(mut self, d: impl Into<String>) -> Self {
+        self.description = Some(d.into());
+        self
+    }
+    /// Sets the title.
+    pub fn title(mut self, t: impl Into<String>) -> Self {
+        self.title = Some(t.into());
+        self
+    }
+    /// Sets the arguments explicitly.
+    pub fn arguments(mut self, args: Vec<PromptArgument>) -> Self {
+        self.arguments = Some(args);
+        self
+    }
+}
+
+/// A tool without arguments: use it as the argument type of a handler that takes none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub struct NoArgs {}
+
+type ToolFn = dyn Fn(RequestContext, Value) -> BoxFuture<'static, Result<CallToolResult, ErrorData>>
+    + Send
+    + Sync;
+type ResourceFn = dyn Fn(RequestContext) -> BoxFuture<'static, Result<ReadResourceResult, ErrorData>>
+    + Send
+    + Sync;
+type TemplateFn = dyn Fn(RequestContext, TemplateVars) -> BoxFuture<'static, Result<ReadResourceResult, ErrorData>>
+    + Send
+    + Sync;
+type PromptFn = dyn Fn(RequestContext, Map<String, Value>) -> BoxFuture<'static, Result<GetPromptResult, ErrorData>>
+    + Send
+    + Sync;
+type CompleteFn =
+    dyn Fn(String, HashMap<String, String>) -> BoxFuture<'static, Vec<String>> + Send + Sync;
+
+pub(crate) struct ToolEntry {
+    pub(crate) tool: Tool,
+    pub(crate) input: CompiledSchema,
+    pub(crate) output: Option<CompiledSchema>,
+    pub(crate) handler: Arc<ToolFn>,
+}
+
+pub(crate) struct ResourceEntry {
+    pub(crate) resource: Resource,
+    pub(crate) handler: Arc<ResourceFn>,
+}
+
+pub(crate) struct TemplateEntry {
+    pub(crate) template: ResourceTemplate,
+    pub(crate) parsed: UriTemplate,
+    pub(crate) handler: Arc<TemplateFn>,
+}
+
+pub(crate) struct PromptEntry {
+    pub(crate) prompt: Prompt,
+    pub(crate) handler: Arc<PromptFn>,
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+impl ToolEntry {
+    pub(crate) fn new<A, F, Fut, O>(mut tool: Tool, f: F) -> Result<Self, BuildError>
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoCallToolResult + 'static,
+    {
+        if tool.input_schema.is_null() {
+            tool.input_schema = crate::schema::input_schema_for::<A>();
+        }
+        if tool.output_schema.is_none() {
+            tool.output_schema = O::output_schema();
+        }
+        let f = Arc::new(f);
+        let handler: Arc<ToolFn> = Arc::new(move |cx, args| {
+            let f = Arc::clone(&f);
+            Box::pin(async move {
+                let args: A = match serde_json::from_value(args) {
+                    Ok(a) => a,
+                    Err(e) => return Ok(CallToolResult::error(format!("invalid arguments: {e}"))),
+                };
+                f(cx, args).await.into_call_tool_result()
+            })
+        });
+        Self::erased(tool, handler)
+    }
+
+    pub(crate) fn raw<F, Fut, O>(tool: Tool, f: F) -> Result<Self, BuildError>
+    where
+        F: Fn(RequestContext, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoCallToolResult + 'static,
+    {
+        if tool.input_schema.is_null() {
+            return Err(BuildError::InvalidSchema {
+                tool: tool.name,
+                which: "inputSchema",
+                reason: "a raw tool needs an explicit input schema".to_owned(),
+            });
+        }
+        let f = Arc::new(f);
+        let handler: Arc<ToolFn> = Arc::new(move |cx, args| {
+            let f = Arc::clone(&f);
+            Box::pin(async move { f(cx, args).await.into_call_tool_result() })
+        });
+        Self::erased(tool, handler)
+    }
+
+    fn erased(tool: Tool, handler: Arc<ToolFn>) -> Result<Self, BuildError> {
+        if !valid_tool_name(&tool.name) {
+            return Err(BuildError::InvalidToolName(tool.name));
+        }
+        let input = CompiledSchema::object(tool.input_schema.clone()).map_err(|reason| {
+            BuildError::InvalidSchema {
+                tool: tool.name.clone(),
+                which: "inputSchema",
+                reason,
+            }
+        })?;
+        let output = match &tool.output_schema {
+            Some(s) => Some(CompiledSchema::object(s.clone()).map_err(|reason| {
+                BuildError::InvalidSchema {
+                    tool: tool.name.clone(),
+                    which: "outputSchema",
+                    reason,
+                }
+            })?),
+            None => None,
+        };
+        Ok(Self {
+            tool,
+            input,
+            output,
+            handler,
+        })
+    }
+
+    /// Validates, runs and checks one call.
+    pub(crate) async fn call(
+        &self,
+        cx: RequestContext,
+        arguments: Option<Value>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args = match arguments {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(v) => v,
+        };
+        if let Err(e) = self.input.check(&args) {
+            // Input validation errors are tool execution errors, so the model can correct them.
+            return Ok(CallToolResult::error(format!(
+                "invalid arguments for tool {}: {e}",
+                self.tool.name
+            )));
+        }
+        let result = (self.handler)(cx, args).await?;
+        if result.is_error != Some(true) {
+            if let Some(out) = &self.output {
+                let Some(structured) = &result.structured_content else {
+                    return Err(ErrorData::internal(format!(
+                        "tool {} declares an output schema but returned no structured content",
+                        self.tool.name
+                    )));
+                };
+                if let Err(e) = out.check(structured) {
+                    tracing::error!(tool = %self.tool.name, error = %e, "structured content does not match the output schema");
+                    return Err(ErrorData::internal(format!(
+                        "tool {} produced output that does not match its output schema",
+                        self.tool.name
+                    )));
+                }
+            }
+        }
+        Ok(result)
+    }
+}
+
+impl ResourceEntry {
+    pub(crate) fn new<F, Fut, O>(resource: Resource, f: F) -> Self
+    where
+        F: Fn(RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoReadResourceResult + 'static,
+    {
+        let uri = resource.uri.clone();
+        let mime = resource.mime_type.clone();
+        let f = Arc::new(f);
+        let handler: Arc<ResourceFn> = Arc::new(move |cx| {
+            let f = Arc::clone(&f);
+            let uri = uri.clone();
+            let mime = mime.clone();
+            Box::pin(async move { f(cx).await.into_read_resource_result(&uri, mime.as_deref()) })
+        });
+        Self { resource, handler }
+    }
+}
+
+impl TemplateEntry {
+    pub(crate) fn new<A, F, Fut, O>(template: ResourceTemplate, f: F) -> Result<Self, BuildError>
+    where
+        A: DeserializeOwned + Send + 'static,
+        F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoReadResourceResult + 'static,
+    {
+        let parsed = UriTemplate::parse(&template.uri_template).map_err(|e| {
+            BuildError::InvalidTemplate {
+                template: template.uri_template.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        let mime = template.mime_type.clone();
+        let f = Arc::new(f);
+        let handler: Arc<TemplateFn> = Arc::new(move |cx, vars| {
+            let f = Arc::clone(&f);
+            let mime = mime.clone();
+            Box::pin(async move {
+                let uri = cx.uri().unwrap_or_default().to_owned();
+                let args: A = serde_json::from_value(vars.to_json()).map_err(|e| {
+                    ErrorData::invalid_params(format!("invalid URI {uri}: {e}"))
+                        .with_data(serde_json::json!({"uri": uri}))
+                })?;
+                f(cx, args)
+                    .await
+                    .into_read_resource_result(&uri, mime.as_deref())
+            })
+        });
+        Ok(Self {
+            template,
+            parsed,
+            handler,
+        })
+    }
+}
+
+fn prompt_arguments_from_schema(schema: &Value) -> Vec<PromptArgument> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(Value::Object(props)) = schema.get("properties") else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .map(|(name, prop)| PromptArgument {
+            name: name.clone(),
+            title: prop.get("title").and_then(Value::as_str).map(str::to_owned),
+            description: prop
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            required: Some(required.contains(&name.as_str())),
+        })
+        .collect()
+}
+
+impl PromptEntry {
+    pub(crate) fn new<A, F, Fut, O>(mut prompt: Prompt, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoGetPromptResult + 'static,
+    {
+        if prompt.arguments.is_none() {
+            let args = prompt_arguments_from_schema(&crate::schema::input_schema_for::<A>());
+            prompt.arguments = (!args.is_empty()).then_some(args);
+        }
+        let required: Vec<String> = prompt
+            .arguments
+            .iter()
+            .flatten()
+            .filter(|a| a.required == Some(true))
+            .map(|a| a.name.clone())
+            .collect();
+        let f = Arc::new(f);
+        let handler: Arc<PromptFn> = Arc::new(move |cx, args| {
+            let f = Arc::clone(&f);
+            let missing: Vec<String> = required
+                .iter()
+                .filter(|r| !args.contains_key(*r))
+                .cloned()
+                .collect();
+            Box::pin(async move {
+                if !missing.is_empty() {
+                    return Err(ErrorData::invalid_params(format!(
+                        "missing required prompt arguments: {}",
+                        missing.join(", ")
+                    )));
+                }
+                let args: A = serde_json::from_value(Value::Object(args)).map_err(|e| {
+                    ErrorData::invalid_params(format!("invalid prompt arguments: {e}"))
+                })?;
+                f(cx, args).await.into_get_prompt_result()
+            })
+        });
+        Self { prompt, handler }
+    }
+}
+
+/// Which list changed (for `notifications/*/list_changed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ServerEvent {
+    ToolsChanged,
+    ResourcesChanged,
+    PromptsChanged,
+    ResourceUpdated(String),
+}
+
+/// An immutable view of everything registered; replaced whole on every change.
+#[derive(Default, Clone)]
+pub(crate) struct Snapshot {
+    pub(crate) tools: Vec<Arc<ToolEntry>>,
+    pub(crate) resources: Vec<Arc<ResourceEntry>>,
+    pub(crate) templates: Vec<Arc<TemplateEntry>>,
+    pub(crate) prompts: Vec<Arc<PromptEntry>>,
+    pub(crate) prompt_completions: HashMap<(String, String), Arc<CompleteFn>>,
+    pub(crate) template_completions: HashMap<(String, String), Arc<CompleteFn>>,
+}
+
+impl Snapshot {
+    pub(crate) fn tool(&self, name: &str) -> Option<&Arc<ToolEntry>> {
+        self.tools.iter().find(|t| t.tool.name == name)
+    }
+    pub(crate) fn resource(&self, uri: &str) -> Option<&Arc<ResourceEntry>> {
+        self.resources.iter().find(|r| r.resource.uri == uri)
+    }
+    pub(crate) fn prompt(&self, name: &str) -> Option<&Arc<PromptEntry>> {
+        self.prompts.iter().find(|p| p.prompt.name == name)
+    }
+    pub(crate) fn match_template(&self, uri: &str) -> Option<(&Arc<TemplateEntry>, TemplateVars)> {
+        self.templates
+            .iter()
+            .find_map(|t| t.parsed.matches(uri).map(|vars| (t, vars)))
+    }
+
+    pub(crate) fn add_tool(&mut self, entry: ToolEntry) -> Result<(), BuildError> {
+        if self.tool(&entry.tool.name).is_some() {
+            return Err(BuildError::Duplicate {
+                kind: "tool",
+                name: entry.tool.name,
+            });
+        }
+        self.tools.push(Arc::new(entry));
+        Ok(())
+    }
+    pub(crate) fn add_resource(&mut self, entry: ResourceEntry) -> Result<(), BuildError> {
+        if self.resource(&entry.resource.uri).is_some() {
+            return Err(BuildError::Duplicate {
+                kind: "resource",
+                name: entry.resource.uri,
+            });
+        }
+        self.resources.push(Arc::new(entry));
+        Ok(())
+    }
+    pub(crate) fn add_template(&mut self, entry: TemplateEntry) -> Result<(), BuildError> {
+        if self
+            .templates
+            .iter()
+            .any(|t| t.template.uri_template == entry.template.uri_template)
+        {
+            return Err(BuildError::Duplicate {
+                kind: "resource template",
+                name: entry.template.uri_template,
+            });
+        }
+        self.templates.push(Arc::new(entry));
+        Ok(())
+    }
+    pub(crate) fn add_prompt(&mut self, entry: PromptEntry) -> Result<(), BuildError> {
+        if self.prompt(&entry.prompt.name).is_some() {
+            return Err(BuildError::Duplicate {
+                kind: "prompt",
+                name: entry.prompt.name,
+            });
+        }
+        self.prompts.push(Arc::new(entry));
+        Ok(())
+    }
+}
+
+pub(crate) fn completer<F, Fut>(f: F) -> Arc<CompleteFn>
+where
+    F: Fn(String, HashMap<String, String>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Vec<String>> + Send + 'static,
+{
+    Arc::new(move |value, context| Box::pin(f(value, context)))
+}
+
+/// The live registry: readers take a cheap `Arc` snapshot, writers replace it.
+pub(crate) struct Registry {
+    current: RwLock<Arc<Snapshot>>,
+    events: tokio::sync::broadcast::Sender<ServerEvent>,
+}
+
+impl Registry {
+    pub(crate) fn new(snapshot: Snapshot, event_capacity: usize) -> Self {
+        let (events, _) = tokio::sync::broadcast::channel(event_capacity);
+        Self {
+            current: RwLock::new(Arc::new(snapshot)),
+            events,
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        match self.current.read() {
+            Ok(guard) => Arc::clone(&guard),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Applies a change to a copy of the snapshot and publishes it; `event` goes to every session.
+    pub(crate) fn update<R>(
+        &self,
+        event: Option<ServerEvent>,
+        change: impl FnOnce(&mut Snapshot) -> R,
+    ) -> R {
+        let result = {
+            let mut guard = match self.current.write() {
+                Ok(g) => g,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let mut next = Snapshot::clone(&guard);
+            let r = change(&mut next);
+            *guard = Arc::new(next);
+            r
+        };
+        if let Some(event) = event {
+            // No receiver (no session yet) is fine.
+            let _ = self.events.send(event);
+        }
+        result
+    }
+
+    pub(crate) fn publish(&self, event: ServerEvent) {
+        let _ = self.events.send(event);
+    }
+
+    pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<ServerEvent> {
+        self.events.subscribe()
+    }
+}
+
+/// Opaque pagination cursors: the offset of the next page, base64url-encoded with a version tag.
+pub(crate) fn encode_cursor(offset: usize) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("mcp1:{offset}"))
+}
+
+pub(crate) fn decode_cursor(cursor: Option<&str>) -> Result<usize, ErrorData> {
+    let Some(cursor) = cursor else {
+        return Ok(0);
+    };
+    let bad = || ErrorData::invalid_params(format!("invalid cursor {cursor:?}"));
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| bad())?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| bad())?;
+    text.strip_prefix("mcp1:")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(bad)
+}
+
+/// One page of `items` starting at `cursor`, plus the next cursor.
+pub(crate) fn page<T: Clone>(
+    items: &[T],
+    cursor: Option<&str>,
+    page_size: usize,
+) -> Result<(Vec<T>, Option<String>), ErrorData> {
+    let start = decode_cursor(cursor)?;
+    if start > items.len() {
+        return Err(ErrorData::invalid_params(
+            "cursor is past the end of the list",
+        ));
+    }
+    let end = start.saturating_add(page_size).min(items.len());
+    let next = (end < items.len()).then(|| encode_cursor(end));
+    Ok((items[start..end].to_vec(), next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let items: Vec<u32> = (0..5).collect();
+        let (p1, c1) = page(&items, None, 2).unwrap();
+        assert_eq!(p1, vec![0, 1]);
+        let (p2, c2) = page(&items, c1.as_deref(), 2).unwrap();
+        assert_eq!(p2, vec![2, 3]);
+        let (p3, c3) = page(&items, c2.as_deref(), 2).unwrap();
+        assert_eq!(p3, vec![4]);
+        assert!(c3.is_none());
+        assert_eq!(page(&items, Some("nope"), 2).unwrap_err().code, -32602);
+        assert_eq!(
+            page(&items, Some(&encode_cursor(99)), 2).unwrap_err().code,
+            -32602
+        );
+    }
+
+    #[test]
+    fn tool_names_are_checked() {
+        assert!(valid_tool_name("get_weather.v2-x"));
+        assert!(!valid_tool_name(""));
+        assert!(!valid_tool_name("has space"));
+        assert!(!valid_tool_name(&"a".repeat(129)));
+    }
+
+    #[test]
+    fn prompt_arguments_come_from_the_schema() {
+        #[allow(dead_code)]
+        #[derive(Deserialize, JsonSchema)]
+        struct A {
+            /// The first
+            arg1: String,
+            arg2: Option<String>,
+        }
+        let args = prompt_arguments_from_schema(&crate::schema::input_schema_for::<A>());
+        assert_eq!(args.len(), 2);
+        assert_eq!(args[0].name, "arg1");
+        assert_eq!(args[0].required, Some(true));
+        assert_eq!(args[0].description.as_deref(), Some("The first"));
+        assert_eq!(args[1].required, Some(false));
+    }
+}

@@ -1,0 +1,202 @@
+//! JSON Schemas generated from Rust types with `schemars`.
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value};
+
+fn tidy(mut value: Value) -> Value {
+    if let Value::Object(map) = &mut value {
+        // Clients validate with many JSON Schema libraries; several reject an unknown `$schema`.
+        // The MCP default dialect (2020-12) applies without it.
+        map.remove("$schema");
+    }
+    value
+}
+
+/// The schema of a tool's input type (what the type accepts when deserializing).
+pub(crate) fn input_schema_for<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::draft2020_12()
+        .for_deserialize()
+        .into_generator();
+    tidy(generator.into_root_schema_for::<T>().to_value())
+}
+
+/// The schema of an output type (what the type produces when serializing).
+pub(crate) fn schema_for<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    tidy(generator.into_root_schema_for::<T>().to_value())
+}
+
+/// The restricted, flat schema elicitation allows (`requestedSchema`): an object whose properties
+/// are strings (optionally with `format`, `enum` or `oneOf` of `const`/`title`), numbers,
+/// integers, booleans or arrays of enumerated strings. Optional fields (`Option<T>`) lose their
+/// `null` alternative and are simply not `required`.
+pub(crate) fn elicitation_schema_for<T: JsonSchema>() -> Result<Value, String> {
+    let generator = SchemaSettings::draft2020_12()
+        .for_deserialize()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator();
+    let value = tidy(generator.into_root_schema_for::<T>().to_value());
+    restrict_elicitation_schema(value)
+}
+
+/// Checks (and normalises) a schema for elicitation.
+pub(crate) fn restrict_elicitation_schema(value: Value) -> Result<Value, String> {
+    let Value::Object(root) = value else {
+        return Err("the schema must be an object".to_owned());
+    };
+    if root.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("the schema's root must have \"type\": \"object\"".to_owned());
+    }
+    let props = match root.get("properties") {
+        Some(Value::Object(p)) => p.clone(),
+        None => Map::new(),
+        Some(_) => return Err("`properties` must be an object".to_owned()),
+    };
+    let mut out_props = Map::new();
+    for (name, prop) in props {
+        out_props.insert(name.clone(), restrict_property(&name, prop)?);
+    }
+    let mut out = Map::new();
+    out.insert("type".to_owned(), Value::String("object".to_owned()));
+    out.insert("properties".to_owned(), Value::Object(out_props));
+    if let Some(req) = root.get("required") {
+        out.insert("required".to_owned(), req.clone());
+    }
+    Ok(Value::Object(out))
+}
+
+const ALLOWED_KEYS: &[&str] = &[
+    "type",
+    "title",
+    "description",
+    "default",
+    "format",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "enum",
+    "enumNames",
+    "oneOf",
+    "anyOf",
+    "items",
+    "minItems",
+    "maxItems",
+];
+
+fn restrict_property(name: &str, prop: Value) -> Result<Value, String> {
+    let Value::Object(mut map) = prop else {
+        return Err(format!("property `{name}` must be a schema object"));
+    };
+    // `Option<T>`: `"type": ["string", "null"]` becomes `"type": "string"`.
+    if let Some(Value::Array(types)) = map.get("type") {
+        let non_null: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
+        if non_null.len() != 1 {
+            return Err(format!("property `{name}` must have exactly one type"));
+        }
+        let t = non_null[0].clone();
+        map.insert("type".to_owned(), t);
+    }
+    // `Option<Enum>` comes as `anyOf: [{enum...}, {type: null}]`.
+    if let Some(Value::Array(alts)) = map.get("anyOf").cloned() {
+        let non_null: Vec<Value> = alts
+            .into_iter()
+            .filter(|a| a.get("type").and_then(Value::as_str) != Some("null"))
+            .collect();
+        if non_null.len() == 1 && map.get("type").is_none() {
+            map.remove("anyOf");
+            if let Value::Object(inner) = &non_null[0] {
+                for (k, v) in inner {
+                    map.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+    }
+    if map.get("type").is_none() && (map.contains_key("enum") || map.contains_key("oneOf")) {
+        map.insert("type".to_owned(), Value::String("string".to_owned()));
+    }
+    let ty = map
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("property `{name}` has no primitive type"))?
+        .to_owned();
+    match ty.as_str() {
+        "string" | "number" | "integer" | "boolean" => {}
+        "array" => {
+            let items = map.get("items").ok_or_else(|| {
+                format!("array property `{name}` needs `items` with an enum of strings")
+            })?;
+            let enumerated = items.get("enum").is_some() || items.get("anyOf").is_some();
+            if !enumerated {
+                return Err(format!(
+                    "array property `{name}` must enumerate its string values"
+                ));
+            }
+        }
+        other => {
+            return Err(format!(
+                "property `{name}` has type `{other}`; elicitation allows only flat primitive fields"
+            ));
+        }
+    }
+    map.retain(|k, _| ALLOWED_KEYS.contains(&k.as_str()));
+    Ok(Value::Object(map))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    struct Contact {
+        /// Your name
+        name: String,
+        age: Option<u32>,
+        subscribed: bool,
+        color: Color,
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Color {
+        Red,
+        Green,
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    struct Nested {
+        inner: Contact,
+    }
+
+    #[test]
+    fn input_schema_is_an_object_without_dialect() {
+        let s = input_schema_for::<Contact>();
+        assert_eq!(s["type"], "object");
+        assert!(s.get("$schema").is_none());
+        assert!(s["required"].as_array().unwrap().contains(&json!("name")));
+    }
+
+    #[test]
+    fn elicitation_schema_is_flat() {
+        let s = elicitation_schema_for::<Contact>().unwrap();
+        assert_eq!(s["properties"]["name"]["type"], "string");
+        assert_eq!(s["properties"]["name"]["description"], "Your name");
+        assert_eq!(s["properties"]["age"]["type"], "integer");
+        assert_eq!(s["properties"]["subscribed"]["type"], "boolean");
+        assert_eq!(s["properties"]["color"]["type"], "string");
+        assert_eq!(s["properties"]["color"]["enum"], json!(["red", "green"]));
+        assert!(s.get("$defs").is_none());
+    }
+
+    #[test]
+    fn nested_objects_are_refused_for_elicitation() {
+        assert!(elicitation_schema_for::<Nested>().is_err());
+    }
+}

@@ -1,0 +1,654 @@
+//! The server value, its builder and the router behind the builder.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::context::{BoxFuture, Extensions, RequestContext};
+use crate::error::{BuildError, ErrorData};
+use crate::handler::{
+    CallToolParams, CompleteParams, CompletionReference, GetPromptParams, Middleware, Page,
+    ServerHandler, resource_not_found,
+};
+use crate::model::{
+    CallToolResult, Completion, GetPromptResult, Implementation, LoggingLevel, ReadResourceResult,
+};
+use crate::output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult};
+use crate::registry::{
+    self, Prompt, PromptEntry, Registry, Resource, ResourceEntry, ResourceTemplate, ServerEvent,
+    Snapshot, TemplateEntry, Tool, ToolEntry,
+};
+
+/// Limits and defaults of a server. Every field has a sensible default.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// Items per page in list results (default 100).
+    pub page_size: usize,
+    /// Longest accepted message, in bytes (default 4 MiB).
+    pub max_message_bytes: usize,
+    /// Requests from the client handled at the same time (default 64).
+    pub max_concurrent_requests: usize,
+    /// Requests to the client waiting for an answer at the same time (default 32).
+    pub max_pending_client_requests: usize,
+    /// How long a request to the client may take (default 5 minutes).
+    pub client_request_timeout: Duration,
+    /// Outgoing messages queued before senders wait (default 1024).
+    pub outgoing_queue: usize,
+    /// Logging threshold before the client sends `logging/setLevel` (default `info`; `None`
+    /// sends nothing until the client asks).
+    pub default_log_level: Option<LoggingLevel>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            page_size: 100,
+            max_message_bytes: 4 * 1024 * 1024,
+            max_concurrent_requests: 64,
+            max_pending_client_requests: 32,
+            client_request_timeout: Duration::from_secs(300),
+            outgoing_queue: 1024,
+            default_log_level: Some(LoggingLevel::Info),
+        }
+    }
+}
+
+pub(crate) struct ServerInner {
+    pub(crate) info: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) handler: Arc<dyn ServerHandler>,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) middleware: Vec<Arc<dyn Middleware>>,
+    pub(crate) options: ServerOptions,
+    pub(crate) state: Arc<Extensions>,
+}
+
+/// A configured MCP server. Cheap to clone; serve it on any number of connections.
+///
+/// ```
+/// use mcp_server::{Server, Tool, ToolContext, model::Implementation};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Echo { text: String }
+///
+/// async fn echo(_cx: ToolContext, args: Echo) -> String { args.text }
+///
+/// let server = Server::builder(Implementation::new("demo", "1.0.0"))
+///     .tool(Tool::new("echo").description("Echo the text back"), echo)
+///     .build()
+///     .unwrap();
+/// # let _ = server;
+/// ```
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) inner: Arc<ServerInner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("info", &self.inner.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Server`].
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    snapshot: Snapshot,
+    errors: Vec<BuildError>,
+    middleware: Vec<Arc<dyn Middleware>>,
+    options: ServerOptions,
+    state: Extensions,
+    custom: Option<Arc<dyn ServerHandler>>,
+    enable_tools: bool,
+    enable_resources: bool,
+    enable_prompts: bool,
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Starts building a server that introduces itself as `info`.
+    pub fn builder(info: Implementation) -> ServerBuilder {
+        ServerBuilder {
+            info,
+            instructions: None,
+            snapshot: Snapshot::default(),
+            errors: Vec::new(),
+            middleware: Vec::new(),
+            options: ServerOptions::default(),
+            state: Extensions::new(),
+            custom: None,
+            enable_tools: false,
+            enable_resources: false,
+            enable_prompts: false,
+        }
+    }
+
+    /// The server's name and version.
+    pub fn info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// Adds a tool while the server runs; every session that can receive it gets
+    /// `notifications/tools/list_changed`.
+    pub fn add_tool<A, F, Fut, O>(&self, tool: Tool, f: F) -> Result<(), BuildError>
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoCallToolResult + 'static,
+    {
+        let entry = ToolEntry::new(tool, f)?;
+        self.inner
+            .registry
+            .update(Some(ServerEvent::ToolsChanged), |s| s.add_tool(entry))
+    }
+
+    /// Removes a tool; returns whether it existed.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.remove(ServerEvent::ToolsChanged, |s| {
+            let before = s.tools.len();
+            s.tools.retain(|t| t.tool.name != name);
+            before != s.tools.len()
+        })
+    }
+
+    /// Adds a resource while the server runs (sends `notifications/resources/list_changed`).
+    pub fn add_resource<F, Fut, O>(&self, resource: Resource, f: F) -> Result<(), BuildError>
+    where
+        F: Fn(RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoReadResourceResult + 'static,
+    {
+        let entry = ResourceEntry::new(resource, f);
+        self.inner
+            .registry
+            .update(Some(ServerEvent::ResourcesChanged), |s| {
+                s.add_resource(entry)
+            })
+    }
+
+    /// Removes a resource by URI; returns whether it existed.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        self.remove(ServerEvent::ResourcesChanged, |s| {
+            let before = s.resources.len();
+            s.resources.retain(|r| r.resource.uri != uri);
+            before != s.resources.len()
+        })
+    }
+
+    /// Adds a prompt while the server runs (sends `notifications/prompts/list_changed`).
+    pub fn add_prompt<A, F, Fut, O>(&self, prompt: Prompt, f: F) -> Result<(), BuildError>
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoGetPromptResult + 'static,
+    {
+        let entry = PromptEntry::new(prompt, f);
+        self.inner
+            .registry
+            .update(Some(ServerEvent::PromptsChanged), |s| s.add_prompt(entry))
+    }
+
+    /// Removes a prompt; returns whether it existed.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.remove(ServerEvent::PromptsChanged, |s| {
+            let before = s.prompts.len();
+            s.prompts.retain(|p| p.prompt.name != name);
+            before != s.prompts.len()
+        })
+    }
+
+    fn remove(&self, event: ServerEvent, f: impl FnOnce(&mut Snapshot) -> bool) -> bool {
+        let removed = self.inner.registry.update(None, f);
+        if removed {
+            self.inner.registry.publish(event);
+        }
+        removed
+    }
+
+    /// Tells every session subscribed to `uri` that the resource changed
+    /// (`notifications/resources/updated`).
+    pub fn notify_resource_updated(&self, uri: impl Into<String>) {
+        self.inner
+            .registry
+            .publish(ServerEvent::ResourceUpdated(uri.into()));
+    }
+}
+
+impl ServerBuilder {
+    fn push_err(mut self, r: Result<(), BuildError>) -> Self {
+        if let Err(e) = r {
+            self.errors.push(e);
+        }
+        self
+    }
+
+    /// Instructions for the model on how to use this server.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// Replaces the limits and defaults.
+    pub fn options(mut self, options: ServerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Application state, available to handlers through
+    /// [`RequestContext::state`](crate::RequestContext::state).
+    pub fn with_state<T: Send + Sync + 'static>(mut self, state: T) -> Self {
+        self.state.insert(state);
+        self
+    }
+
+    /// Adds a middleware; the first added runs outermost.
+    pub fn middleware(mut self, m: impl Middleware) -> Self {
+        self.middleware.push(Arc::new(m));
+        self
+    }
+
+    /// Routes every request to a hand-written [`ServerHandler`] instead of the builder's router.
+    /// Tools, resources and prompts registered on the builder are then refused by `build`.
+    pub fn handler(mut self, handler: impl ServerHandler) -> Self {
+        self.custom = Some(Arc::new(handler));
+        self
+    }
+
+    /// Registers a tool. `f` is an async function taking the context and the arguments, decoded
+    /// into `A`; the input schema is generated from `A` unless the [`Tool`] has one.
+    pub fn tool<A, F, Fut, O>(self, tool: Tool, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoCallToolResult + 'static,
+    {
+        let r = ToolEntry::new(tool, f);
+        self.add(r.map(|e| move |s: &mut Snapshot| s.add_tool(e)))
+    }
+
+    /// Registers a tool whose arguments arrive as raw JSON; the [`Tool`] must carry an explicit
+    /// input schema (arguments are validated against it before `f` runs).
+    pub fn tool_raw<F, Fut, O>(self, tool: Tool, f: F) -> Self
+    where
+        F: Fn(RequestContext, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoCallToolResult + 'static,
+    {
+        let r = ToolEntry::raw(tool, f);
+        self.add(r.map(|e| move |s: &mut Snapshot| s.add_tool(e)))
+    }
+
+    /// Registers a resource with a fixed URI.
+    pub fn resource<F, Fut, O>(mut self, resource: Resource, f: F) -> Self
+    where
+        F: Fn(RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoReadResourceResult + 'static,
+    {
+        let r = self.snapshot.add_resource(ResourceEntry::new(resource, f));
+        self = self.push_err(r);
+        self
+    }
+
+    /// Registers a resource template; `f` receives the URI's variables decoded into `A` (a struct
+    /// of strings, or `HashMap<String, String>`). The URI read is in
+    /// [`RequestContext::uri`](crate::RequestContext::uri).
+    pub fn resource_template<A, F, Fut, O>(self, template: ResourceTemplate, f: F) -> Self
+    where
+        A: DeserializeOwned + Send + 'static,
+        F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoReadResourceResult + 'static,
+    {
+        let r = TemplateEntry::new(template, f);
+        self.add(r.map(|e| move |s: &mut Snapshot| s.add_template(e)))
+    }
+
+    /// Registers a prompt; its arguments are generated from `A` (string fields) unless the
+    /// [`Prompt`] lists them.
+    pub fn prompt<A, F, Fut, O>(mut self, prompt: Prompt, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+        O: IntoGetPromptResult + 'static,
+    {
+        let r = self.snapshot.add_prompt(PromptEntry::new(prompt, f));
+        self = self.push_err(r);
+        self
+    }
+
+    /// Completes an argument of a prompt: `f` gets the partial value and the other arguments and
+    /// returns candidates (at most 100 are sent).
+    pub fn prompt_completion<F, Fut>(mut self, prompt: &str, argument: &str, f: F) -> Self
+    where
+        F: Fn(String, HashMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Vec<String>> + Send + 'static,
+    {
+        self.snapshot.prompt_completions.insert(
+            (prompt.to_owned(), argument.to_owned()),
+            registry::completer(f),
+        );
+        self
+    }
+
+    /// Completes a variable of a resource template (named by its URI template).
+    pub fn template_completion<F, Fut>(mut self, uri_template: &str, variable: &str, f: F) -> Self
+    where
+        F: Fn(String, HashMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Vec<String>> + Send + 'static,
+    {
+        self.snapshot.template_completions.insert(
+            (uri_template.to_owned(), variable.to_owned()),
+            registry::completer(f),
+        );
+        self
+    }
+
+    /// Declares the tools capability even with no tool registered yet (for servers that add
+    /// tools at run time).
+    pub fn enable_tools(mut self) -> Self {
+        self.enable_tools = true;
+        self
+    }
+
+    /// Declares the resources capability even with no resource registered yet.
+    pub fn enable_resources(mut self) -> Self {
+        self.enable_resources = true;
+        self
+    }
+
+    /// Declares the prompts capability even with no prompt registered yet.
+    pub fn enable_prompts(mut self) -> Self {
+        self.enable_prompts = true;
+        self
+    }
+
+    fn add<E>(mut self, entry: Result<E, BuildError>) -> Self
+    where
+        E: FnOnce(&mut Snapshot) -> Result<(), BuildError>,
+    {
+        match entry {
+            Ok(apply) => {
+                let r = apply(&mut self.snapshot);
+                self.push_err(r)
+            }
+            Err(e) => {
+                self.errors.push(e);
+                self
+            }
+        }
+    }
+
+    /// Checks everything (schemas, names, templates, options) and builds the server.
+    pub fn build(mut self) -> Result<Server, BuildError> {
+        if let Some(e) = self.errors.drain(..).next() {
+            return Err(e);
+        }
+        let o = &self.options;
+        if o.page_size == 0
+            || o.max_message_bytes < 1024
+            || o.max_concurrent_requests == 0
+            || o.max_pending_client_requests == 0
+            || o.outgoing_queue == 0
+        {
+            return Err(BuildError::InvalidOption(
+                "page_size, max_concurrent_requests, max_pending_client_requests and outgoing_queue must be positive; max_message_bytes at least 1024",
+            ));
+        }
+        for (prompt, _) in self.snapshot.prompt_completions.keys() {
+            if self.snapshot.prompt(prompt).is_none() {
+                return Err(BuildError::InvalidOption(
+                    "a prompt completion names a prompt that is not registered",
+                ));
+            }
+        }
+        let s = &self.snapshot;
+        let registered = !s.tools.is_empty()
+            || !s.resources.is_empty()
+            || !s.templates.is_empty()
+            || !s.prompts.is_empty();
+        let registry = Arc::new(Registry::new(self.snapshot, 64));
+        let handler: Arc<dyn ServerHandler> = match self.custom {
+            Some(custom) => {
+                if registered {
+                    return Err(BuildError::InvalidOption(
+                        "a custom handler cannot be combined with registered tools, resources or prompts",
+                    ));
+                }
+                custom
+            }
+            None => Arc::new(Router {
+                registry: Arc::clone(&registry),
+                page_size: self.options.page_size,
+                enable_tools: self.enable_tools,
+                enable_resources: self.enable_resources,
+                enable_prompts: self.enable_prompts,
+            }),
+        };
+        Ok(Server {
+            inner: Arc::new(ServerInner {
+                info: self.info,
+                instructions: self.instructions,
+                handler,
+                registry,
+                middleware: self.middleware,
+                options: self.options,
+                state: Arc::new(self.state),
+            }),
+        })
+    }
+}
+
+/// The builder's router: lists and calls come from the same registry snapshot.
+pub(crate) struct Router {
+    registry: Arc<Registry>,
+    page_size: usize,
+    enable_tools: bool,
+    enable_resources: bool,
+    enable_prompts: bool,
+}
+
+impl ServerHandler for Router {
+    fn capabilities(&self) -> Value {
+        let s = self.registry.snapshot();
+        let mut caps = Map::new();
+        caps.insert("logging".into(), json!({}));
+        if self.enable_tools || !s.tools.is_empty() {
+            caps.insert("tools".into(), json!({"listChanged": true}));
+        }
+        if self.enable_resources || !s.resources.is_empty() || !s.templates.is_empty() {
+            caps.insert(
+                "resources".into(),
+                json!({"subscribe": true, "listChanged": true}),
+            );
+        }
+        if self.enable_prompts || !s.prompts.is_empty() {
+            caps.insert("prompts".into(), json!({"listChanged": true}));
+        }
+        if !s.prompt_completions.is_empty() || !s.template_completions.is_empty() {
+            caps.insert("completions".into(), json!({}));
+        }
+        Value::Object(caps)
+    }
+
+    fn list_tools(
+        &self,
+        cursor: Option<String>,
+        _cx: RequestContext,
+    ) -> BoxFuture<'_, Result<Page<Tool>, ErrorData>> {
+        let s = self.registry.snapshot();
+        let all: Vec<Tool> = s.tools.iter().map(|t| t.tool.clone()).collect();
+        let r = registry::page(&all, cursor.as_deref(), self.page_size);
+        Box::pin(async move {
+            let (items, next_cursor) = r?;
+            Ok(Page { items, next_cursor })
+        })
+    }
+
+    fn call_tool(
+        &self,
+        params: CallToolParams,
+        cx: RequestContext,
+    ) -> BoxFuture<'_, Result<CallToolResult, ErrorData>> {
+        let s = self.registry.snapshot();
+        Box::pin(async move {
+            let Some(entry) = s.tool(&params.name).cloned() else {
+                return Err(ErrorData::invalid_params(format!(
+                    "unknown tool: {}",
+                    params.name
+                )));
+            };
+            drop(s);
+            entry.call(cx, params.arguments).await
+        })
+    }
+
+    fn list_resources(
+        &self,
+        cursor: Option<String>,
+        _cx: RequestContext,
+    ) -> BoxFuture<'_, Result<Page<Resource>, ErrorData>> {
+        let s = self.registry.snapshot();
+        let all: Vec<Resource> = s.resources.iter().map(|r| r.resource.clone()).collect();
+        let r = registry::page(&all, cursor.as_deref(), self.page_size);
+        Box::pin(async move {
+            let (items, next_cursor) = r?;
+            Ok(Page { items, next_cursor })
+        })
+    }
+
+    fn list_resource_templates(
+        &self,
+        cursor: Option<String>,
+        _cx: RequestContext,
+    ) -> BoxFuture<'_, Result<Page<ResourceTemplate>, ErrorData>> {
+        let s = self.registry.snapshot();
+        let all: Vec<ResourceTemplate> = s.templates.iter().map(|t| t.template.clone()).collect();
+        let r = registry::page(&all, cursor.as_deref(), self.page_size);
+        Box::pin(async move {
+            let (items, next_cursor) = r?;
+            Ok(Page { items, next_cursor })
+        })
+    }
+
+    fn read_resource(
+        &self,
+        uri: String,
+        mut cx: RequestContext,
+    ) -> BoxFuture<'_, Result<ReadResourceResult, ErrorData>> {
+        let s = self.registry.snapshot();
+        Box::pin(async move {
+            cx.uri = Some(uri.clone());
+            if let Some(entry) = s.resource(&uri).cloned() {
+                return (entry.handler)(cx).await;
+            }
+            if let Some((entry, vars)) = s.match_template(&uri) {
+                let entry = Arc::clone(entry);
+                return (entry.handler)(cx, vars).await;
+            }
+            Err(resource_not_found(&uri))
+        })
+    }
+
+    fn subscribe(&self, uri: String, _cx: RequestContext) -> BoxFuture<'_, Result<(), ErrorData>> {
+        let s = self.registry.snapshot();
+        Box::pin(async move {
+            if s.resource(&uri).is_some() || s.match_template(&uri).is_some() {
+                Ok(())
+            } else {
+                Err(resource_not_found(&uri))
+            }
+        })
+    }
+
+    fn list_prompts(
+        &self,
+        cursor: Option<String>,
+        _cx: RequestContext,
+    ) -> BoxFuture<'_, Result<Page<Prompt>, ErrorData>> {
+        let s = self.registry.snapshot();
+        let all: Vec<Prompt> = s.prompts.iter().map(|p| p.prompt.clone()).collect();
+        let r = registry::page(&all, cursor.as_deref(), self.page_size);
+        Box::pin(async move {
+            let (items, next_cursor) = r?;
+            Ok(Page { items, next_cursor })
+        })
+    }
+
+    fn get_prompt(
+        &self,
+        params: GetPromptParams,
+        cx: RequestContext,
+    ) -> BoxFuture<'_, Result<GetPromptResult, ErrorData>> {
+        let s = self.registry.snapshot();
+        Box::pin(async move {
+            let Some(entry) = s.prompt(&params.name).cloned() else {
+                return Err(ErrorData::invalid_params(format!(
+                    "unknown prompt: {}",
+                    params.name
+                )));
+            };
+            let args = params.arguments.unwrap_or_default();
+            if let Some((k, _)) = args.iter().find(|(_, v)| !v.is_string()) {
+                return Err(ErrorData::invalid_params(format!(
+                    "prompt argument {k} must be a string"
+                )));
+            }
+            (entry.handler)(cx, args).await
+        })
+    }
+
+    fn complete(
+        &self,
+        params: CompleteParams,
+        _cx: RequestContext,
+    ) -> BoxFuture<'_, Result<Completion, ErrorData>> {
+        let s = self.registry.snapshot();
+        Box::pin(async move {
+            let context = params.context.map(|c| c.arguments).unwrap_or_default();
+            let completer = match &params.reference {
+                CompletionReference::Prompt { name } => {
+                    if s.prompt(name).is_none() {
+                        return Err(ErrorData::invalid_params(format!("unknown prompt: {name}")));
+                    }
+                    s.prompt_completions
+                        .get(&(name.clone(), params.argument.name.clone()))
+                }
+                CompletionReference::Resource { uri } => {
+                    if !s.templates.iter().any(|t| &t.template.uri_template == uri) {
+                        return Err(ErrorData::invalid_params(format!(
+                            "unknown resource template: {uri}"
+                        )));
+                    }
+                    s.template_completions
+                        .get(&(uri.clone(), params.argument.name.clone()))
+                }
+            };
+            let Some(completer) = completer.cloned() else {
+                return Ok(Completion::default());
+            };
+            let values = completer(params.argument.value, context).await;
+            Ok(Completion::from_values(values))
+        })
+    }
+}

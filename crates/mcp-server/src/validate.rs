@@ -1,0 +1,106 @@
+//! JSON Schema checks: tool input, tool output (`structuredContent`) and elicitation answers.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// How many validation errors one report lists at most.
+const MAX_REPORTED_ERRORS: usize = 8;
+
+/// A compiled JSON Schema, cheap to clone.
+#[derive(Clone)]
+pub(crate) struct CompiledSchema {
+    schema: Arc<Value>,
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledSchema")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CompiledSchema {
+    /// Compiles an object schema (the root must say `"type": "object"`, as the MCP schema
+    /// requires for `inputSchema` and `outputSchema`).
+    pub(crate) fn object(schema: Value) -> Result<Self, String> {
+        match schema.get("type") {
+            Some(Value::String(t)) if t == "object" => {}
+            _ => return Err("the root of the schema must have \"type\": \"object\"".to_owned()),
+        }
+        Self::any(schema)
+    }
+
+    /// Compiles any schema.
+    pub(crate) fn any(schema: Value) -> Result<Self, String> {
+        let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
+        Ok(Self {
+            schema: Arc::new(schema),
+            validator: Arc::new(validator),
+        })
+    }
+
+    /// Checks an instance; on failure returns a readable list of what is wrong, each with the
+    /// JSON pointer of the offending value.
+    pub(crate) fn check(&self, instance: &Value) -> Result<(), String> {
+        let mut messages = Vec::new();
+        let mut more = false;
+        for error in self.validator.iter_errors(instance) {
+            if messages.len() == MAX_REPORTED_ERRORS {
+                more = true;
+                break;
+            }
+            let path = error.instance_path().to_string();
+            let path = if path.is_empty() {
+                "/".to_owned()
+            } else {
+                path
+            };
+            messages.push(format!("{path}: {error}"));
+        }
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let mut text = messages.join("; ");
+        if more {
+            text.push_str("; ...");
+        }
+        Err(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn object_root_is_required() {
+        assert!(CompiledSchema::object(json!({"type": "string"})).is_err());
+        assert!(CompiledSchema::object(json!({"properties": {}})).is_err());
+        assert!(CompiledSchema::object(json!({"type": "object"})).is_ok());
+    }
+
+    #[test]
+    fn invalid_schema_is_an_error() {
+        assert!(CompiledSchema::any(json!({"type": 12})).is_err());
+    }
+
+    #[test]
+    fn errors_name_the_path() {
+        let s = CompiledSchema::object(json!({
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"]
+        }))
+        .unwrap();
+        assert!(s.check(&json!({"text": "hi"})).is_ok());
+        let err = s.check(&json!({"text": 5})).unwrap_err();
+        assert!(err.contains("/text"), "{err}");
+        let err = s.check(&json!({})).unwrap_err();
+        assert!(err.contains("text"), "{err}");
+    }
+}
