@@ -717,3 +717,55 @@ async fn local_close_completes_both_sides() {
     );
     assert_eq!(client.close_reason().as_deref(), Some("closed locally"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_reader_backpressure_loses_nothing() {
+    // A tiny pipe: the engine's writer is blocked most of the time, so answers queue up in
+    // every place they can (driver-made error answers and handler responses alike).
+    let (a, b) = tokio::io::duplex(512);
+    let (read, write) = tokio::io::split(b);
+    let conn = Connection::framed(read, write, Framing::Line, CodecConfig::default());
+    let (_peer, _) = Engine::builder()
+        .queue_capacity(8)
+        .max_in_flight(4)
+        .spawn(conn, TestHandler::default());
+    let (raw_read, mut raw_write) = tokio::io::split(a);
+    const N: usize = 3000;
+    let writer = tokio::spawn(async move {
+        for i in 0..N {
+            let line = if i % 2 == 0 {
+                "garbage\n".to_owned()
+            } else {
+                format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"echo\",\"params\":{{\"i\":{i}}}}}\n"
+                )
+            };
+            raw_write.write_all(line.as_bytes()).await.unwrap();
+        }
+        raw_write
+    });
+    let mut lines = BufReader::new(raw_read).lines();
+    let mut parse_errors = 0;
+    let mut ids = Vec::new();
+    for _ in 0..N {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["error"]["code"] == json!(-32700) {
+            parse_errors += 1;
+        } else {
+            assert_eq!(v["result"]["i"], v["id"]);
+            ids.push(v["id"].as_u64().unwrap());
+        }
+    }
+    let _raw_write = writer.await.unwrap();
+    ids.sort_unstable();
+    assert_eq!(parse_errors, N / 2);
+    assert_eq!(
+        ids,
+        (0..N as u64).filter(|i| i % 2 == 1).collect::<Vec<_>>()
+    );
+}

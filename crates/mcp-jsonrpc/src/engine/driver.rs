@@ -151,12 +151,13 @@ impl<H: Handler> DriverState<H> {
         }
     }
 
-    /// The next frame to write: driver frames first, then the shared queue.
+    /// The next frame to write: the one held back while the sink was busy, then driver frames,
+    /// then the shared queue.
     fn next_outbound(&mut self, cx: &mut Context<'_>) -> Option<Outbound> {
-        if let Some((o, _permit)) = self.local.pop_front() {
+        if let Some(o) = self.staged.take() {
             return Some(o);
         }
-        if let Some(o) = self.staged.take() {
+        if let Some((o, _permit)) = self.local.pop_front() {
             return Some(o);
         }
         match self.rx.poll_recv(cx) {
