@@ -172,7 +172,7 @@ where
 fn main() {
     // `cargo test --benches` passes `--bench`-less args; keep that run short.
     let quick = std::env::args().any(|a| a == "--test");
-    let rounds = if quick { 1 } else { 25 };
+    let rounds = if quick { 1 } else { 40 };
     for input in [small(), large_text(), large_structured()] {
         run(&input, "newline", LineCodec::new, rounds);
         if !quick {
