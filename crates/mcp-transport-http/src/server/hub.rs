@@ -1,0 +1,1022 @@
+//! One served `Connection` and the routing of its outbound frames to HTTP responses.
+//!
+//! A hub owns the inbound channel of a connection and a pump task that drains the connection's
+//! outbound channel. Each POST that carries requests gets a *slot*: the response (and every frame
+//! related to one of its requests) goes there, as one JSON document or as an SSE stream. Slot 0
+//! is the standalone stream (the GET stream, or the 2024-11-05 SSE stream). The pump is the only
+//! task that assigns event ids and appends to the event store, and it also serves the commands
+//! that attach streams (GET, `Last-Event-ID` replay, polling), so a replay never misses an event
+//! that is being stored concurrently.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::SinkExt;
+use mcp_jsonrpc::{
+    Connection, Extensions, Frame, Id, Inbound, Incoming, Message, Notification, Outbound,
+    TransportError,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::{CancellationToken, PollSender};
+
+use super::body::{encode_event, message_bytes};
+use super::config::HttpServerConfig;
+use super::store::EventStore;
+
+/// The key of the standalone stream.
+pub(crate) const STANDALONE: u64 = 0;
+
+/// What kind of connection a hub serves.
+pub(crate) enum HubKind {
+    /// A stateful Streamable HTTP session.
+    Session {
+        id: String,
+        store: Option<Arc<dyn EventStore>>,
+    },
+    /// The one connection shared by stateless requests; ids are rewritten.
+    Shared,
+    /// A 2024-11-05 HTTP+SSE session: every outbound frame goes on the SSE stream.
+    Legacy { id: String },
+}
+
+/// How a POST's answer was decided.
+pub(crate) enum Decision {
+    /// One JSON document (a response or an array of responses) and the error code of a single
+    /// error response, for HTTP status mapping.
+    Json(Bytes, Option<i64>),
+    /// An SSE stream: events known now, then the live channel.
+    Sse {
+        first: Vec<Bytes>,
+        rx: mpsc::Receiver<Bytes>,
+    },
+}
+
+enum Mode {
+    /// No frame yet: the POST handler waits for the decision.
+    Deciding {
+        reply: Option<oneshot::Sender<Decision>>,
+        collected: Vec<Message>,
+    },
+    /// An attached SSE stream.
+    Live(mpsc::Sender<Bytes>),
+    /// No stream attached (client gone, closed for polling, or no GET open yet). The standalone
+    /// stream keeps a bounded backlog here.
+    Detached(VecDeque<Bytes>),
+}
+
+struct Slot {
+    pending: HashSet<Id>,
+    mode: Mode,
+    seq: u64,
+    resumable: bool,
+    sse_allowed: bool,
+    batch: bool,
+    generation: u64,
+}
+
+impl Slot {
+    fn new(mode: Mode, resumable: bool) -> Self {
+        Slot {
+            pending: HashSet::new(),
+            mode,
+            seq: 0,
+            resumable,
+            sse_allowed: true,
+            batch: false,
+            generation: 0,
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    routes: HashMap<Id, u64>,
+    original: HashMap<Id, Id>,
+    slots: HashMap<u64, Slot>,
+    next_slot: u64,
+    next_internal: i64,
+    protocol_version: Option<String>,
+    init_id: Option<Id>,
+    closed: bool,
+}
+
+/// Commands served by the pump, in order with outbound frames.
+enum Command {
+    Attach {
+        key: u64,
+        after: Option<u64>,
+        tx: mpsc::Sender<Bytes>,
+        reply: oneshot::Sender<Result<Attached, AttachError>>,
+    },
+    StartSse(u64),
+    PollClose {
+        request: Id,
+        reply: oneshot::Sender<bool>,
+    },
+}
+
+/// A stream attached by [`Hub::attach`].
+pub(crate) struct Attached {
+    pub first: Vec<Bytes>,
+    pub generation: u64,
+}
+
+/// Why a stream could not be attached.
+#[derive(Debug)]
+pub(crate) enum AttachError {
+    /// A GET stream is already open.
+    Conflict,
+    /// The `Last-Event-ID` names no known stream.
+    UnknownEvent,
+    /// The event store failed.
+    Store(String),
+    /// The connection is gone.
+    Closed,
+}
+
+/// Why a POST could not be handed to the connection.
+#[derive(Debug)]
+pub(crate) enum PostError {
+    /// A request id is already in flight on this connection.
+    DuplicateId(Id),
+    /// Too many stateless requests in flight.
+    Busy,
+    /// The connection is gone.
+    Closed,
+}
+
+/// What [`Hub::post`] gives the HTTP handler.
+pub(crate) enum Posted {
+    /// Only notifications and responses: answer 202.
+    Accepted,
+    /// Wait for the decision; keep the guard alive with the response.
+    Pending {
+        decision: oneshot::Receiver<Decision>,
+        guard: SlotGuard,
+    },
+}
+
+pub(crate) struct Hub {
+    pub kind: HubKind,
+    config: Arc<HttpServerConfig>,
+    inbound: Mutex<Option<mpsc::Sender<Result<Incoming, TransportError>>>>,
+    commands: mpsc::UnboundedSender<Command>,
+    state: Mutex<State>,
+    closed: CancellationToken,
+    activity: Mutex<Instant>,
+    busy: AtomicUsize,
+    streams: AtomicUsize,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("id", &self.session_id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The inbound stream of a hub's connection.
+fn inbound_stream(
+    mut rx: mpsc::Receiver<Result<Incoming, TransportError>>,
+) -> impl futures_core::Stream<Item = Result<Incoming, TransportError>> + Send + 'static {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+impl Hub {
+    /// Creates a hub and its connection; the caller hands the connection to the server and the
+    /// hub starts its pump.
+    pub(crate) fn new(kind: HubKind, config: Arc<HttpServerConfig>) -> (Arc<Hub>, Connection) {
+        let (in_tx, in_rx) = mpsc::channel(config.inbound_capacity);
+        let (out_tx, out_rx) = mpsc::channel::<Outbound>(config.inbound_capacity);
+        let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+        let resumable = matches!(&kind, HubKind::Session { store: Some(_), .. });
+        let mut state = State {
+            next_slot: 1,
+            next_internal: 1,
+            ..State::default()
+        };
+        state.slots.insert(
+            STANDALONE,
+            Slot::new(Mode::Detached(VecDeque::new()), resumable),
+        );
+        let hub = Arc::new(Hub {
+            kind,
+            config,
+            inbound: Mutex::new(Some(in_tx)),
+            commands: cmd_tx,
+            state: Mutex::new(state),
+            closed: CancellationToken::new(),
+            activity: Mutex::new(Instant::now()),
+            busy: AtomicUsize::new(0),
+            streams: AtomicUsize::new(0),
+        });
+        let writer = PollSender::new(out_tx)
+            .sink_map_err(|_| TransportError::Closed("the HTTP session was closed".into()));
+        let connection = Connection::new(inbound_stream(in_rx), writer);
+        tokio::spawn(pump(hub.clone(), out_rx, cmd_rx));
+        (hub, connection)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn session_id(&self) -> Option<&str> {
+        match &self.kind {
+            HubKind::Session { id, .. } | HubKind::Legacy { id } => Some(id),
+            HubKind::Shared => None,
+        }
+    }
+
+    fn store(&self) -> Option<&Arc<dyn EventStore>> {
+        match &self.kind {
+            HubKind::Session { store, .. } => store.as_ref(),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    pub(crate) fn closed(&self) -> &CancellationToken {
+        &self.closed
+    }
+
+    pub(crate) fn protocol_version(&self) -> Option<String> {
+        self.lock().protocol_version.clone()
+    }
+
+    /// Marks activity; the returned guard keeps the hub busy (not idle) while alive.
+    pub(crate) fn busy(self: &Arc<Self>) -> BusyGuard {
+        self.touch();
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        BusyGuard { hub: self.clone() }
+    }
+
+    fn touch(&self) {
+        *self.activity.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    /// Whether the hub has been idle (nothing in flight, nothing open) for longer than `idle`.
+    pub(crate) fn idle_for(&self, idle: Duration) -> bool {
+        self.busy.load(Ordering::SeqCst) == 0
+            && self
+                .activity
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .elapsed()
+                > idle
+    }
+
+    /// The number of open streams (SSE responses and POSTs waiting for an answer).
+    pub(crate) fn open_streams(&self) -> usize {
+        self.streams.load(Ordering::SeqCst)
+    }
+
+    /// Counts a stream until the guard drops.
+    pub(crate) fn stream_guard(self: &Arc<Self>) -> StreamCount {
+        self.streams.fetch_add(1, Ordering::SeqCst);
+        StreamCount { hub: self.clone() }
+    }
+
+    /// Ends the connection: the server sees the inbound stream end, every stream closes.
+    pub(crate) fn close(&self) {
+        let mut st = self.lock();
+        st.closed = true;
+        st.slots.clear();
+        st.routes.clear();
+        st.original.clear();
+        drop(st);
+        self.inbound
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        self.closed.cancel();
+    }
+
+    /// Closes the standalone stream (graceful shutdown); requests in flight keep their streams.
+    pub(crate) fn close_standalone(&self) {
+        if let Some(slot) = self.lock().slots.get_mut(&STANDALONE) {
+            slot.mode = Mode::Detached(VecDeque::new());
+        }
+    }
+
+    async fn send_inbound(&self, incoming: Incoming) -> bool {
+        let tx = self
+            .inbound
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some(tx) = tx else { return false };
+        tokio::select! {
+            sent = tx.send(Ok(incoming)) => sent.is_ok(),
+            () = self.closed.cancelled() => false,
+        }
+    }
+
+    fn try_send_inbound(&self, incoming: Incoming) {
+        let tx = self
+            .inbound
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(tx) = tx {
+            if tx.try_send(Ok(incoming)).is_err() {
+                tracing::warn!("inbound queue full: a cancellation was not delivered");
+            }
+        }
+    }
+
+    /// Hands the messages of one POST to the connection.
+    ///
+    /// `base` is copied into every message's extensions. Requests get a slot whose answer the
+    /// caller awaits; `sse_allowed` says whether the client accepts `text/event-stream`.
+    pub(crate) async fn post(
+        self: &Arc<Self>,
+        messages: Vec<Message>,
+        batch: bool,
+        answers: Vec<Message>,
+        base: Extensions,
+        sse_allowed: bool,
+        force_sse: bool,
+    ) -> Result<Posted, PostError> {
+        let shared = matches!(self.kind, HubKind::Shared);
+        let legacy = matches!(self.kind, HubKind::Legacy { .. });
+        let mut outgoing = Vec::with_capacity(messages.len());
+        let mut slot_key = None;
+        let mut internal_ids = Vec::new();
+        {
+            let mut st = self.lock();
+            if st.closed {
+                return Err(PostError::Closed);
+            }
+            let has_requests = messages.iter().any(|m| matches!(m, Message::Request(_)));
+            if has_requests && !legacy {
+                for m in &messages {
+                    if let Message::Request(r) = m {
+                        if !shared && st.routes.contains_key(&r.id) {
+                            return Err(PostError::DuplicateId(r.id.clone()));
+                        }
+                    }
+                }
+                if shared && st.routes.len() >= self.config.max_pending_stateless {
+                    return Err(PostError::Busy);
+                }
+                let key = st.next_slot;
+                st.next_slot += 1;
+                let resumable = self.store().is_some();
+                let (reply_tx, reply_rx) = oneshot::channel();
+                let mut slot = Slot::new(
+                    Mode::Deciding {
+                        reply: Some(reply_tx),
+                        collected: answers,
+                    },
+                    resumable,
+                );
+                slot.sse_allowed = sse_allowed;
+                slot.batch = batch;
+                st.slots.insert(key, slot);
+                slot_key = Some((key, reply_rx));
+            }
+            for m in messages {
+                let m = match m {
+                    Message::Request(mut r) => {
+                        if let Some((key, _)) = &slot_key {
+                            if shared {
+                                let internal = Id::Number(st.next_internal);
+                                st.next_internal += 1;
+                                let original = std::mem::replace(&mut r.id, internal.clone());
+                                st.original.insert(internal.clone(), original);
+                            }
+                            if r.method == "initialize" {
+                                st.init_id = Some(r.id.clone());
+                            }
+                            st.routes.insert(r.id.clone(), *key);
+                            if let Some(slot) = st.slots.get_mut(key) {
+                                slot.pending.insert(r.id.clone());
+                            }
+                            internal_ids.push(r.id.clone());
+                        }
+                        Message::Request(r)
+                    }
+                    other => other,
+                };
+                outgoing.push(m);
+            }
+        }
+        let guard = slot_key.as_ref().map(|(key, _)| SlotGuard {
+            hub: self.clone(),
+            key: *key,
+            generation: 0,
+            armed: true,
+        });
+        if let (Some((key, _)), true) = (&slot_key, force_sse && sse_allowed) {
+            // Ordered before the requests' frames: the pump opens the stream right away.
+            let _ = self.commands.send(Command::StartSse(*key));
+        }
+        for m in outgoing {
+            let mut extensions = base.clone();
+            if let (Message::Request(r), HubKind::Session { .. }) = (&m, &self.kind) {
+                extensions.insert(super::SseStreamControl {
+                    hub: Arc::downgrade(self),
+                    request: r.id.clone(),
+                });
+            }
+            let incoming = Incoming {
+                frame: Ok(Inbound::Single(m)),
+                extensions,
+            };
+            if !self.send_inbound(incoming).await {
+                return Err(PostError::Closed);
+            }
+        }
+        match (slot_key, guard) {
+            (Some((_, decision)), Some(guard)) => Ok(Posted::Pending { decision, guard }),
+            _ => Ok(Posted::Accepted),
+        }
+    }
+
+    /// Attaches an SSE stream: the standalone stream (`key` 0, no `after`) or a replay after a
+    /// `Last-Event-ID`.
+    pub(crate) async fn attach(
+        &self,
+        key: u64,
+        after: Option<u64>,
+        tx: mpsc::Sender<Bytes>,
+    ) -> Result<Attached, AttachError> {
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Attach {
+                key,
+                after,
+                tx,
+                reply,
+            })
+            .map_err(|_| AttachError::Closed)?;
+        rx.await.map_err(|_| AttachError::Closed)?
+    }
+
+    /// Sends a message of the transport's own (an answer to an invalid batch element) the way
+    /// the connection's messages go.
+    pub(crate) fn push_outbound(&self, message: Message) {
+        // Only 2024-11-05 hubs use this, and they have no event store: nothing to append.
+        let _ = self.route(message, None);
+    }
+
+    /// Attaches the 2024-11-05 SSE stream directly (it exists from the start).
+    pub(crate) fn attach_legacy(&self, tx: mpsc::Sender<Bytes>) {
+        if let Some(slot) = self.lock().slots.get_mut(&STANDALONE) {
+            slot.mode = Mode::Live(tx);
+        }
+    }
+
+    /// Called when the HTTP side of a slot goes away.
+    fn abandon(&self, key: u64, generation: u64) {
+        let mut cancels = Vec::new();
+        {
+            let mut st = self.lock();
+            let shared = matches!(self.kind, HubKind::Shared);
+            let Some(slot) = st.slots.get_mut(&key) else {
+                return;
+            };
+            if slot.generation != generation {
+                return;
+            }
+            if key == STANDALONE {
+                if matches!(self.kind, HubKind::Legacy { .. }) {
+                    drop(st);
+                    self.close();
+                    return;
+                }
+                slot.mode = Mode::Detached(VecDeque::new());
+                return;
+            }
+            let started = matches!(slot.mode, Mode::Live(_) | Mode::Detached(_));
+            if !shared && slot.resumable && started {
+                // The client may come back with Last-Event-ID; keep storing the stream.
+                slot.mode = Mode::Detached(VecDeque::new());
+                return;
+            }
+            if let Some(slot) = st.slots.remove(&key) {
+                for id in slot.pending {
+                    st.routes.remove(&id);
+                    if shared {
+                        st.original.remove(&id);
+                        cancels.push(id);
+                    }
+                }
+            }
+        }
+        for id in cancels {
+            tracing::debug!(%id, "HTTP response dropped before the result: cancelling");
+            let params = serde_json::json!({
+                "requestId": id,
+                "reason": "the HTTP client disconnected",
+            });
+            if let Ok(n) = Notification::with_params(mcp_jsonrpc::CANCELLED_METHOD, &params) {
+                self.try_send_inbound(Incoming::from(Frame::Single(Message::Notification(n))));
+            }
+        }
+    }
+
+    fn priming_enabled(&self, st: &State) -> bool {
+        self.store().is_some()
+            && st
+                .protocol_version
+                .as_deref()
+                .is_some_and(|v| v >= "2025-11-25")
+    }
+
+    fn event_id(key: u64, seq: u64) -> String {
+        format!("{key}-{seq}")
+    }
+
+    /// Parses an event id written by this transport.
+    pub(crate) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+        let (key, seq) = id.trim().split_once('-')?;
+        Some((key.parse().ok()?, seq.parse().ok()?))
+    }
+
+    fn encode(&self, key: u64, slot: &mut Slot, data: Bytes, jobs: &mut Vec<Job>) -> Bytes {
+        let event = if matches!(self.kind, HubKind::Legacy { .. }) {
+            Some("message")
+        } else {
+            None
+        };
+        if slot.resumable {
+            let seq = slot.seq;
+            slot.seq += 1;
+            jobs.push(Job {
+                key,
+                seq,
+                data: data.clone(),
+            });
+            encode_event(Some(&Self::event_id(key, seq)), event, &data, None)
+        } else {
+            encode_event(None, event, &data, None)
+        }
+    }
+
+    fn priming(&self, key: u64, slot: &mut Slot, jobs: &mut Vec<Job>) -> Bytes {
+        let seq = slot.seq;
+        slot.seq += 1;
+        jobs.push(Job {
+            key,
+            seq,
+            data: Bytes::new(),
+        });
+        encode_event(
+            Some(&Self::event_id(key, seq)),
+            None,
+            b"",
+            Some(self.config.sse_retry),
+        )
+    }
+
+    /// Opens the SSE stream of a deciding slot; returns whether it is now live.
+    fn start_sse(&self, st_priming: bool, key: u64, slot: &mut Slot, jobs: &mut Vec<Job>) -> bool {
+        let Mode::Deciding { reply, collected } = &mut slot.mode else {
+            return matches!(slot.mode, Mode::Live(_));
+        };
+        let reply = reply.take();
+        let collected = std::mem::take(collected);
+        let (tx, rx) = mpsc::channel(self.config.stream_buffer);
+        let mut first = Vec::with_capacity(collected.len() + 1);
+        if st_priming {
+            first.push(self.priming(key, slot, jobs));
+        }
+        for m in &collected {
+            first.push(self.encode(key, slot, message_bytes(m), jobs));
+        }
+        let delivered = reply.is_some_and(|r| r.send(Decision::Sse { first, rx }).is_ok());
+        slot.mode = if delivered {
+            Mode::Live(tx)
+        } else {
+            Mode::Detached(VecDeque::new())
+        };
+        delivered
+    }
+
+    /// Routes one outbound message; returns the store appends to perform.
+    fn route(&self, message: Message, related: Option<Id>) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        let mut st = self.lock();
+        if st.closed {
+            return jobs;
+        }
+        let shared = matches!(self.kind, HubKind::Shared);
+        let legacy = matches!(self.kind, HubKind::Legacy { .. });
+        let mut message = message;
+        let mut finishes = None;
+        let key = if legacy {
+            STANDALONE
+        } else {
+            match &mut message {
+                Message::Response(r) => {
+                    let Some(id) = r.id.clone() else {
+                        tracing::debug!("dropping an outbound response without id");
+                        return jobs;
+                    };
+                    if st.init_id.as_ref() == Some(&id) {
+                        st.init_id = None;
+                        if let Ok(result) = &r.result {
+                            #[derive(serde::Deserialize)]
+                            struct Init {
+                                #[serde(rename = "protocolVersion")]
+                                protocol_version: String,
+                            }
+                            if let Ok(init) = serde_json::from_str::<Init>(result.get()) {
+                                st.protocol_version = Some(init.protocol_version);
+                            }
+                        }
+                    }
+                    let Some(key) = st.routes.remove(&id) else {
+                        tracing::debug!(%id, "dropping a response whose HTTP request is gone");
+                        return jobs;
+                    };
+                    if shared {
+                        match st.original.remove(&id) {
+                            Some(original) => r.id = Some(original),
+                            None => return jobs,
+                        }
+                    }
+                    finishes = Some(id);
+                    key
+                }
+                _ => related
+                    .as_ref()
+                    .and_then(|id| st.routes.get(id).copied())
+                    .unwrap_or(STANDALONE),
+            }
+        };
+        let priming = self.priming_enabled(&st);
+        let backlog_cap = if shared {
+            0
+        } else {
+            self.config.standalone_backlog
+        };
+        let mut key = key;
+        let mut slot_gone = false;
+        loop {
+            let Some(slot) = st.slots.get_mut(&key) else {
+                if key != STANDALONE && finishes.is_none() {
+                    key = STANDALONE;
+                    continue;
+                }
+                return jobs;
+            };
+            if let Some(id) = &finishes {
+                slot.pending.remove(id);
+            }
+            let is_response = matches!(message, Message::Response(_));
+            if let Mode::Deciding { reply, collected } = &mut slot.mode {
+                if is_response {
+                    collected.push(message);
+                    if !slot.pending.is_empty() {
+                        return jobs;
+                    }
+                    let collected = std::mem::take(collected);
+                    let code = match collected.as_slice() {
+                        [Message::Response(r)] => r.result.as_ref().err().map(|e| e.code),
+                        _ => None,
+                    };
+                    let bytes = if slot.batch {
+                        let mut buf = bytes::BytesMut::new();
+                        if let Err(e) =
+                            serde_json::to_writer(bytes::BufMut::writer(&mut buf), &collected)
+                        {
+                            tracing::error!(error = %e, "could not encode a batch response");
+                        }
+                        buf.freeze()
+                    } else {
+                        collected.first().map(message_bytes).unwrap_or_default()
+                    };
+                    if let Some(reply) = reply.take() {
+                        let _ = reply.send(Decision::Json(bytes, code));
+                    }
+                    st.slots.remove(&key);
+                    return jobs;
+                }
+                if !slot.sse_allowed || self.config.response_mode == super::ResponseMode::Json {
+                    // This client only takes JSON: the message goes to the standalone stream.
+                    if key == STANDALONE {
+                        return jobs;
+                    }
+                    key = STANDALONE;
+                    continue;
+                }
+                self.start_sse(priming, key, slot, &mut jobs);
+            }
+            let data = message_bytes(&message);
+            let event = self.encode(key, slot, data, &mut jobs);
+            match &mut slot.mode {
+                Mode::Live(tx) => match tx.try_send(event) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        tracing::warn!(
+                            stream = key,
+                            "SSE client too slow: disconnecting the stream (it may resume)"
+                        );
+                        slot.mode = Mode::Detached(VecDeque::new());
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => {
+                        slot.mode = Mode::Detached(VecDeque::new());
+                    }
+                },
+                Mode::Detached(backlog) if key == STANDALONE => {
+                    if backlog_cap == 0 {
+                        tracing::debug!("no standalone stream: dropping a message");
+                    } else {
+                        if backlog.len() >= backlog_cap {
+                            backlog.pop_front();
+                            tracing::warn!("standalone backlog full: dropping the oldest message");
+                        }
+                        backlog.push_back(event);
+                    }
+                }
+                Mode::Detached(_) => {
+                    if !slot.resumable {
+                        tracing::debug!(stream = key, "stream closed: dropping a message");
+                    }
+                }
+                Mode::Deciding { .. } => {}
+            }
+            if finishes.is_some() && slot.pending.is_empty() && key != STANDALONE {
+                slot_gone = true;
+            }
+            break;
+        }
+        if slot_gone {
+            st.slots.remove(&key);
+        }
+        jobs
+    }
+
+    async fn store_jobs(&self, jobs: Vec<Job>) {
+        let (Some(store), Some(session)) = (self.store(), self.session_id()) else {
+            return;
+        };
+        for job in jobs {
+            if let Err(e) = store
+                .append(session, &job.key.to_string(), job.seq, job.data)
+                .await
+            {
+                tracing::warn!(error = %e, "event store append failed");
+            }
+        }
+    }
+
+    async fn serve_attach(
+        &self,
+        key: u64,
+        after: Option<u64>,
+        tx: mpsc::Sender<Bytes>,
+    ) -> Result<Attached, AttachError> {
+        let mut jobs = Vec::new();
+        let mut first = Vec::new();
+        if let Some(after) = after {
+            let (Some(store), Some(session)) = (self.store(), self.session_id()) else {
+                return Err(AttachError::UnknownEvent);
+            };
+            let known = self.lock().slots.contains_key(&key);
+            let events = store
+                .replay_after(session, &key.to_string(), after)
+                .await
+                .map_err(|e| AttachError::Store(e.to_string()))?;
+            let events = match events {
+                Some(events) => events,
+                None if known => Vec::new(),
+                None => return Err(AttachError::UnknownEvent),
+            };
+            for e in events.iter().filter(|e| !e.data.is_empty()) {
+                first.push(encode_event(
+                    Some(&Self::event_id(key, e.seq)),
+                    None,
+                    &e.data,
+                    None,
+                ));
+            }
+        }
+        let generation = self.attach_locked(key, after.is_none(), tx, &mut first, &mut jobs)?;
+        self.store_jobs(jobs).await;
+        Ok(Attached { first, generation })
+    }
+
+    fn attach_locked(
+        &self,
+        key: u64,
+        fresh: bool,
+        tx: mpsc::Sender<Bytes>,
+        first: &mut Vec<Bytes>,
+        jobs: &mut Vec<Job>,
+    ) -> Result<u64, AttachError> {
+        let mut st = self.lock();
+        if st.closed {
+            return Err(AttachError::Closed);
+        }
+        let priming = self.priming_enabled(&st);
+        let Some(slot) = st.slots.get_mut(&key) else {
+            // A finished stream: the replay is all there is.
+            return Ok(0);
+        };
+        if key == STANDALONE && fresh {
+            if let Mode::Live(old) = &slot.mode {
+                if !old.is_closed() {
+                    return Err(AttachError::Conflict);
+                }
+            }
+            if priming {
+                first.push(self.priming(key, slot, jobs));
+            }
+            if let Mode::Detached(backlog) = &mut slot.mode {
+                first.extend(backlog.drain(..));
+            }
+        } else if let Mode::Detached(backlog) = &mut slot.mode {
+            // Replayed from the store already.
+            backlog.clear();
+        }
+        if let Mode::Deciding { .. } = slot.mode {
+            // Resuming a stream that never started: nothing to replay yet.
+            return Err(AttachError::UnknownEvent);
+        }
+        slot.generation += 1;
+        slot.mode = Mode::Live(tx);
+        Ok(slot.generation)
+    }
+
+    async fn serve_poll_close(&self, request: &Id) -> bool {
+        let mut jobs = Vec::new();
+        let done = {
+            let mut st = self.lock();
+            let priming = self.priming_enabled(&st);
+            let Some(key) = st.routes.get(request).copied() else {
+                return false;
+            };
+            let retry = self.config.sse_retry;
+            match st.slots.get_mut(&key) {
+                Some(slot) if slot.resumable => {
+                    if matches!(slot.mode, Mode::Deciding { .. }) {
+                        if !slot.sse_allowed || !self.start_sse(priming, key, slot, &mut jobs) {
+                            return false;
+                        }
+                        if !priming {
+                            // Give the client an event id to resume from.
+                            let event = self.priming(key, slot, &mut jobs);
+                            if let Mode::Live(tx) = &slot.mode {
+                                let _ = tx.try_send(event);
+                            }
+                        }
+                    }
+                    if let Mode::Live(tx) = &slot.mode {
+                        let _ = tx.try_send(retry_event(retry));
+                    }
+                    slot.mode = Mode::Detached(VecDeque::new());
+                    true
+                }
+                _ => false,
+            }
+        };
+        self.store_jobs(jobs).await;
+        done
+    }
+}
+
+struct Job {
+    key: u64,
+    seq: u64,
+    data: Bytes,
+}
+
+async fn pump(
+    hub: Arc<Hub>,
+    mut out_rx: mpsc::Receiver<Outbound>,
+    mut cmd_rx: mpsc::UnboundedReceiver<Command>,
+) {
+    loop {
+        tokio::select! {
+            biased;
+            cmd = cmd_rx.recv() => {
+                let Some(cmd) = cmd else { break };
+                match cmd {
+                    Command::Attach { key, after, tx, reply } => {
+                        let result = hub.serve_attach(key, after, tx).await;
+                        let _ = reply.send(result);
+                    }
+                    Command::StartSse(key) => {
+                        let mut jobs = Vec::new();
+                        {
+                            let mut st = hub.lock();
+                            let priming = hub.priming_enabled(&st);
+                            if let Some(slot) = st.slots.get_mut(&key) {
+                                hub.start_sse(priming, key, slot, &mut jobs);
+                            }
+                        }
+                        hub.store_jobs(jobs).await;
+                    }
+                    Command::PollClose { request, reply } => {
+                        let _ = reply.send(hub.serve_poll_close(&request).await);
+                    }
+                }
+            }
+            out = out_rx.recv() => {
+                let Some(out) = out else { break };
+                hub.touch();
+                let messages = match out.frame {
+                    Frame::Single(m) => vec![m],
+                    Frame::Batch(b) => b,
+                };
+                for m in messages {
+                    let jobs = hub.route(m, out.related.clone());
+                    hub.store_jobs(jobs).await;
+                }
+            }
+        }
+    }
+    tracing::debug!(session = ?hub.session_id(), "connection finished: closing its streams");
+    hub.close();
+}
+
+/// Keeps a hub busy (not idle) while alive.
+pub(crate) struct BusyGuard {
+    hub: Arc<Hub>,
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        self.hub.touch();
+        self.hub.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Counts an open stream while alive.
+pub(crate) struct StreamCount {
+    hub: Arc<Hub>,
+}
+
+impl Drop for StreamCount {
+    fn drop(&mut self) {
+        self.hub.streams.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Tells the hub when the HTTP side of a slot goes away.
+pub(crate) struct SlotGuard {
+    hub: Arc<Hub>,
+    key: u64,
+    generation: u64,
+    armed: bool,
+}
+
+impl SlotGuard {
+    pub(crate) fn for_stream(hub: Arc<Hub>, key: u64, generation: u64) -> Self {
+        SlotGuard {
+            hub,
+            key,
+            generation,
+            armed: true,
+        }
+    }
+
+    /// The answer was delivered completely (JSON): nothing to clean up.
+    pub(crate) fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            self.hub.abandon(self.key, self.generation);
+        }
+    }
+}
+
+impl Hub {
+    pub(crate) async fn poll_close(&self, request: &Id) -> bool {
+        let (reply, rx) = oneshot::channel();
+        if self
+            .commands
+            .send(Command::PollClose {
+                request: request.clone(),
+                reply,
+            })
+            .is_err()
+        {
+            return false;
+        }
+        rx.await.unwrap_or(false)
+    }
+}
+
+/// A weak handle, for extensions that must not keep a session alive.
+pub(crate) type WeakHub = Weak<Hub>;
+
+/// An SSE block that only sets the reconnection delay.
+fn retry_event(retry: Duration) -> Bytes {
+    Bytes::from(format!("retry: {}\n\n", retry.as_millis()))
+}

@@ -1,0 +1,1047 @@
+//! The service: classifies each HTTP request once and hands it to the right connection.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http::header::{ACCEPT, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
+use http::request::Parts;
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::Body;
+use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Inbound, Message, codes};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::body::{self, HttpBody, SseBody, encode_event};
+use super::config::{HttpServerConfig, ResponseMode};
+use super::hub::{AttachError, Decision, Hub, HubKind, PostError, Posted, STANDALONE, SlotGuard};
+use super::stateless::{self, PROTOCOL_VERSION, header};
+use super::store::{
+    EventStore, InMemoryEventStore, InMemorySessionStore, SessionRecord, SessionStore,
+};
+use super::{SessionId, security};
+
+/// `Mcp-Session-Id`.
+const SESSION_ID: &str = "mcp-session-id";
+/// `Last-Event-ID`.
+const LAST_EVENT_ID: &str = "last-event-id";
+/// The JSON-RPC code of transport-level refusals (no such session, forbidden origin, ...).
+const TRANSPORT_ERROR: i64 = -32000;
+const SESSION_NOT_FOUND: i64 = -32001;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+type ServeFn = Arc<dyn Fn(Connection) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// Builds a [`StreamableHttpService`].
+pub struct StreamableHttpServiceBuilder {
+    serve: ServeFn,
+    config: HttpServerConfig,
+    event_store: Option<Arc<dyn EventStore>>,
+    session_store: Arc<dyn SessionStore>,
+}
+
+impl std::fmt::Debug for StreamableHttpServiceBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamableHttpServiceBuilder")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StreamableHttpServiceBuilder {
+    /// Sets the configuration.
+    pub fn config(mut self, config: HttpServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Keeps resumable stream events in this store (default: a bounded [`InMemoryEventStore`]).
+    pub fn event_store(mut self, store: Arc<dyn EventStore>) -> Self {
+        self.event_store = Some(store);
+        self
+    }
+
+    /// Disables resumability: SSE events get no ids and `Last-Event-ID` is refused.
+    pub fn without_event_store(mut self) -> Self {
+        self.event_store = None;
+        self
+    }
+
+    /// Records sessions in this store (default: [`InMemorySessionStore`]).
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.session_store = store;
+        self
+    }
+
+    /// Builds the service.
+    pub fn build(self) -> StreamableHttpService {
+        StreamableHttpService {
+            inner: Arc::new(Inner {
+                config: Arc::new(self.config),
+                serve: self.serve,
+                event_store: self.event_store,
+                session_store: self.session_store,
+                sessions: Mutex::default(),
+                shared: Mutex::default(),
+                shutting_down: CancellationToken::new(),
+                reaper: AtomicBool::new(false),
+            }),
+        }
+    }
+}
+
+/// The MCP HTTP endpoint as a hyper and tower service; cheap to clone.
+///
+/// Build it with [`StreamableHttpService::builder`] from a function that serves one
+/// [`Connection`] (a session, the shared stateless connection, or a 2024-11-05 SSE session);
+/// each is spawned on the Tokio runtime. Serve it with [`serve`](Self::serve) or mount it in any
+/// router that takes a tower service.
+#[derive(Clone)]
+pub struct StreamableHttpService {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for StreamableHttpService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamableHttpService")
+            .field("sessions", &self.session_count())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    config: Arc<HttpServerConfig>,
+    serve: ServeFn,
+    event_store: Option<Arc<dyn EventStore>>,
+    session_store: Arc<dyn SessionStore>,
+    sessions: Mutex<HashMap<String, Arc<Hub>>>,
+    shared: Mutex<Option<Arc<Hub>>>,
+    shutting_down: CancellationToken,
+    reaper: AtomicBool,
+}
+
+/// The parsed `Accept` header.
+#[derive(Clone, Copy)]
+struct Accepts {
+    json: bool,
+    sse: bool,
+}
+
+fn accepts(parts: &Parts) -> Accepts {
+    let Some(value) = parts.headers.get(ACCEPT) else {
+        return Accepts {
+            json: true,
+            sse: true,
+        };
+    };
+    let mut a = Accepts {
+        json: false,
+        sse: false,
+    };
+    for item in value.to_str().unwrap_or("").split(',') {
+        let media = item
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match media.as_str() {
+            "*/*" => {
+                a.json = true;
+                a.sse = true;
+            }
+            "application/json" | "application/*" => a.json = true,
+            "text/event-stream" | "text/*" => a.sse = true,
+            _ => {}
+        }
+    }
+    a
+}
+
+fn error_status(status: StatusCode, message: impl Into<String>) -> Response<HttpBody> {
+    body::http_error(status, TRANSPORT_ERROR, message)
+}
+
+fn method_not_allowed(allow: &'static str) -> Response<HttpBody> {
+    let mut r = error_status(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed");
+    r.headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
+fn session_not_found() -> Response<HttpBody> {
+    body::http_error(
+        StatusCode::NOT_FOUND,
+        SESSION_NOT_FOUND,
+        "Session not found",
+    )
+}
+
+fn new_session_id() -> Option<String> {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+fn header_size(parts: &Parts) -> usize {
+    parts
+        .headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum::<usize>()
+        + parts.uri.to_string().len()
+}
+
+/// Reads a body up to `limit` bytes.
+async fn read_body<B>(parts: &Parts, body: B, limit: usize) -> Result<Bytes, Response<HttpBody>>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let too_large = || {
+        error_status(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body exceeds {limit} bytes"),
+        )
+    };
+    let declared = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
+        Err(e) => Err(error_status(
+            StatusCode::BAD_REQUEST,
+            format!("could not read the request body: {e}"),
+        )),
+    }
+}
+
+/// The messages of a POST, and the answers to its invalid batch elements.
+struct Posting {
+    messages: Vec<Message>,
+    batch: bool,
+    answers: Vec<Message>,
+}
+
+fn parse_post(bytes: &[u8], max_batch: usize) -> Result<Posting, Response<HttpBody>> {
+    match Inbound::from_slice(bytes, max_batch) {
+        Ok(Inbound::Single(m)) => Ok(Posting {
+            messages: vec![m],
+            batch: false,
+            answers: Vec::new(),
+        }),
+        Ok(Inbound::Batch(items)) => {
+            let mut p = Posting {
+                messages: Vec::new(),
+                batch: true,
+                answers: Vec::new(),
+            };
+            for item in items {
+                match item {
+                    Ok(m) => p.messages.push(m),
+                    Err(invalid) => {
+                        if let Some(r) = invalid.to_response() {
+                            p.answers.push(Message::Response(r));
+                        }
+                    }
+                }
+            }
+            Ok(p)
+        }
+        Err(e) => {
+            let error = e.error_object();
+            let id = e.to_response().and_then(|r| r.id);
+            Err(body::rpc_error(StatusCode::BAD_REQUEST, id, error))
+        }
+    }
+}
+
+/// How a dispatched POST is answered.
+struct Dispatch {
+    sse_allowed: bool,
+    force_sse: bool,
+    /// Map the JSON-RPC error code of a JSON answer to the HTTP status (stateless requests).
+    map_status: bool,
+}
+
+impl StreamableHttpService {
+    /// Starts building a service around the function that serves one connection, typically
+    /// `move |conn| server.clone().serve(conn)`.
+    pub fn builder<F, Fut>(serve: F) -> StreamableHttpServiceBuilder
+    where
+        F: Fn(Connection) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        StreamableHttpServiceBuilder {
+            serve: Arc::new(move |c| Box::pin(serve(c))),
+            config: HttpServerConfig::default(),
+            event_store: Some(Arc::new(InMemoryEventStore::default())),
+            session_store: Arc::new(InMemorySessionStore::default()),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HttpServerConfig {
+        &self.inner.config
+    }
+
+    /// The number of live sessions (Streamable HTTP and 2024-11-05 SSE).
+    pub fn session_count(&self) -> usize {
+        self.inner
+            .lock_sessions()
+            .values()
+            .filter(|h| !h.is_closed())
+            .count()
+    }
+
+    /// Starts a graceful shutdown: new requests get 503, standalone and 2024-11-05 streams
+    /// close; requests in flight keep their streams until they are answered.
+    pub fn begin_shutdown(&self) {
+        self.inner.shutting_down.cancel();
+        let hubs: Vec<_> = self.inner.lock_sessions().values().cloned().collect();
+        for hub in hubs {
+            match hub.kind {
+                HubKind::Legacy { .. } => hub.close(),
+                _ => hub.close_standalone(),
+            }
+        }
+    }
+
+    /// Ends every session and the shared connection: their servers see the inbound stream end
+    /// and every stream closes.
+    pub fn close_all(&self) {
+        let hubs: Vec<_> = self.inner.lock_sessions().drain().map(|(_, h)| h).collect();
+        for hub in hubs {
+            self.inner.forget(&hub);
+        }
+        if let Some(shared) = self.inner.lock_shared().take() {
+            shared.close();
+        }
+    }
+
+    /// Answers one HTTP request.
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<HttpBody>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
+        let (parts, body) = request.into_parts();
+        let inner = &self.inner;
+        let config = &inner.config;
+        if inner.shutting_down.is_cancelled() {
+            return error_status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down",
+            );
+        }
+        if header_size(&parts) > config.max_header_size {
+            return error_status(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "request headers are too large",
+            );
+        }
+        if let Err(reason) = security::check(config, &parts) {
+            tracing::warn!(%reason, "request refused by the Host/Origin check");
+            return error_status(StatusCode::FORBIDDEN, format!("Forbidden: {reason}"));
+        }
+        let path = parts.uri.path();
+        if let Some(legacy) = &config.legacy_sse {
+            if path == legacy.sse {
+                return match parts.method {
+                    Method::GET => inner.legacy_open(&parts),
+                    _ => method_not_allowed("GET"),
+                };
+            }
+            if path == legacy.messages.split('?').next().unwrap_or_default()
+                || legacy
+                    .messages
+                    .split_once("://")
+                    .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+                    .is_some_and(|p| p == path)
+            {
+                return match parts.method {
+                    Method::POST => inner.legacy_post(parts, body).await,
+                    _ => method_not_allowed("POST"),
+                };
+            }
+        }
+        if config.path.as_deref().is_some_and(|p| p != path) {
+            return error_status(StatusCode::NOT_FOUND, "Not found");
+        }
+        match parts.method {
+            Method::POST => inner.post(parts, body).await,
+            Method::GET => inner.get(parts).await,
+            Method::DELETE => inner.delete(&parts),
+            _ => method_not_allowed("GET, POST, DELETE"),
+        }
+    }
+}
+
+impl Inner {
+    fn lock_sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Hub>>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_shared(&self) -> MutexGuard<'_, Option<Arc<Hub>>> {
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn spawn_server(&self, connection: Connection) {
+        tokio::spawn((self.serve)(connection));
+    }
+
+    /// Closes a hub and forgets its stored state.
+    fn forget(&self, hub: &Arc<Hub>) {
+        hub.close();
+        if let Some(id) = hub.session_id().map(str::to_owned) {
+            let events = self.event_store.clone();
+            let sessions = self.session_store.clone();
+            tokio::spawn(async move {
+                if let Some(events) = events {
+                    if let Err(e) = events.remove_session(&id).await {
+                        tracing::warn!(error = %e, "could not remove a session's events");
+                    }
+                }
+                if let Err(e) = sessions.remove(&id).await {
+                    tracing::warn!(error = %e, "could not remove a session record");
+                }
+            });
+        }
+    }
+
+    fn session(&self, id: &str) -> Option<Arc<Hub>> {
+        let mut sessions = self.lock_sessions();
+        let hub = sessions.get(id)?.clone();
+        if hub.is_closed() {
+            sessions.remove(id);
+            return None;
+        }
+        Some(hub)
+    }
+
+    /// Registers a new session hub, or answers 503 at the session limit.
+    fn create_session(
+        self: &Arc<Self>,
+        make: impl FnOnce(String) -> HubKind,
+    ) -> Result<Arc<Hub>, Response<HttpBody>> {
+        let Some(id) = new_session_id() else {
+            return Err(error_status(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "no randomness for a session id",
+            ));
+        };
+        let (hub, connection) = {
+            let mut sessions = self.lock_sessions();
+            if sessions.len() >= self.config.max_sessions {
+                sessions.retain(|_, h| !h.is_closed());
+            }
+            if sessions.len() >= self.config.max_sessions {
+                tracing::warn!(limit = self.config.max_sessions, "session limit reached");
+                return Err(error_status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many sessions",
+                ));
+            }
+            let (hub, connection) = Hub::new(make(id.clone()), self.config.clone());
+            sessions.insert(id.clone(), hub.clone());
+            (hub, connection)
+        };
+        self.spawn_server(connection);
+        self.ensure_reaper();
+        let store = self.session_store.clone();
+        tokio::spawn(async move {
+            let record = SessionRecord {
+                id,
+                protocol_version: None,
+                created_at: SystemTime::now(),
+            };
+            if let Err(e) = store.create(record).await {
+                tracing::warn!(error = %e, "could not record a session");
+            }
+        });
+        Ok(hub)
+    }
+
+    fn shared_hub(&self) -> Arc<Hub> {
+        let mut shared = self.lock_shared();
+        if let Some(hub) = shared.as_ref().filter(|h| !h.is_closed()) {
+            return hub.clone();
+        }
+        let (hub, connection) = Hub::new(HubKind::Shared, self.config.clone());
+        *shared = Some(hub.clone());
+        drop(shared);
+        self.spawn_server(connection);
+        hub
+    }
+
+    fn ensure_reaper(self: &Arc<Self>) {
+        let Some(idle) = self.config.session_idle_timeout else {
+            return;
+        };
+        if self.reaper.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let period = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        let weak: Weak<Inner> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                let Some(inner) = weak.upgrade() else { break };
+                let expired: Vec<Arc<Hub>> = {
+                    let mut sessions = inner.lock_sessions();
+                    let ids: Vec<String> = sessions
+                        .iter()
+                        .filter(|(_, h)| h.is_closed() || h.idle_for(idle))
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    ids.iter().filter_map(|id| sessions.remove(id)).collect()
+                };
+                for hub in expired {
+                    if !hub.is_closed() {
+                        tracing::info!(session = ?hub.session_id(), "session expired");
+                    }
+                    inner.forget(&hub);
+                }
+            }
+        });
+    }
+
+    /// Checks `MCP-Protocol-Version` on session traffic: 400 on an unsupported value.
+    fn check_session_version(&self, parts: &Parts) -> Result<(), Response<HttpBody>> {
+        match header(&parts.headers, PROTOCOL_VERSION) {
+            Ok(None) => Ok(()),
+            Ok(Some(v)) if self.config.session_versions.iter().any(|s| s == v) => Ok(()),
+            Ok(Some(v)) => Err(error_status(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "Bad Request: unsupported MCP-Protocol-Version {v:?} (supported: {})",
+                    self.config.session_versions.join(", ")
+                ),
+            )),
+            Err(()) => Err(error_status(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: MCP-Protocol-Version is not ASCII",
+            )),
+        }
+    }
+
+    async fn post<B>(self: &Arc<Self>, parts: Parts, body: B) -> Response<HttpBody>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
+        if let Some(ct) = parts.headers.get(CONTENT_TYPE) {
+            let media = ct
+                .to_str()
+                .unwrap_or("")
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim();
+            if !media.eq_ignore_ascii_case("application/json") {
+                return error_status(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "Unsupported Media Type: the body must be application/json",
+                );
+            }
+        }
+        let accept = accepts(&parts);
+        if !accept.json && !accept.sse {
+            return error_status(
+                StatusCode::NOT_ACCEPTABLE,
+                "Not Acceptable: accept application/json and text/event-stream",
+            );
+        }
+        let bytes = match read_body(&parts, body, self.config.max_body_size).await {
+            Ok(b) => b,
+            Err(r) => return r,
+        };
+        let posting = match parse_post(&bytes, self.config.max_batch_len) {
+            Ok(p) => p,
+            Err(r) => return r,
+        };
+        let mode = self.config.response_mode;
+        let dispatch = |map_status| Dispatch {
+            sse_allowed: accept.sse && mode != ResponseMode::Json,
+            force_sse: mode == ResponseMode::Sse,
+            map_status,
+        };
+        let session_header = match header(&parts.headers, SESSION_ID) {
+            Ok(v) => v.map(str::to_owned),
+            Err(()) => return session_not_found(),
+        };
+        if let Some(sid) = session_header {
+            if !self.config.stateful {
+                return error_status(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: this server does not use sessions",
+                );
+            }
+            let hub = match self.session(&sid) {
+                Some(h) if matches!(h.kind, HubKind::Session { .. }) => h,
+                _ => return session_not_found(),
+            };
+            if let Err(r) = self.check_session_version(&parts) {
+                return r;
+            }
+            let mut base = Extensions::new();
+            base.insert(SessionId(sid));
+            base.insert(parts);
+            return self.dispatch(&hub, posting, base, dispatch(false)).await.0;
+        }
+        let inbound_view = match posting.messages.as_slice() {
+            [m] if !posting.batch => Inbound::Single(m.clone()),
+            _ => Inbound::Batch(Vec::new()),
+        };
+        if stateless::is_stateless(&parts, &inbound_view) {
+            let Inbound::Single(message) = inbound_view else {
+                return body::http_error(
+                    StatusCode::BAD_REQUEST,
+                    codes::INVALID_REQUEST,
+                    "Invalid request: batches are not allowed in this protocol revision",
+                );
+            };
+            let params = match stateless::validate(&self.config, &parts, &message) {
+                Ok(p) => p,
+                Err(r) => return r,
+            };
+            let hub = self.shared_hub();
+            let mut base = Extensions::new();
+            base.insert(params);
+            base.insert(parts);
+            return self.dispatch(&hub, posting, base, dispatch(true)).await.0;
+        }
+        let is_initialize = matches!(
+            &inbound_view,
+            Inbound::Single(Message::Request(r)) if r.method == "initialize"
+        );
+        if !self.config.stateful {
+            if let Err(r) = self.check_session_version(&parts) {
+                return r;
+            }
+            let hub = self.shared_hub();
+            let mut base = Extensions::new();
+            base.insert(parts);
+            return self.dispatch(&hub, posting, base, dispatch(false)).await.0;
+        }
+        if !is_initialize {
+            return error_status(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: Mcp-Session-Id header is required",
+            );
+        }
+        if let Err(r) = self.check_session_version(&parts) {
+            return r;
+        }
+        let hub = match self.create_session(|id| HubKind::Session {
+            id,
+            store: self.event_store.clone(),
+        }) {
+            Ok(h) => h,
+            Err(r) => return r,
+        };
+        let Some(sid) = hub.session_id().map(str::to_owned) else {
+            return error_status(StatusCode::INTERNAL_SERVER_ERROR, "session without id");
+        };
+        let mut base = Extensions::new();
+        base.insert(SessionId(sid.clone()));
+        base.insert(parts);
+        let (mut response, failed) = self.dispatch(&hub, posting, base, dispatch(false)).await;
+        if failed || !response.status().is_success() {
+            tracing::debug!(session = %sid, "initialize failed: dropping the session");
+            self.lock_sessions().remove(&sid);
+            self.forget(&hub);
+            return response;
+        }
+        if let Ok(v) = HeaderValue::from_str(&sid) {
+            response.headers_mut().insert(SESSION_ID, v);
+        }
+        if let Some(version) = hub.protocol_version() {
+            let store = self.session_store.clone();
+            tokio::spawn(async move {
+                let record = match store.load(&sid).await {
+                    Ok(Some(mut r)) => {
+                        r.protocol_version = Some(version);
+                        r
+                    }
+                    _ => SessionRecord {
+                        id: sid,
+                        protocol_version: Some(version),
+                        created_at: SystemTime::now(),
+                    },
+                };
+                if let Err(e) = store.update(record).await {
+                    tracing::warn!(error = %e, "could not update a session record");
+                }
+            });
+        }
+        response
+    }
+
+    /// Hands a POST to a hub and waits for the way its answer goes; the flag says whether a
+    /// JSON answer was a single error response.
+    async fn dispatch(
+        &self,
+        hub: &Arc<Hub>,
+        posting: Posting,
+        base: Extensions,
+        how: Dispatch,
+    ) -> (Response<HttpBody>, bool) {
+        let busy = hub.busy();
+        let shared = matches!(hub.kind, HubKind::Shared);
+        let has_requests = posting
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Request(_)));
+        if has_requests && !shared && hub.open_streams() >= self.config.max_streams_per_session {
+            return (
+                error_status(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too many open streams on this session",
+                ),
+                true,
+            );
+        }
+        let count = hub.stream_guard();
+        let answers = posting.answers;
+        let posted = hub
+            .post(
+                posting.messages,
+                posting.batch,
+                answers.clone(),
+                base,
+                how.sse_allowed,
+                how.force_sse,
+            )
+            .await;
+        let gone = |shared: bool| {
+            if shared {
+                error_status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server connection closed",
+                )
+            } else {
+                session_not_found()
+            }
+        };
+        match posted {
+            Err(PostError::DuplicateId(id)) => (
+                body::rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    Some(id),
+                    ErrorObject::invalid_request("a request with this id is already in flight"),
+                ),
+                true,
+            ),
+            Err(PostError::Busy) => (
+                error_status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many requests in flight",
+                ),
+                true,
+            ),
+            Err(PostError::Closed) => (gone(shared), true),
+            Ok(Posted::Accepted) if answers.is_empty() => {
+                (body::empty(StatusCode::ACCEPTED), false)
+            }
+            Ok(Posted::Accepted) => {
+                let bytes = serde_json::to_vec(&answers).unwrap_or_default();
+                (body::json(StatusCode::OK, Bytes::from(bytes)), true)
+            }
+            Ok(Posted::Pending { decision, guard }) => {
+                let closed = hub.closed().clone();
+                let decision = tokio::select! {
+                    d = decision => d.ok(),
+                    () = closed.cancelled() => None,
+                };
+                match decision {
+                    Some(Decision::Json(bytes, code)) => {
+                        guard.disarm();
+                        let status = if how.map_status {
+                            stateless::status_for(code)
+                        } else {
+                            StatusCode::OK
+                        };
+                        (body::json(status, bytes), code.is_some())
+                    }
+                    Some(Decision::Sse { first, rx }) => {
+                        let keep = Box::new((guard, count, busy));
+                        let sse =
+                            SseBody::new(first, Some(rx), self.config.sse_keep_alive, Some(keep));
+                        (body::sse(sse), false)
+                    }
+                    None => (gone(shared), true),
+                }
+            }
+        }
+    }
+
+    async fn get(self: &Arc<Self>, parts: Parts) -> Response<HttpBody> {
+        if !self.config.stateful || !self.config.get_stream {
+            return method_not_allowed("POST, DELETE");
+        }
+        if !accepts(&parts).sse {
+            return error_status(
+                StatusCode::NOT_ACCEPTABLE,
+                "Not Acceptable: the GET stream is text/event-stream",
+            );
+        }
+        let sid = match header(&parts.headers, SESSION_ID) {
+            Ok(Some(s)) => s.to_owned(),
+            Ok(None) => {
+                return error_status(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: Mcp-Session-Id header is required",
+                );
+            }
+            Err(()) => return session_not_found(),
+        };
+        let hub = match self.session(&sid) {
+            Some(h) if matches!(h.kind, HubKind::Session { .. }) => h,
+            _ => return session_not_found(),
+        };
+        if let Err(r) = self.check_session_version(&parts) {
+            return r;
+        }
+        if hub.open_streams() >= self.config.max_streams_per_session {
+            return error_status(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many open streams on this session",
+            );
+        }
+        let (key, after) = match header(&parts.headers, LAST_EVENT_ID) {
+            Ok(None) => (STANDALONE, None),
+            Ok(Some(id)) => match Hub::parse_event_id(id) {
+                Some((key, seq)) => (key, Some(seq)),
+                None => {
+                    return error_status(
+                        StatusCode::BAD_REQUEST,
+                        "Bad Request: unknown Last-Event-ID",
+                    );
+                }
+            },
+            Err(()) => {
+                return error_status(StatusCode::BAD_REQUEST, "Bad Request: bad Last-Event-ID");
+            }
+        };
+        let busy = hub.busy();
+        let count = hub.stream_guard();
+        let (tx, rx) = mpsc::channel(self.config.stream_buffer);
+        match hub.attach(key, after, tx).await {
+            Ok(attached) => {
+                let guard = SlotGuard::for_stream(hub.clone(), key, attached.generation);
+                let keep = Box::new((guard, count, busy));
+                let sse = SseBody::new(
+                    attached.first,
+                    Some(rx),
+                    self.config.sse_keep_alive,
+                    Some(keep),
+                );
+                body::sse(sse)
+            }
+            Err(AttachError::Conflict) => error_status(
+                StatusCode::CONFLICT,
+                "Conflict: a GET stream is already open for this session",
+            ),
+            Err(AttachError::UnknownEvent) => error_status(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: unknown Last-Event-ID",
+            ),
+            Err(AttachError::Store(e)) => {
+                tracing::warn!(error = %e, "event replay failed");
+                error_status(StatusCode::INTERNAL_SERVER_ERROR, "event replay failed")
+            }
+            Err(AttachError::Closed) => session_not_found(),
+        }
+    }
+
+    fn delete(&self, parts: &Parts) -> Response<HttpBody> {
+        if !self.config.stateful || !self.config.allow_delete {
+            return method_not_allowed("GET, POST");
+        }
+        let sid = match header(&parts.headers, SESSION_ID) {
+            Ok(Some(s)) => s.to_owned(),
+            Ok(None) => {
+                return error_status(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: Mcp-Session-Id header is required",
+                );
+            }
+            Err(()) => return session_not_found(),
+        };
+        let hub = {
+            let mut sessions = self.lock_sessions();
+            match sessions.get(&sid) {
+                Some(h) if matches!(h.kind, HubKind::Session { .. }) && !h.is_closed() => {
+                    sessions.remove(&sid)
+                }
+                _ => None,
+            }
+        };
+        match hub {
+            Some(hub) => {
+                tracing::debug!(session = %sid, "session deleted by the client");
+                self.forget(&hub);
+                body::empty(StatusCode::OK)
+            }
+            None => session_not_found(),
+        }
+    }
+
+    fn legacy_open(self: &Arc<Self>, parts: &Parts) -> Response<HttpBody> {
+        let Some(paths) = &self.config.legacy_sse else {
+            return error_status(StatusCode::NOT_FOUND, "Not found");
+        };
+        if !accepts(parts).sse {
+            return error_status(
+                StatusCode::NOT_ACCEPTABLE,
+                "Not Acceptable: text/event-stream",
+            );
+        }
+        let hub = match self.create_session(|id| HubKind::Legacy { id }) {
+            Ok(h) => h,
+            Err(r) => return r,
+        };
+        let Some(sid) = hub.session_id().map(str::to_owned) else {
+            return error_status(StatusCode::INTERNAL_SERVER_ERROR, "session without id");
+        };
+        let (tx, rx) = mpsc::channel(self.config.stream_buffer);
+        hub.attach_legacy(tx);
+        let separator = if paths.messages.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
+        let endpoint = format!("{}{separator}sessionId={sid}", paths.messages);
+        let first = vec![encode_event(
+            None,
+            Some("endpoint"),
+            endpoint.as_bytes(),
+            None,
+        )];
+        let busy = hub.busy();
+        let count = hub.stream_guard();
+        let guard = SlotGuard::for_stream(hub, STANDALONE, 0);
+        let keep = Box::new((guard, count, busy));
+        body::sse(SseBody::new(
+            first,
+            Some(rx),
+            self.config.sse_keep_alive,
+            Some(keep),
+        ))
+    }
+
+    async fn legacy_post<B>(self: &Arc<Self>, parts: Parts, body: B) -> Response<HttpBody>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
+        let sid = parts.uri.query().and_then(|q| {
+            q.split('&')
+                .filter_map(|kv| kv.split_once('='))
+                .find(|(k, _)| *k == "sessionId")
+                .map(|(_, v)| v.to_owned())
+        });
+        let Some(sid) = sid else {
+            return error_status(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: sessionId is required",
+            );
+        };
+        let hub = match self.session(&sid) {
+            Some(h) if matches!(h.kind, HubKind::Legacy { .. }) => h,
+            _ => return session_not_found(),
+        };
+        let bytes = match read_body(&parts, body, self.config.max_body_size).await {
+            Ok(b) => b,
+            Err(r) => return r,
+        };
+        let posting = match parse_post(&bytes, self.config.max_batch_len) {
+            Ok(p) => p,
+            Err(r) => return r,
+        };
+        let _busy = hub.busy();
+        let mut base = Extensions::new();
+        base.insert(SessionId(sid));
+        base.insert(parts);
+        // Invalid batch elements are answered on the SSE stream, like everything else.
+        let answers = posting.answers;
+        match hub
+            .post(
+                posting.messages,
+                posting.batch,
+                Vec::new(),
+                base,
+                true,
+                false,
+            )
+            .await
+        {
+            Ok(_) => {
+                for a in answers {
+                    hub.push_outbound(a);
+                }
+                let mut r = Response::new(HttpBody::full("Accepted"));
+                *r.status_mut() = StatusCode::ACCEPTED;
+                r
+            }
+            Err(_) => session_not_found(),
+        }
+    }
+}
+
+type ServiceFuture = Pin<Box<dyn Future<Output = Result<Response<HttpBody>, Infallible>> + Send>>;
+
+impl<B> hyper::service::Service<Request<B>> for StreamableHttpService
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<HttpBody>;
+    type Error = Infallible;
+    type Future = ServiceFuture;
+
+    fn call(&self, request: Request<B>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { Ok(this.handle(request).await) })
+    }
+}
+
+impl<B> tower_service::Service<Request<B>> for StreamableHttpService
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<HttpBody>;
+    type Error = Infallible;
+    type Future = ServiceFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { Ok(this.handle(request).await) })
+    }
+}

@@ -1,0 +1,397 @@
+//! The stateless (2026-07-28) request envelope: classification and the header checks the
+//! transport does before a request reaches the server.
+
+use base64::Engine as _;
+use http::request::Parts;
+use http::{HeaderMap, Response, StatusCode};
+use mcp_jsonrpc::{ErrorObject, Inbound, Message, codes};
+use serde_json::{Map, Value};
+
+use super::McpParamHeaders;
+use super::body::{HttpBody, rpc_error};
+use super::config::HttpServerConfig;
+
+/// `MCP-Protocol-Version`.
+pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// `Mcp-Method`.
+pub(crate) const MCP_METHOD: &str = "mcp-method";
+/// `Mcp-Name`.
+pub(crate) const MCP_NAME: &str = "mcp-name";
+/// The prefix of the `Mcp-Param-*` headers.
+pub(crate) const MCP_PARAM_PREFIX: &str = "mcp-param-";
+/// The `_meta` key carrying the protocol version of a stateless request.
+pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `_meta` key carrying the client capabilities of a stateless request.
+pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The protocol revisions that use sessions (`initialize`).
+pub(crate) const SESSION_ERA: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// A header's value, trimmed of optional whitespace; `Err` when it is not visible ASCII.
+pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ()> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(v) => v.to_str().map(|s| Some(s.trim())).map_err(|_| ()),
+    }
+}
+
+#[derive(serde::Deserialize, Default)]
+struct Envelope {
+    #[serde(rename = "_meta")]
+    meta: Option<Map<String, Value>>,
+    name: Option<Value>,
+    uri: Option<Value>,
+    #[serde(rename = "taskId")]
+    task_id: Option<Value>,
+}
+
+fn envelope(message: &Message) -> Option<Envelope> {
+    let params = match message {
+        Message::Request(r) => r.params.as_ref(),
+        Message::Notification(n) => n.params.as_ref(),
+        Message::Response(_) => None,
+    }?;
+    serde_json::from_str(params.get()).ok()
+}
+
+/// Whether a POST without a session belongs to the stateless path: a request whose `_meta`
+/// names a protocol version, or an `MCP-Protocol-Version` header that is not a session-era one.
+pub(crate) fn is_stateless(parts: &Parts, inbound: &Inbound) -> bool {
+    if let Ok(Some(v)) = header(&parts.headers, PROTOCOL_VERSION) {
+        if !SESSION_ERA.contains(&v) {
+            return true;
+        }
+    }
+    match inbound {
+        Inbound::Single(m @ Message::Request(_)) => envelope(m)
+            .and_then(|e| e.meta)
+            .is_some_and(|meta| meta.contains_key(META_PROTOCOL_VERSION)),
+        _ => false,
+    }
+}
+
+/// The HTTP status of a stateless JSON answer, from its JSON-RPC error code.
+pub(crate) fn status_for(code: Option<i64>) -> StatusCode {
+    match code {
+        Some(codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(
+            codes::HEADER_MISMATCH
+            | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | codes::UNSUPPORTED_PROTOCOL_VERSION
+            | codes::INVALID_REQUEST
+            | codes::PARSE_ERROR,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+fn mismatch(message: &Message, text: impl Into<String>) -> Response<HttpBody> {
+    reject(message, ErrorObject::new(codes::HEADER_MISMATCH, text))
+}
+
+fn reject(message: &Message, error: ErrorObject) -> Response<HttpBody> {
+    let id = match message {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    };
+    rpc_error(StatusCode::BAD_REQUEST, id, error)
+}
+
+/// Checks a stateless message's headers against its body, in the order the specification
+/// gives; returns the decoded `Mcp-Param-*` headers.
+pub(crate) fn validate(
+    config: &HttpServerConfig,
+    parts: &Parts,
+    message: &Message,
+) -> Result<McpParamHeaders, Response<HttpBody>> {
+    let headers = &parts.headers;
+    let version = match header(headers, PROTOCOL_VERSION) {
+        Ok(Some(v)) => v,
+        Ok(None) => {
+            return Err(mismatch(
+                message,
+                "the MCP-Protocol-Version header is required",
+            ));
+        }
+        Err(()) => {
+            return Err(mismatch(
+                message,
+                "the MCP-Protocol-Version header is not ASCII",
+            ));
+        }
+    };
+    let env = envelope(message).unwrap_or_default();
+    if let Message::Request(_) = message {
+        let meta = env.meta.as_ref();
+        let body_version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION));
+        let caps = meta.and_then(|m| m.get(META_CLIENT_CAPABILITIES));
+        let Some(body_version) = body_version else {
+            return Err(reject(
+                message,
+                ErrorObject::invalid_params(format!(
+                    "params._meta must carry {META_PROTOCOL_VERSION}"
+                )),
+            ));
+        };
+        if !caps.is_some_and(Value::is_object) {
+            return Err(reject(
+                message,
+                ErrorObject::invalid_params(format!(
+                    "params._meta must carry {META_CLIENT_CAPABILITIES}"
+                )),
+            ));
+        }
+        let Some(body_version) = body_version.as_str() else {
+            return Err(reject(
+                message,
+                ErrorObject::invalid_params(format!("{META_PROTOCOL_VERSION} must be a string")),
+            ));
+        };
+        if body_version != version {
+            return Err(mismatch(
+                message,
+                format!(
+                    "MCP-Protocol-Version {version:?} does not match params._meta {body_version:?}"
+                ),
+            ));
+        }
+    }
+    if !config.stateless_versions.iter().any(|v| v == version) {
+        let error = ErrorObject::new(
+            codes::UNSUPPORTED_PROTOCOL_VERSION,
+            format!("unsupported protocol version {version:?}"),
+        )
+        .with_data(&serde_json::json!({
+            "supported": config.stateless_versions,
+            "requested": version,
+        }))
+        .unwrap_or_else(|_| {
+            ErrorObject::new(
+                codes::UNSUPPORTED_PROTOCOL_VERSION,
+                "unsupported protocol version",
+            )
+        });
+        return Err(reject(message, error));
+    }
+    if let Some(method) = message.method() {
+        match header(headers, MCP_METHOD) {
+            Ok(Some(h)) if h == method => {}
+            Ok(Some(h)) => {
+                return Err(mismatch(
+                    message,
+                    format!("Mcp-Method {h:?} does not match the body's method {method:?}"),
+                ));
+            }
+            _ => return Err(mismatch(message, "the Mcp-Method header is required")),
+        }
+        let name_field = match method {
+            "tools/call" | "prompts/get" => env.name.as_ref(),
+            "resources/read" => env.uri.as_ref(),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => env.task_id.as_ref(),
+            _ => None,
+        };
+        if let Some(field) = name_field {
+            let expected = match field {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            match header(headers, MCP_NAME) {
+                Ok(Some(h)) if h == expected => {}
+                Ok(Some(h)) => {
+                    return Err(mismatch(
+                        message,
+                        format!("Mcp-Name {h:?} does not match the body's {expected:?}"),
+                    ));
+                }
+                _ => return Err(mismatch(message, "the Mcp-Name header is required")),
+            }
+        }
+    }
+    let mut params = Vec::new();
+    for (name, value) in headers {
+        let Some(suffix) = name.as_str().strip_prefix(MCP_PARAM_PREFIX) else {
+            continue;
+        };
+        let decoded = value
+            .to_str()
+            .ok()
+            .and_then(|v| decode_param(v.trim()))
+            .ok_or_else(|| mismatch(message, format!("header {name} is not validly encoded")))?;
+        params.push((suffix.to_owned(), decoded));
+    }
+    Ok(McpParamHeaders(params))
+}
+
+/// Decodes an `Mcp-Param-*` value: `=?base64?...?=` is standard, padded base64 of UTF-8;
+/// anything else is literal.
+fn decode_param(value: &str) -> Option<String> {
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(encoded) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(value.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parts(headers: &[(&str, &str)]) -> Parts {
+        let mut b = http::Request::builder().method("POST").uri("/mcp");
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        b.body(()).unwrap().into_parts().0
+    }
+
+    fn request(method: &str, params: Value) -> Message {
+        Message::Request(mcp_jsonrpc::Request::with_params(7, method, &params).unwrap())
+    }
+
+    fn meta() -> Value {
+        json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {}})
+    }
+
+    fn code(r: Response<HttpBody>) -> (StatusCode, i64) {
+        use http_body_util::BodyExt;
+        let status = r.status();
+        let bytes = futures_util::FutureExt::now_or_never(r.into_body().collect())
+            .unwrap()
+            .unwrap()
+            .to_bytes();
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["id"], 7);
+        (status, v["error"]["code"].as_i64().unwrap())
+    }
+
+    #[test]
+    fn classification() {
+        let discover = Inbound::Single(request("server/discover", json!({"_meta": meta()})));
+        assert!(is_stateless(&parts(&[]), &discover));
+        let plain = Inbound::Single(request("tools/list", json!({})));
+        assert!(!is_stateless(&parts(&[]), &plain));
+        assert!(!is_stateless(
+            &parts(&[("mcp-protocol-version", "2025-11-25")]),
+            &plain
+        ));
+        assert!(is_stateless(
+            &parts(&[("mcp-protocol-version", "v999.0.0")]),
+            &plain
+        ));
+        let progress_only = Inbound::Single(request(
+            "tools/list",
+            json!({"_meta": {"progressToken": 1}}),
+        ));
+        assert!(!is_stateless(&parts(&[]), &progress_only));
+    }
+
+    #[test]
+    fn checks_in_order() {
+        let c = HttpServerConfig::default();
+        let ok_headers = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", " echo "),
+        ];
+        let call = request("tools/call", json!({"name": "echo", "_meta": meta()}));
+        assert!(validate(&c, &parts(&ok_headers), &call).is_ok());
+
+        let e = validate(&c, &parts(&ok_headers[1..]), &call).unwrap_err();
+        assert_eq!(code(e), (StatusCode::BAD_REQUEST, codes::HEADER_MISMATCH));
+        let no_caps = request(
+            "tools/call",
+            json!({"name": "echo", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+        );
+        assert_eq!(
+            code(validate(&c, &parts(&ok_headers), &no_caps).unwrap_err()).1,
+            codes::INVALID_PARAMS
+        );
+        let other = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ];
+        let v999 = request(
+            "tools/call",
+            json!({"name": "echo", "_meta": {"io.modelcontextprotocol/protocolVersion": "v999.0.0", "io.modelcontextprotocol/clientCapabilities": {}}}),
+        );
+        assert_eq!(
+            code(validate(&c, &parts(&other), &v999).unwrap_err()).1,
+            codes::HEADER_MISMATCH
+        );
+        let both = [
+            ("mcp-protocol-version", "v999.0.0"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ];
+        let e = validate(&c, &parts(&both), &v999).unwrap_err();
+        assert_eq!(code(e).1, codes::UNSUPPORTED_PROTOCOL_VERSION);
+        let wrong_name = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "other"),
+        ];
+        assert_eq!(
+            code(validate(&c, &parts(&wrong_name), &call).unwrap_err()).1,
+            codes::HEADER_MISMATCH
+        );
+        let wrong_case = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("MCP-METHOD", "TOOLS/CALL"),
+            ("mcp-name", "echo"),
+        ];
+        assert_eq!(
+            code(validate(&c, &parts(&wrong_case), &call).unwrap_err()).1,
+            codes::HEADER_MISMATCH
+        );
+    }
+
+    #[test]
+    fn param_headers() {
+        let c = HttpServerConfig::default();
+        let call = request("tools/call", json!({"name": "echo", "_meta": meta()}));
+        let base = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ];
+        let mut h = base.to_vec();
+        h.push(("mcp-param-region", "=?base64?SGVsbG8=?="));
+        h.push(("Mcp-Param-Plain", "=?base64?SGVsbG8"));
+        let got = validate(&c, &parts(&h), &call).unwrap();
+        assert_eq!(got.get("Region"), Some("Hello"));
+        assert_eq!(got.get("plain"), Some("=?base64?SGVsbG8"));
+        for bad in ["=?base64?SGVsbG8?=", "=?base64?SGVs!!!bG8=?="] {
+            let mut h = base.to_vec();
+            h.push(("mcp-param-region", bad));
+            assert_eq!(
+                code(validate(&c, &parts(&h), &call).unwrap_err()).1,
+                codes::HEADER_MISMATCH,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn statuses() {
+        assert_eq!(
+            status_for(Some(codes::METHOD_NOT_FOUND)),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            status_for(Some(codes::MISSING_REQUIRED_CLIENT_CAPABILITY)),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(status_for(Some(codes::INVALID_PARAMS)), StatusCode::OK);
+        assert_eq!(status_for(None), StatusCode::OK);
+    }
+}
