@@ -541,6 +541,20 @@ fn shape_of(set: &TypeSet, t: &Ty) -> String {
     }
 }
 
+/// `serialize_with` for `f64` fields, so integral numbers go out as integers (`50`, not `50.0`).
+fn number_ser(t: &Ty, optional: bool) -> &'static str {
+    let number = match t {
+        Ty::Number => true,
+        Ty::Nullable(i) => matches!(i.as_ref(), Ty::Number),
+        _ => false,
+    };
+    match (number, optional) {
+        (false, _) => "",
+        (true, false) => ", serialize_with = \"crate::support::ser_f64\"",
+        (true, true) => ", serialize_with = \"crate::support::ser_opt_f64\"",
+    }
+}
+
 fn derive_default(fields: &[EField]) -> bool {
     fields
         .iter()
@@ -606,16 +620,18 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                     }
                     let nullable = matches!(f.ty, Ty::Nullable(_));
                     if f.required {
+                        let ser = number_ser(&f.ty, nullable);
                         if nullable {
-                            let _ = writeln!(out, "#[serde(rename = {:?}, default)]", f.wire);
+                            let _ = writeln!(out, "#[serde(rename = {:?}, default{ser})]", f.wire);
                         } else {
-                            let _ = writeln!(out, "#[serde(rename = {:?})]", f.wire);
+                            let _ = writeln!(out, "#[serde(rename = {:?}{ser})]", f.wire);
                         }
                         let _ = writeln!(out, "pub {}: {ty},", f.rust);
                     } else {
+                        let ser = number_ser(&f.ty, true);
                         let _ = writeln!(
                             out,
-                            "#[serde(rename = {:?}, default, skip_serializing_if = \"Option::is_none\")]",
+                            "#[serde(rename = {:?}, default, skip_serializing_if = \"Option::is_none\"{ser})]",
                             f.wire
                         );
                         if nullable {
@@ -670,6 +686,11 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                             "{i} => Some(<{inner} as serde::Deserialize>::deserialize(value).map(|v| Self::{vname}(Box::new(v)))),"
                         );
                     } else {
+                        if matches!(t, Ty::Number) {
+                            out.push_str(
+                                "#[serde(serialize_with = \"crate::support::ser_f64\")]\n",
+                            );
+                        }
                         let _ = writeln!(out, "{vname}({inner}),");
                         let _ = writeln!(
                             arms,
@@ -899,6 +920,11 @@ fn emit_rev_methods(rev: &Revision, version: &str, out: &mut String) {
         }
     }
     out.push_str("}\n\n");
+    out.push_str("/// `(method, message type, result type)` of every method (used by the crate's tests).\n#[doc(hidden)]\npub const __METHOD_TYPES: &[(&str, &str, Option<&str>)] = &[");
+    for m in &rev.methods {
+        let _ = write!(out, "({:?}, {:?}, {:?}),", m.name, m.message, m.result);
+    }
+    out.push_str("];\n");
     out.push_str(
         "/// Every method of this revision, sorted by name.\npub const METHOD_NAMES: &[&str] = &[",
     );

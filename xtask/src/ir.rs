@@ -427,6 +427,7 @@ impl Builder<'_> {
             });
         }
         let extra = match obj.get("additionalProperties") {
+            None if self.overlay.keep_unknown.contains(&ctx.name) => Some(Ty::Any),
             None | Some(Value::Bool(false)) => None,
             Some(Value::Bool(true)) => Some(Ty::Any),
             Some(Value::Object(ap)) if ap.is_empty() => Some(Ty::Any),

@@ -21,6 +21,9 @@ pub struct Overlay {
     /// Types of the per-revision modules left out of the unified model.
     #[serde(default)]
     pub unified_skip: BTreeSet<String>,
+    /// Types that keep unknown fields although their schema does not say so explicitly.
+    #[serde(default)]
+    pub keep_unknown: BTreeSet<String>,
 }
 
 impl Overlay {

@@ -122,6 +122,11 @@ fn merge(into: &mut UDef, def: &Def, bit: Mask) {
                     }),
                 }
             }
+            if new_extra.is_some() {
+                // The newest shape is open: a field it no longer declares may now hold any
+                // value, so it leaves the typed fields and lands in `extra`.
+                fields.retain(|u| new.iter().any(|f| f.wire == u.field.wire));
+            }
             fields.sort_by(|a, b| a.field.wire.cmp(&b.field.wire));
             *extra = new_extra.clone();
         }

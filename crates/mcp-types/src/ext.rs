@@ -65,22 +65,12 @@ impl CallToolResult {
 }
 
 impl ToolInputSchema {
-    /// An object schema with the given `properties` (each a JSON Schema object) and no
-    /// required properties.
+    /// An object schema with the given `properties` (each a JSON Schema).
     pub fn object(properties: crate::JsonObject) -> Self {
-        let properties = properties
-            .into_iter()
-            .map(|(k, v)| match v {
-                serde_json::Value::Object(o) => (k, o),
-                other => {
-                    let mut o = crate::JsonObject::new();
-                    o.insert("const".into(), other);
-                    (k, o)
-                }
-            })
-            .collect();
+        let mut extra = crate::JsonObject::new();
+        extra.insert("properties".into(), serde_json::Value::Object(properties));
         ToolInputSchema {
-            properties: Some(properties),
+            extra,
             ..ToolInputSchema::default()
         }
     }
@@ -91,7 +81,11 @@ impl Tool {
     ///
     /// ```
     /// let tool = mcp_types::Tool::new("get_weather", serde_json::Map::new());
-    /// assert_eq!(tool.input_schema.properties.as_ref().map(|p| p.len()), Some(0));
+    /// assert_eq!(
+    ///     serde_json::to_value(&tool.input_schema)?,
+    ///     serde_json::json!({"type": "object", "properties": {}})
+    /// );
+    /// # Ok::<(), serde_json::Error>(())
     /// ```
     pub fn new(name: impl Into<String>, properties: crate::JsonObject) -> Self {
         Tool {

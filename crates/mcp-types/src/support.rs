@@ -178,3 +178,25 @@ macro_rules! const_tag {
     };
 }
 pub(crate) use const_tag;
+
+/// Serializes an `f64` that holds an integer as a JSON integer (`50`, not `50.0`), so numbers
+/// round-trip as peers wrote them.
+pub fn ser_f64<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    // Integers up to 2^53 are exact in an f64.
+    if value.fract() == 0.0 && value.abs() <= 9_007_199_254_740_992.0 {
+        serializer.serialize_i64(*value as i64)
+    } else {
+        serializer.serialize_f64(*value)
+    }
+}
+
+/// [`ser_f64`] for optional fields.
+pub fn ser_opt_f64<S: serde::Serializer>(
+    value: &Option<f64>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(v) => ser_f64(v, serializer),
+        None => serializer.serialize_none(),
+    }
+}

@@ -54,7 +54,12 @@ pub struct Annotations {
     /// the data is entirely optional.
     ///
     /// Revisions: 2024-11-05 ..= 2026-07-28
-    #[serde(rename = "priority", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "priority",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
+    )]
     pub priority: Option<f64>,
 }
 
@@ -452,7 +457,7 @@ impl<'de> serde::Deserialize<'de> for CallToolResultResponseResult {
                 consts: &[],
                 required: &["resultType"],
                 known: &["_meta", "inputRequests", "requestState", "resultType"],
-                open: false,
+                open: true,
             }),
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -1273,7 +1278,8 @@ pub struct CreateMessageRequestParams {
     #[serde(
         rename = "temperature",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub temperature: Option<f64>,
     /// Controls how the model uses tools.
@@ -2272,7 +2278,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptResultResponseResult {
                 consts: &[],
                 required: &["resultType"],
                 known: &["_meta", "inputRequests", "requestState", "resultType"],
-                open: false,
+                open: true,
             }),
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -2856,10 +2862,10 @@ impl<'de> serde::Deserialize<'de> for InputRequest {
                 open: false,
             }),
             crate::support::Shape::Object(&crate::support::ObjectShape {
-                consts: &[("jsonrpc", "2.0", false), ("method", "roots/list", true)],
+                consts: &[("method", "roots/list", true)],
                 required: &["method"],
-                known: &["id", "jsonrpc", "method", "params"],
-                open: false,
+                known: &["method", "params"],
+                open: true,
             }),
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[
@@ -2937,6 +2943,9 @@ pub struct InputRequiredResult {
     /// Revisions: 2026-07-28
     #[serde(rename = "resultType")]
     pub result_type: String,
+    /// Properties the schema does not name; the schema allows them, so they are kept.
+    #[serde(flatten)]
+    pub extra: crate::JsonObject,
 }
 
 /// The `InputResponse` type.
@@ -3819,16 +3828,6 @@ pub struct ListResourcesResultResponse {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListRootsRequest {
-    /// The `id` field.
-    ///
-    /// Revisions: 2025-11-25
-    #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<RequestId>,
-    /// The `jsonrpc` field.
-    ///
-    /// Revisions: 2025-11-25
-    #[serde(rename = "jsonrpc", default, skip_serializing_if = "Option::is_none")]
-    pub jsonrpc: Option<crate::tag::V2_0>,
     /// The `method` field.
     ///
     /// Revisions: 2024-11-05 ..= 2026-07-28
@@ -3839,6 +3838,9 @@ pub struct ListRootsRequest {
     /// Revisions: 2024-11-05 ..= 2026-07-28
     #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
     pub params: Option<ListRootsRequestParams>,
+    /// Properties the schema does not name; the schema allows them, so they are kept.
+    #[serde(flatten)]
+    pub extra: crate::JsonObject,
 }
 
 /// The `ListRootsRequestParams` type.
@@ -4291,7 +4293,8 @@ pub struct ModelPreferences {
     #[serde(
         rename = "costPriority",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub cost_priority: Option<f64>,
     /// Optional hints to use for model selection.
@@ -4313,7 +4316,8 @@ pub struct ModelPreferences {
     #[serde(
         rename = "intelligencePriority",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub intelligence_priority: Option<f64>,
     /// How much to prioritize sampling speed (latency) when selecting a model. A
@@ -4324,7 +4328,8 @@ pub struct ModelPreferences {
     #[serde(
         rename = "speedPriority",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub speed_priority: Option<f64>,
 }
@@ -4468,7 +4473,12 @@ pub struct NumberSchema {
     /// The `default` field.
     ///
     /// Revisions: 2025-11-25 ..= 2026-07-28
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "default",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
+    )]
     pub default: Option<f64>,
     /// The `description` field.
     ///
@@ -4482,12 +4492,22 @@ pub struct NumberSchema {
     /// The `maximum` field.
     ///
     /// Revisions: 2025-06-18 ..= 2026-07-28
-    #[serde(rename = "maximum", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "maximum",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
+    )]
     pub maximum: Option<f64>,
     /// The `minimum` field.
     ///
     /// Revisions: 2025-06-18 ..= 2026-07-28
-    #[serde(rename = "minimum", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "minimum",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
+    )]
     pub minimum: Option<f64>,
     /// The `title` field.
     ///
@@ -4904,7 +4924,7 @@ pub struct ProgressNotificationParams {
     /// The progress thus far. This should increase every time progress is made, even if the total is unknown.
     ///
     /// Revisions: 2024-11-05 ..= 2026-07-28
-    #[serde(rename = "progress")]
+    #[serde(rename = "progress", serialize_with = "crate::support::ser_f64")]
     pub progress: f64,
     /// The progress token which was given in the initial request, used to associate this notification with the request that is proceeding.
     ///
@@ -4914,7 +4934,12 @@ pub struct ProgressNotificationParams {
     /// Total number of items to process (or total progress required), if known.
     ///
     /// Revisions: 2024-11-05 ..= 2026-07-28
-    #[serde(rename = "total", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "total",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
+    )]
     pub total: Option<f64>,
 }
 
@@ -5315,7 +5340,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResultResponseResult {
                 consts: &[],
                 required: &["resultType"],
                 known: &["_meta", "inputRequests", "requestState", "resultType"],
-                open: false,
+                open: true,
             }),
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -7659,20 +7684,6 @@ pub struct ToolInputSchema {
     /// Revisions: 2025-11-25 ..= 2026-07-28
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<String>,
-    /// The `properties` field.
-    ///
-    /// Revisions: 2024-11-05 ..= 2025-11-25
-    #[serde(
-        rename = "properties",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub properties: Option<std::collections::BTreeMap<String, crate::JsonObject>>,
-    /// The `required` field.
-    ///
-    /// Revisions: 2024-11-05 ..= 2025-11-25
-    #[serde(rename = "required", default, skip_serializing_if = "Option::is_none")]
-    pub required: Option<Vec<String>>,
     /// The `type` field.
     ///
     /// Revisions: 2024-11-05 ..= 2026-07-28
@@ -7736,25 +7747,6 @@ pub struct ToolOutputSchema {
     /// Revisions: 2025-11-25 ..= 2026-07-28
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<String>,
-    /// The `properties` field.
-    ///
-    /// Revisions: 2025-06-18 ..= 2025-11-25
-    #[serde(
-        rename = "properties",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub properties: Option<std::collections::BTreeMap<String, crate::JsonObject>>,
-    /// The `required` field.
-    ///
-    /// Revisions: 2025-06-18 ..= 2025-11-25
-    #[serde(rename = "required", default, skip_serializing_if = "Option::is_none")]
-    pub required: Option<Vec<String>>,
-    /// The `type` field.
-    ///
-    /// Revisions: 2025-06-18 ..= 2025-11-25
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
-    pub r#type: Option<crate::tag::Object>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
     #[serde(flatten)]
     pub extra: crate::JsonObject,
@@ -8965,13 +8957,6 @@ impl crate::Project for ListResourcesResultResponse {
 
 impl crate::Project for ListRootsRequest {
     fn project(&mut self, rev: crate::ProtocolVersion) {
-        if !rev.in_mask(0b1000) {
-            self.id = None;
-        }
-        crate::Project::project(&mut self.id, rev);
-        if !rev.in_mask(0b1000) {
-            self.jsonrpc = None;
-        }
         crate::Project::project(&mut self.params, rev);
     }
 }
@@ -9825,12 +9810,6 @@ impl crate::Project for ToolInputSchema {
         if !rev.in_mask(0b11000) {
             self.schema = None;
         }
-        if !rev.in_mask(0b1111) {
-            self.properties = None;
-        }
-        if !rev.in_mask(0b1111) {
-            self.required = None;
-        }
     }
 }
 
@@ -9851,15 +9830,6 @@ impl crate::Project for ToolOutputSchema {
     fn project(&mut self, rev: crate::ProtocolVersion) {
         if !rev.in_mask(0b11000) {
             self.schema = None;
-        }
-        if !rev.in_mask(0b1100) {
-            self.properties = None;
-        }
-        if !rev.in_mask(0b1100) {
-            self.required = None;
-        }
-        if !rev.in_mask(0b1100) {
-            self.r#type = None;
         }
     }
 }

@@ -16,7 +16,12 @@ pub struct Annotations {
     /// A value of 1 means "most important," and indicates that the data is
     /// effectively required, while 0 means "least important," and indicates that
     /// the data is entirely optional.
-    #[serde(rename = "priority", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "priority",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
+    )]
     pub priority: Option<f64>,
 }
 
@@ -708,7 +713,8 @@ pub struct CreateMessageRequestParams {
     #[serde(
         rename = "temperature",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub temperature: Option<f64>,
 }
@@ -1501,6 +1507,9 @@ pub struct ListRootsRequest {
     /// The `params` field.
     #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
     pub params: Option<ListRootsRequestParams>,
+    /// Properties the schema does not name; the schema allows them, so they are kept.
+    #[serde(flatten)]
+    pub extra: crate::JsonObject,
 }
 
 /// The `ListRootsRequestParams` type of the 2025-03-26 schema.
@@ -1689,7 +1698,8 @@ pub struct ModelPreferences {
     #[serde(
         rename = "costPriority",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub cost_priority: Option<f64>,
     /// Optional hints to use for model selection.
@@ -1707,7 +1717,8 @@ pub struct ModelPreferences {
     #[serde(
         rename = "intelligencePriority",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub intelligence_priority: Option<f64>,
     /// How much to prioritize sampling speed (latency) when selecting a model. A
@@ -1716,7 +1727,8 @@ pub struct ModelPreferences {
     #[serde(
         rename = "speedPriority",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub speed_priority: Option<f64>,
 }
@@ -1828,13 +1840,18 @@ pub struct ProgressNotificationParams {
     #[serde(rename = "message", default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The progress thus far. This should increase every time progress is made, even if the total is unknown.
-    #[serde(rename = "progress")]
+    #[serde(rename = "progress", serialize_with = "crate::support::ser_f64")]
     pub progress: f64,
     /// The progress token which was given in the initial request, used to associate this notification with the request that is proceeding.
     #[serde(rename = "progressToken")]
     pub progress_token: ProgressToken,
     /// Total number of items to process (or total progress required), if known.
-    #[serde(rename = "total", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "total",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
+    )]
     pub total: Option<f64>,
 }
 
@@ -2595,7 +2612,7 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
                 consts: &[("method", "roots/list", true)],
                 required: &["method"],
                 known: &["method", "params"],
-                open: false,
+                open: true,
             }),
         ];
         let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
@@ -3272,6 +3289,86 @@ pub mod methods {
     }
 }
 
+/// `(method, message type, result type)` of every method (used by the crate's tests).
+#[doc(hidden)]
+pub const __METHOD_TYPES: &[(&str, &str, Option<&str>)] = &[
+    (
+        "completion/complete",
+        "CompleteRequest",
+        Some("CompleteResult"),
+    ),
+    ("initialize", "InitializeRequest", Some("InitializeResult")),
+    ("logging/setLevel", "SetLevelRequest", Some("EmptyResult")),
+    ("notifications/cancelled", "CancelledNotification", None),
+    ("notifications/initialized", "InitializedNotification", None),
+    ("notifications/message", "LoggingMessageNotification", None),
+    ("notifications/progress", "ProgressNotification", None),
+    (
+        "notifications/prompts/list_changed",
+        "PromptListChangedNotification",
+        None,
+    ),
+    (
+        "notifications/resources/list_changed",
+        "ResourceListChangedNotification",
+        None,
+    ),
+    (
+        "notifications/resources/updated",
+        "ResourceUpdatedNotification",
+        None,
+    ),
+    (
+        "notifications/roots/list_changed",
+        "RootsListChangedNotification",
+        None,
+    ),
+    (
+        "notifications/tools/list_changed",
+        "ToolListChangedNotification",
+        None,
+    ),
+    ("ping", "PingRequest", Some("EmptyResult")),
+    ("prompts/get", "GetPromptRequest", Some("GetPromptResult")),
+    (
+        "prompts/list",
+        "ListPromptsRequest",
+        Some("ListPromptsResult"),
+    ),
+    (
+        "resources/list",
+        "ListResourcesRequest",
+        Some("ListResourcesResult"),
+    ),
+    (
+        "resources/read",
+        "ReadResourceRequest",
+        Some("ReadResourceResult"),
+    ),
+    (
+        "resources/subscribe",
+        "SubscribeRequest",
+        Some("EmptyResult"),
+    ),
+    (
+        "resources/templates/list",
+        "ListResourceTemplatesRequest",
+        Some("ListResourceTemplatesResult"),
+    ),
+    (
+        "resources/unsubscribe",
+        "UnsubscribeRequest",
+        Some("EmptyResult"),
+    ),
+    ("roots/list", "ListRootsRequest", Some("ListRootsResult")),
+    (
+        "sampling/createMessage",
+        "CreateMessageRequest",
+        Some("CreateMessageResult"),
+    ),
+    ("tools/call", "CallToolRequest", Some("CallToolResult")),
+    ("tools/list", "ListToolsRequest", Some("ListToolsResult")),
+];
 /// Every method of this revision, sorted by name.
 pub const METHOD_NAMES: &[&str] = &[
     "completion/complete",

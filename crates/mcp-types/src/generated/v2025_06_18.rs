@@ -28,7 +28,12 @@ pub struct Annotations {
     /// A value of 1 means "most important," and indicates that the data is
     /// effectively required, while 0 means "least important," and indicates that
     /// the data is entirely optional.
-    #[serde(rename = "priority", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "priority",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
+    )]
     pub priority: Option<f64>,
 }
 
@@ -823,7 +828,8 @@ pub struct CreateMessageRequestParams {
     #[serde(
         rename = "temperature",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub temperature: Option<f64>,
 }
@@ -1561,6 +1567,9 @@ pub struct ListRootsRequest {
     /// The `params` field.
     #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
     pub params: Option<ListRootsRequestParams>,
+    /// Properties the schema does not name; the schema allows them, so they are kept.
+    #[serde(flatten)]
+    pub extra: crate::JsonObject,
 }
 
 /// The `ListRootsRequestParams` type of the 2025-06-18 schema.
@@ -1749,7 +1758,8 @@ pub struct ModelPreferences {
     #[serde(
         rename = "costPriority",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub cost_priority: Option<f64>,
     /// Optional hints to use for model selection.
@@ -1767,7 +1777,8 @@ pub struct ModelPreferences {
     #[serde(
         rename = "intelligencePriority",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub intelligence_priority: Option<f64>,
     /// How much to prioritize sampling speed (latency) when selecting a model. A
@@ -1776,7 +1787,8 @@ pub struct ModelPreferences {
     #[serde(
         rename = "speedPriority",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
     )]
     pub speed_priority: Option<f64>,
 }
@@ -1817,10 +1829,20 @@ pub struct NumberSchema {
     )]
     pub description: Option<String>,
     /// The `maximum` field.
-    #[serde(rename = "maximum", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "maximum",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
+    )]
     pub maximum: Option<f64>,
     /// The `minimum` field.
-    #[serde(rename = "minimum", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "minimum",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
+    )]
     pub minimum: Option<f64>,
     /// The `title` field.
     #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
@@ -2014,13 +2036,18 @@ pub struct ProgressNotificationParams {
     #[serde(rename = "message", default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The progress thus far. This should increase every time progress is made, even if the total is unknown.
-    #[serde(rename = "progress")]
+    #[serde(rename = "progress", serialize_with = "crate::support::ser_f64")]
     pub progress: f64,
     /// The progress token which was given in the initial request, used to associate this notification with the request that is proceeding.
     #[serde(rename = "progressToken")]
     pub progress_token: ProgressToken,
     /// Total number of items to process (or total progress required), if known.
-    #[serde(rename = "total", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "total",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::support::ser_opt_f64"
+    )]
     pub total: Option<f64>,
 }
 
@@ -2886,7 +2913,7 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
                 consts: &[("method", "roots/list", true)],
                 required: &["method"],
                 known: &["method", "params"],
-                open: false,
+                open: true,
             }),
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "elicitation/create", true)],
@@ -3691,6 +3718,87 @@ pub mod methods {
     }
 }
 
+/// `(method, message type, result type)` of every method (used by the crate's tests).
+#[doc(hidden)]
+pub const __METHOD_TYPES: &[(&str, &str, Option<&str>)] = &[
+    (
+        "completion/complete",
+        "CompleteRequest",
+        Some("CompleteResult"),
+    ),
+    ("elicitation/create", "ElicitRequest", Some("ElicitResult")),
+    ("initialize", "InitializeRequest", Some("InitializeResult")),
+    ("logging/setLevel", "SetLevelRequest", Some("EmptyResult")),
+    ("notifications/cancelled", "CancelledNotification", None),
+    ("notifications/initialized", "InitializedNotification", None),
+    ("notifications/message", "LoggingMessageNotification", None),
+    ("notifications/progress", "ProgressNotification", None),
+    (
+        "notifications/prompts/list_changed",
+        "PromptListChangedNotification",
+        None,
+    ),
+    (
+        "notifications/resources/list_changed",
+        "ResourceListChangedNotification",
+        None,
+    ),
+    (
+        "notifications/resources/updated",
+        "ResourceUpdatedNotification",
+        None,
+    ),
+    (
+        "notifications/roots/list_changed",
+        "RootsListChangedNotification",
+        None,
+    ),
+    (
+        "notifications/tools/list_changed",
+        "ToolListChangedNotification",
+        None,
+    ),
+    ("ping", "PingRequest", Some("EmptyResult")),
+    ("prompts/get", "GetPromptRequest", Some("GetPromptResult")),
+    (
+        "prompts/list",
+        "ListPromptsRequest",
+        Some("ListPromptsResult"),
+    ),
+    (
+        "resources/list",
+        "ListResourcesRequest",
+        Some("ListResourcesResult"),
+    ),
+    (
+        "resources/read",
+        "ReadResourceRequest",
+        Some("ReadResourceResult"),
+    ),
+    (
+        "resources/subscribe",
+        "SubscribeRequest",
+        Some("EmptyResult"),
+    ),
+    (
+        "resources/templates/list",
+        "ListResourceTemplatesRequest",
+        Some("ListResourceTemplatesResult"),
+    ),
+    (
+        "resources/unsubscribe",
+        "UnsubscribeRequest",
+        Some("EmptyResult"),
+    ),
+    ("roots/list", "ListRootsRequest", Some("ListRootsResult")),
+    (
+        "sampling/createMessage",
+        "CreateMessageRequest",
+        Some("CreateMessageResult"),
+    ),
+    ("tools/call", "CallToolRequest", Some("CallToolResult")),
+    ("tools/list", "ListToolsRequest", Some("ListToolsResult")),
+];
 /// Every method of this revision, sorted by name.
 pub const METHOD_NAMES: &[&str] = &[
     "completion/complete",

@@ -1,0 +1,184 @@
+//! The unified model: `ProtocolVersion`, the method table, projection and tagged unions.
+
+use mcp_types::methods::{self, MethodKind, Request, Sender};
+use mcp_types::{
+    AudioContent, CallToolResult, ContentBlock, Era, Icon, Project, ProtocolVersion, RequestId,
+    ResourceContentsKind, TextContent, Tool, tag,
+};
+use serde_json::json;
+
+#[test]
+fn protocol_versions_are_ordered_and_parse() {
+    assert_eq!(ProtocolVersion::ALL.len(), 5);
+    assert!(ProtocolVersion::ALL.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(ProtocolVersion::LATEST, ProtocolVersion::V2026_07_28);
+    for v in ProtocolVersion::ALL {
+        assert_eq!(v.as_str().parse::<ProtocolVersion>(), Ok(*v));
+        assert_eq!(v.to_string(), v.as_str());
+        assert_eq!(serde_json::to_value(v).unwrap(), json!(v.as_str()));
+    }
+    assert_eq!(ProtocolVersion::V2025_11_25.era(), Era::Session);
+    assert_eq!(ProtocolVersion::V2026_07_28.era(), Era::Stateless);
+    let err = "2099-01-01".parse::<ProtocolVersion>().unwrap_err();
+    assert_eq!(err.requested, "2099-01-01");
+    assert!(err.to_string().contains("2099-01-01"));
+    assert!("".parse::<ProtocolVersion>().is_err());
+    assert!(serde_json::from_value::<ProtocolVersion>(json!("2024-11-06")).is_err());
+    assert!(serde_json::from_value::<ProtocolVersion>(json!(5)).is_err());
+}
+
+#[test]
+fn method_table() {
+    assert_eq!(methods::CallTool::METHOD, "tools/call");
+    let call = methods::lookup("tools/call").unwrap();
+    assert_eq!(call.kind, MethodKind::Request);
+    assert_eq!(call.sender, Sender::Client);
+    assert_eq!(call.revisions, ProtocolVersion::ALL);
+    assert_eq!(call.result_type, Some("CallToolResult"));
+    let ping = methods::lookup("ping").unwrap();
+    assert_eq!(ping.sender, Sender::Both);
+    assert!(!ping.available_in(ProtocolVersion::V2026_07_28));
+    let init = methods::lookup("initialize").unwrap();
+    assert!(init.available_in(ProtocolVersion::V2025_11_25));
+    assert!(!init.available_in(ProtocolVersion::V2026_07_28));
+    let discover = methods::lookup("server/discover").unwrap();
+    assert_eq!(discover.revisions, &[ProtocolVersion::V2026_07_28]);
+    let elicit = methods::lookup("elicitation/create").unwrap();
+    assert_eq!(elicit.sender, Sender::Server);
+    assert!(!elicit.available_in(ProtocolVersion::V2025_03_26));
+    assert_eq!(
+        methods::lookup("notifications/cancelled").unwrap().kind,
+        MethodKind::Notification
+    );
+    assert!(methods::lookup("tools/cal").is_none());
+    assert!(methods::all().windows(2).all(|w| w[0].name < w[1].name));
+    let n2024 = methods::for_revision(ProtocolVersion::V2024_11_05).count();
+    assert_eq!(n2024, mcp_types::v2024_11_05::METHOD_NAMES.len());
+    for rev in ProtocolVersion::ALL {
+        for m in methods::for_revision(*rev) {
+            assert!(m.available_in(*rev));
+        }
+    }
+    // Typed: the marker ties params and result types together.
+    fn result_of<R: Request>(v: serde_json::Value) -> R::Result
+    where
+        R::Result: serde::de::DeserializeOwned,
+    {
+        serde_json::from_value(v).unwrap()
+    }
+    let r: CallToolResult = result_of::<methods::CallTool>(json!({"content": []}));
+    assert!(r.content.is_empty());
+}
+
+#[test]
+fn content_blocks_are_tagged_by_type() {
+    let blocks: Vec<ContentBlock> = serde_json::from_value(json!([
+        {"type": "text", "text": "a"},
+        {"type": "image", "data": "AA==", "mimeType": "image/png"},
+        {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+        {"type": "resource_link", "uri": "file:///x", "name": "x"},
+        {"type": "resource", "resource": {"uri": "file:///y", "blob": "AA=="}}
+    ]))
+    .unwrap();
+    assert!(matches!(blocks[0], ContentBlock::Text(_)));
+    assert!(matches!(blocks[1], ContentBlock::Image(_)));
+    assert!(matches!(blocks[2], ContentBlock::Audio(_)));
+    assert!(matches!(blocks[3], ContentBlock::ResourceLink(_)));
+    match &blocks[4] {
+        ContentBlock::Resource(r) => assert!(matches!(r.resource, ResourceContentsKind::Blob(_))),
+        other => panic!("{other:?}"),
+    }
+    let err = serde_json::from_value::<ContentBlock>(json!({"type": "video"})).unwrap_err();
+    assert!(err.to_string().contains("ContentBlock"), "{err}");
+    let err = serde_json::from_value::<ContentBlock>(json!({"type": "text"})).unwrap_err();
+    assert!(err.to_string().contains("text"), "{err}");
+    assert!(serde_json::from_value::<ContentBlock>(json!("text")).is_err());
+    assert!(serde_json::from_value::<TextContent>(json!({"type": "image", "text": "a"})).is_err());
+}
+
+#[test]
+fn request_ids_are_string_or_integer_never_null() {
+    assert_eq!(
+        serde_json::from_value::<RequestId>(json!(7)).unwrap(),
+        RequestId::Integer(7)
+    );
+    assert_eq!(
+        serde_json::from_value::<RequestId>(json!("a")).unwrap(),
+        RequestId::String("a".into())
+    );
+    assert!(serde_json::from_value::<RequestId>(json!(null)).is_err());
+    assert!(serde_json::from_value::<RequestId>(json!(1.5)).is_err());
+    assert!(serde_json::from_value::<RequestId>(json!({})).is_err());
+}
+
+#[test]
+fn numbers_keep_their_form() {
+    let p: mcp_types::ProgressNotificationParams =
+        serde_json::from_value(json!({"progressToken": 1, "progress": 50, "total": 0.5})).unwrap();
+    assert_eq!(
+        serde_json::to_value(&p).unwrap(),
+        json!({"progressToken": 1, "progress": 50, "total": 0.5})
+    );
+}
+
+#[test]
+fn projection_clears_what_a_revision_lacks() {
+    let icon = Icon {
+        src: "https://example.com/i.png".into(),
+        mime_type: None,
+        sizes: None,
+        theme: None,
+    };
+    let mut tool = Tool {
+        icons: Some(vec![icon]),
+        title: Some("Weather".into()),
+        ..Tool::new("weather", serde_json::Map::new())
+    };
+    let mut old = tool.clone();
+    old.project(ProtocolVersion::V2024_11_05);
+    assert_eq!(old.icons, None);
+    assert_eq!(old.title, None);
+    assert_eq!(old.name, "weather");
+    tool.project(ProtocolVersion::V2025_11_25);
+    assert!(tool.icons.is_some());
+    assert!(tool.title.is_some());
+
+    let audio = ContentBlock::Audio(AudioContent {
+        meta: None,
+        annotations: None,
+        data: "AA==".into(),
+        mime_type: "audio/wav".into(),
+        r#type: tag::Audio,
+    });
+    let mut result = CallToolResult {
+        structured_content: Some(json!({"a": 1})),
+        result_type: Some("complete".into()),
+        ..CallToolResult::new(vec![ContentBlock::text("a"), audio])
+    };
+    let mut r2024 = result.clone();
+    r2024.project(ProtocolVersion::V2024_11_05);
+    assert_eq!(
+        r2024.content.len(),
+        1,
+        "audio blocks do not exist in 2024-11-05"
+    );
+    assert_eq!(r2024.structured_content, None);
+    assert_eq!(r2024.result_type, None);
+    result.project(ProtocolVersion::V2025_03_26);
+    assert_eq!(result.content.len(), 2);
+    assert_eq!(result.result_type, None);
+
+    // The projected value is valid for the older revision's own type.
+    let v = serde_json::to_value(&r2024).unwrap();
+    let back: mcp_types::v2024_11_05::CallToolResult = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(serde_json::to_value(back).unwrap(), v);
+}
+
+#[test]
+fn constructors() {
+    assert_eq!(
+        serde_json::to_value(CallToolResult::error("boom")).unwrap(),
+        json!({"content": [{"type": "text", "text": "boom"}], "isError": true})
+    );
+    assert_eq!(mcp_types::Implementation::new("a", "1").name, "a");
+}
