@@ -1175,10 +1175,151 @@ pub fn emit_all(
 }
 
 pub fn emit_test_support(
-    _revisions: &[Revision],
-    _unified: &Unified,
+    revisions: &[Revision],
+    unified: &Unified,
 ) -> Result<Vec<(String, String)>, String> {
-    Ok(Vec::new())
+    let versions: Vec<String> = revisions.iter().map(|r| r.version.clone()).collect();
+    let set = TypeSet::from_unified(unified, &versions);
+    let mut out = String::from(HEADER);
+    out.push_str("//! Random instances of every unified model type, for the property tests. Values are\n//! built for one revision: fields and variants it lacks are left out, fields it requires are\n//! filled in, numbers respect the schema's bounds.\n\n#![allow(clippy::all, unused_variables, unused_mut, dead_code)]\n\nuse mcp_types::*;\nuse super::random::{Rng, Sample};\n\n");
+    let mut consts = BTreeSet::new();
+    for r in revisions {
+        for d in r.defs.values() {
+            if let Kind::Struct { fields, .. } = &d.kind {
+                for f in fields {
+                    collect_consts(&f.ty, &mut consts);
+                }
+            }
+        }
+    }
+    for c in &consts {
+        let _ = writeln!(
+            out,
+            "impl Sample for tag::{} {{ fn sample(_: &mut Rng, _: ProtocolVersion, _: u32) -> Self {{ Self }} }}",
+            tag_name(c)
+        );
+    }
+    let sample_expr = |t: &Ty, f: Option<&EField>| -> String {
+        match (t, f) {
+            (Ty::Number, Some(f)) if f.minimum.is_some() || f.maximum.is_some() => format!(
+                "rng.number_in({:?}, {:?})",
+                f.minimum.unwrap_or(-1000.0),
+                f.maximum.unwrap_or(1000.0)
+            ),
+            (Ty::Meta, Some(f)) => match &f.meta_schema {
+                Some(n)
+                    if matches!(set.defs.get(n).map(|d| &d.kind), Some(EKind::Struct { .. })) =>
+                {
+                    format!("rng.meta::<{n}>(rev, depth)")
+                }
+                _ => "JsonObject::new()".into(),
+            },
+            (Ty::Object | Ty::Meta, _) => "JsonObject::new()".into(),
+            _ => "Sample::sample(rng, rev, depth + 1)".into(),
+        }
+    };
+    let mut arms = String::new();
+    for d in set.defs.values() {
+        let all = d.revs.unwrap_or(0);
+        match &d.kind {
+            EKind::Alias(_) => continue,
+            EKind::Enum(values) => {
+                let _ = writeln!(
+                    out,
+                    "impl Sample for {} {{ fn sample(rng: &mut Rng, rev: ProtocolVersion, depth: u32) -> Self {{ let all = [",
+                    d.name
+                );
+                for (v, m) in values {
+                    let _ = writeln!(
+                        out,
+                        "({}, Self::{}),",
+                        mask_lit(m.unwrap_or(all)),
+                        enum_variant(v)
+                    );
+                }
+                out.push_str("]; rng.pick_available(&all, rev) } }\n");
+            }
+            EKind::Struct { fields, extra } => {
+                let _ = writeln!(
+                    out,
+                    "impl Sample for {} {{ fn sample(rng: &mut Rng, rev: ProtocolVersion, depth: u32) -> Self {{ Self {{",
+                    d.name
+                );
+                for f in fields {
+                    let fm = f.revs.unwrap_or(all);
+                    let inner = match &f.ty {
+                        Ty::Nullable(i) => i.as_ref().clone(),
+                        other => other.clone(),
+                    };
+                    let expr = sample_expr(&inner, Some(f));
+                    let boxed = set.boxed.contains(&format!("{}.{}", d.name, f.wire));
+                    let expr = if boxed {
+                        format!("Box::new({expr})")
+                    } else {
+                        expr
+                    };
+                    let optional = !f.required || matches!(f.ty, Ty::Nullable(_));
+                    if !optional {
+                        let _ = writeln!(out, "{}: {expr},", f.rust);
+                    } else {
+                        let _ = writeln!(
+                            out,
+                            "{}: if rng.include(rev, {}, {}, depth) {{ Some({expr}) }} else {{ None }},",
+                            f.rust,
+                            mask_lit(fm),
+                            mask_lit(f.required_in)
+                        );
+                    }
+                }
+                if extra.is_some() {
+                    out.push_str("extra: Default::default(),\n");
+                }
+                out.push_str("} } }\n");
+            }
+            EKind::Union(variants) => {
+                let names = variant_names(&set, &d.name, variants)?;
+                let _ = writeln!(
+                    out,
+                    "impl Sample for {} {{ fn sample(rng: &mut Rng, rev: ProtocolVersion, depth: u32) -> Self {{",
+                    d.name
+                );
+                let masks: Vec<String> = variants
+                    .iter()
+                    .map(|(_, m)| mask_lit(m.unwrap_or(all)))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "match rng.variant(&[{}], rev, depth) {{",
+                    masks.join(", ")
+                );
+                for (i, ((t, _), vname)) in variants.iter().zip(&names).enumerate() {
+                    let expr = sample_expr(t, None);
+                    let boxed = set.boxed.contains(&format!("{}|{i}", d.name));
+                    let expr = if boxed {
+                        format!("Box::new({expr})")
+                    } else {
+                        expr
+                    };
+                    if i + 1 == variants.len() {
+                        let _ = writeln!(out, "_ => Self::{vname}({expr}),");
+                    } else {
+                        let _ = writeln!(out, "{i} => Self::{vname}({expr}),");
+                    }
+                }
+                out.push_str("} } }\n");
+            }
+        }
+        let _ = writeln!(
+            arms,
+            "{n:?} => {{ let mut v = <{n} as Sample>::sample(rng, rev, 0); v.project(rev); serde_json::to_value(v).ok() }}",
+            n = d.name
+        );
+    }
+    let _ = write!(
+        out,
+        "\n/// A random instance of the model type `name` for `rev`, projected onto `rev`, as JSON.\npub fn sample_json(name: &str, rng: &mut Rng, rev: ProtocolVersion) -> Option<serde_json::Value> {{\n    match name {{\n{arms}_ => None,\n    }}\n}}\n"
+    );
+    Ok(vec![("support/sample.rs".to_owned(), out)])
 }
 
 pub fn features_block(cargo: &str, entries: &[RevisionEntry]) -> Result<String, String> {

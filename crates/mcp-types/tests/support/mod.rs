@@ -1,0 +1,3 @@
+//! Random model instances for the property tests.
+pub mod random;
+pub mod sample;
