@@ -133,6 +133,7 @@ pub struct RequestContext {
     pub(crate) state: Arc<Extensions>,
     pub(crate) extensions: Arc<Extensions>,
     pub(crate) uri: Option<String>,
+    pub(crate) server: crate::Server,
 }
 
 /// The context of a tool call (the same type as [`RequestContext`]).
@@ -184,6 +185,12 @@ impl RequestContext {
     /// The JSON-RPC id of the request.
     pub fn request_id(&self) -> &Value {
         &self.request_id
+    }
+
+    /// The server handling the request (to add or remove tools, resources and prompts at run
+    /// time, or to announce resource updates).
+    pub fn server(&self) -> &crate::Server {
+        &self.server
     }
 
     /// The URI being read (resource and template handlers only).

@@ -261,6 +261,7 @@ impl SessionEndpoint {
             state: Arc::clone(&inner.state),
             extensions: Arc::new(extensions),
             uri: None,
+            server: self.shared.server.clone(),
         };
         let h = &inner.handler;
         let mut result = match method.as_str() {
@@ -620,7 +621,8 @@ async fn handle_message(shared: Arc<Shared>, message: Value, _single: bool) -> O
                     ErrorData::invalid_request("the request id must be a string or an integer"),
                 );
             }
-            let params = obj.remove("params");
+            // `"params": null` is treated as absent (the legacy `mcp/` methods allow it).
+            let params = obj.remove("params").filter(|p| !p.is_null());
             if params
                 .as_ref()
                 .is_some_and(|p| !p.is_object() && !p.is_array())
