@@ -1,0 +1,60 @@
+// Interop check: the TypeScript SDK client against a server under test on stdio.
+// Usage: node ts_client_server_smoke.mjs <server command> [args...]
+// Connects, lists and calls the `echo` tool, reads `test://static-text`, gets the `with_args`
+// prompt and exits 0; any mismatch exits 1 with a message on stderr.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const [command, ...args] = process.argv.slice(2);
+if (!command) {
+  console.error("usage: node ts_client_server_smoke.mjs <server command> [args...]");
+  process.exit(2);
+}
+
+function check(condition, message) {
+  if (!condition) {
+    throw new Error(message);
+  }
+}
+
+const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
+const client = new Client({ name: "ts-interop", version: "1.0.0" });
+const timer = setTimeout(() => {
+  console.error("interop check timed out");
+  process.exit(1);
+}, 20000);
+
+try {
+  await client.connect(transport);
+  const info = client.getServerVersion();
+  check(info && info.name === "everything", `unexpected serverInfo ${JSON.stringify(info)}`);
+
+  const { tools } = await client.listTools();
+  const echo = tools.find((t) => t.name === "echo");
+  check(echo, "no echo tool listed");
+  check(echo.inputSchema.type === "object", "echo input schema is not an object");
+
+  const called = await client.callTool({ name: "echo", arguments: { text: "interop" } });
+  check(!called.isError, `echo failed: ${JSON.stringify(called)}`);
+  check(called.content[0].type === "text" && called.content[0].text === "interop",
+    `echo answered ${JSON.stringify(called.content)}`);
+
+  const added = await client.callTool({ name: "add", arguments: { a: 2, b: 3 } });
+  check(added.structuredContent && added.structuredContent.sum === 5,
+    `add answered ${JSON.stringify(added)}`);
+
+  const read = await client.readResource({ uri: "test://static-text" });
+  check(read.contents[0].text === "Hello, world!", `read ${JSON.stringify(read)}`);
+
+  const prompt = await client.getPrompt({ name: "with_args", arguments: { arg1: "a1", arg2: "a2" } });
+  const text = prompt.messages[0].content.text;
+  check(text.includes("a1") && text.includes("a2"), `prompt ${JSON.stringify(prompt)}`);
+
+  await client.close();
+  clearTimeout(timer);
+  console.log("interop ok");
+  process.exit(0);
+} catch (e) {
+  console.error(`interop check failed: ${e?.stack ?? e}`);
+  process.exit(1);
+}
