@@ -1,7 +1,38 @@
 //! Model Context Protocol client: sessions with version negotiation, typed calls, client-side
-//! features (sampling, elicitation, roots) and a multi-server `Host`.
+//! features (sampling, elicitation, roots) and a multi-server [`Host`].
+//!
+//! * [`Client::builder`] sets who the client is and which server requests it answers
+//!   ([`ClientBuilder::on_sample`], [`ClientBuilder::on_elicit`], [`ClientBuilder::roots`]); the
+//!   capabilities it declares follow from those.
+//! * [`Client::connect`] negotiates a session over any [`mcp_jsonrpc::Connection`] and returns a
+//!   [`ClientSession`] with typed calls for every server feature.
+//! * [`Host`] keeps one session per server of an `mcpServers` configuration
+//!   ([`config::HostConfig`]) and routes calls by collision-free names.
+//!
+//! See `docs/client.md` for a guide.
 #![deny(missing_docs)]
 
+mod client;
 pub mod config;
 pub mod elicit;
+mod error;
+mod handler;
+mod host;
+mod incoming;
 pub mod names;
+mod notify;
+mod rpc;
+mod session;
+
+pub use client::{Client, ClientBuilder, latest_session_version};
+pub use error::{CallError, ConnectError};
+pub use handler::{
+    BoxFuture, ElicitationAnswer, ElicitationHandler, ElicitationRequest, HandlerError, Roots,
+    SamplingHandler,
+};
+pub use host::{
+    Connector, DefaultConnector, Host, HostItem, Listing, ServerProcess, ServerStatus, Transport,
+};
+pub use notify::{Notifications, ServerNotification};
+pub use rpc::Progress;
+pub use session::ClientSession;

@@ -56,11 +56,17 @@ impl NameTable {
     /// Adds `(server, name)` and returns its qualified name. Adding the same pair twice returns
     /// the name it already has.
     pub fn insert(&mut self, server: &str, name: &str) -> String {
+        self.insert_as(server, name, name)
+    }
+
+    /// Adds an item whose qualified name derives from `label` but which routes to `target`
+    /// (a resource: named by its `name`, read by its URI).
+    pub fn insert_as(&mut self, server: &str, label: &str, target: &str) -> String {
         let route = Route {
             server: server.to_owned(),
-            name: name.to_owned(),
+            name: target.to_owned(),
         };
-        let base = format!("{}{SEPARATOR}{}", sanitize(server), sanitize(name));
+        let base = format!("{}{SEPARATOR}{}", sanitize(server), sanitize(label));
         let mut candidate = base.clone();
         let mut suffix = 1u64;
         loop {
@@ -111,6 +117,12 @@ mod tests {
         assert_eq!(table.route("web__read").unwrap().server, "web");
         assert_eq!(table.route("files__read").unwrap().name, "read");
         assert!(table.route("read").is_none());
+        let doc = table.insert_as("files", "readme", "file:///readme.md");
+        assert_eq!(doc, "files__readme");
+        assert_eq!(table.route(&doc).unwrap().name, "file:///readme.md");
+        // Two resources with one name on one server still get distinct names.
+        let other = table.insert_as("files", "readme", "file:///docs/readme.md");
+        assert_eq!(other, "files__readme_2");
     }
 
     #[test]

@@ -1,0 +1,184 @@
+//! Requests and notifications the server sends to the client.
+
+use std::sync::{Arc, OnceLock};
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{CreateMessageRequestParams, Project, ProtocolVersion};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use crate::client::Client;
+use crate::elicit::FormSchema;
+use crate::handler::{ElicitationAnswer, ElicitationRequest, HandlerError};
+use crate::notify::ServerNotification;
+
+/// Dispatches what the server sends. Shared by the engine and the session.
+#[derive(Clone)]
+pub(crate) struct IncomingHandler {
+    inner: Arc<IncomingInner>,
+}
+
+struct IncomingInner {
+    client: Client,
+    version: OnceLock<ProtocolVersion>,
+    notifications: broadcast::Sender<ServerNotification>,
+}
+
+impl IncomingHandler {
+    pub(crate) fn new(
+        client: Client,
+        notifications: broadcast::Sender<ServerNotification>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(IncomingInner {
+                client,
+                version: OnceLock::new(),
+                notifications,
+            }),
+        }
+    }
+
+    pub(crate) fn set_version(&self, version: ProtocolVersion) {
+        let _ = self.inner.version.set(version);
+    }
+
+    /// The negotiated revision; before negotiation ends, the one the client asked for.
+    fn version(&self) -> ProtocolVersion {
+        self.inner
+            .version
+            .get()
+            .copied()
+            .unwrap_or(self.inner.client.shared.protocol_version)
+    }
+
+    fn method_exists(&self, method: &str) -> bool {
+        mcp_types::methods::lookup(method)
+            .is_some_and(|info| info.sender.server() && info.available_in(self.version()))
+    }
+
+    /// Answers one server request.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        if !self.method_exists(method) {
+            return Err(ErrorObject::method_not_found(method));
+        }
+        let shared = &self.inner.client.shared;
+        match method {
+            "ping" => Ok(json!({})),
+            "sampling/createMessage" => {
+                let Some(handler) = &shared.sampling else {
+                    return Err(ErrorObject::method_not_found(method));
+                };
+                let params: CreateMessageRequestParams =
+                    serde_json::from_value(params.unwrap_or_else(|| json!({})))
+                        .map_err(ErrorObject::invalid_params)?;
+                let mut result = handler
+                    .create_message(params)
+                    .await
+                    .map_err(HandlerError::into_error_object)?;
+                result.project(self.version());
+                serde_json::to_value(result).map_err(ErrorObject::internal_error)
+            }
+            "elicitation/create" => self.elicit(params).await,
+            "roots/list" => {
+                let Some(roots) = &shared.roots else {
+                    return Err(ErrorObject::method_not_found(method));
+                };
+                let mut list = roots.get();
+                list.project(self.version());
+                Ok(json!({ "roots": list }))
+            }
+            _ => Err(ErrorObject::method_not_found(method)),
+        }
+    }
+
+    async fn elicit(&self, params: Option<Value>) -> Result<Value, ErrorObject> {
+        let shared = &self.inner.client.shared;
+        let Some(handler) = &shared.elicitation else {
+            return Err(ErrorObject::method_not_found("elicitation/create"));
+        };
+        let params = match params {
+            Some(Value::Object(params)) => params,
+            _ => return Err(ErrorObject::invalid_params("params must be an object")),
+        };
+        let text = |key: &str| -> Result<String, ErrorObject> {
+            params
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| ErrorObject::invalid_params(format!("`{key}` must be a string")))
+        };
+        let message = text("message")?;
+        let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
+        let (request, schema) = match mode {
+            "form" => {
+                let requested_schema = params
+                    .get("requestedSchema")
+                    .cloned()
+                    .ok_or_else(|| ErrorObject::invalid_params("`requestedSchema` is missing"))?;
+                let schema =
+                    FormSchema::parse(&requested_schema).map_err(ErrorObject::invalid_params)?;
+                (
+                    ElicitationRequest::Form {
+                        message,
+                        schema: schema.clone(),
+                        requested_schema,
+                    },
+                    Some(schema),
+                )
+            }
+            "url" if shared.url_elicitation => (
+                ElicitationRequest::Url {
+                    message,
+                    url: text("url")?,
+                    elicitation_id: text("elicitationId")?,
+                },
+                None,
+            ),
+            "url" => {
+                return Err(ErrorObject::invalid_params(
+                    "this client does not support URL mode elicitation",
+                ));
+            }
+            other => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "unknown elicitation mode `{other}`"
+                )));
+            }
+        };
+        let answer = handler
+            .elicit(request)
+            .await
+            .map_err(HandlerError::into_error_object)?;
+        match answer {
+            ElicitationAnswer::Accept(mut content) => match schema {
+                Some(schema) => {
+                    if shared.fill_elicitation_defaults {
+                        schema.apply_defaults(&mut content);
+                    }
+                    if let Err(error) = schema.validate(&content) {
+                        tracing::warn!(%error, "not sending an elicitation answer that does not match the schema");
+                        return Err(ErrorObject::internal_error(error));
+                    }
+                    Ok(json!({"action": "accept", "content": content}))
+                }
+                None => Ok(json!({"action": "accept"})),
+            },
+            ElicitationAnswer::Decline => Ok(json!({"action": "decline"})),
+            ElicitationAnswer::Cancel => Ok(json!({"action": "cancel"})),
+        }
+    }
+
+    /// Delivers one server notification to the application.
+    pub(crate) fn notification(&self, method: &str, params: Option<Value>) {
+        let notification = ServerNotification::decode(method, params);
+        if let Some(callback) = &self.inner.client.shared.on_notification {
+            callback(&notification);
+        }
+        // No receiver is fine: nobody asked for the stream.
+        let _ = self.inner.notifications.send(notification);
+    }
+}

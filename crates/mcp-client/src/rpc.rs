@@ -1,0 +1,139 @@
+//! The client's use of the shared request engine (`mcp_jsonrpc::Engine`): starting it over a
+//! connection with the client's handler, and the few calls the session makes on the peer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_jsonrpc::{
+    Connection, Engine, ErrorObject, Handler, Notification, NotificationContext, Peer, Request,
+    RequestContext, RequestOptions,
+};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::incoming::IncomingHandler;
+
+pub use mcp_jsonrpc::Progress;
+
+/// A progress callback.
+pub(crate) type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// Adapts the client's dispatcher to the engine's [`Handler`].
+struct EngineHandler(IncomingHandler);
+
+fn params_value(raw: Option<&RawValue>) -> Result<Option<Value>, ErrorObject> {
+    raw.map(|raw| serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params))
+        .transpose()
+}
+
+impl Handler for EngineHandler {
+    async fn handle_request(
+        &self,
+        request: Request,
+        _cx: RequestContext,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let params = params_value(request.params.as_deref())?;
+        let result = self.0.request(&request.method, params).await?;
+        mcp_jsonrpc::to_raw(&result).map_err(ErrorObject::internal_error)
+    }
+
+    async fn handle_notification(&self, notification: Notification, _cx: NotificationContext) {
+        match params_value(notification.params.as_deref()) {
+            Ok(params) => self.0.notification(&notification.method, params),
+            Err(error) => {
+                tracing::debug!(method = %notification.method, %error, "undecodable notification params");
+            }
+        }
+    }
+}
+
+/// A running connection: the engine's peer handle.
+pub(crate) struct Rpc {
+    peer: Peer,
+}
+
+impl Rpc {
+    /// Starts the engine over `connection`.
+    pub(crate) fn start(
+        connection: Connection,
+        handler: IncomingHandler,
+        max_concurrent_requests: usize,
+    ) -> Rpc {
+        let (peer, _driver) = Engine::builder()
+            .max_in_flight(max_concurrent_requests)
+            .spawn(connection, EngineHandler(handler));
+        Rpc { peer }
+    }
+
+    /// Sends a request and waits for its result. Dropping the future cancels it.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Option<Duration>,
+        progress: Option<ProgressCallback>,
+        cancellable: bool,
+    ) -> Result<Box<RawValue>, mcp_jsonrpc::CallError> {
+        let params = params
+            .map(|p| mcp_jsonrpc::to_raw(&p))
+            .transpose()
+            .map_err(mcp_jsonrpc::CallError::Decode)?;
+        let mut options = RequestOptions::new().timeout(timeout);
+        if timeout.is_none() {
+            options = options.max_timeout(None);
+        }
+        if let Some(progress) = progress {
+            options = options.on_progress(move |p| progress(p));
+        }
+        if !cancellable {
+            options = options.no_cancel();
+        }
+        self.peer.request(method, params, options).await
+    }
+
+    /// Sends a notification.
+    pub(crate) async fn notify(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<(), crate::error::CallError> {
+        let params = params
+            .map(|p| mcp_jsonrpc::to_raw(&p))
+            .transpose()
+            .map_err(crate::error::CallError::Decode)?;
+        self.peer.notify(method, params).await.map_err(Into::into)
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.peer.is_closed()
+    }
+
+    /// Waits until the connection has closed and returns why.
+    pub(crate) async fn closed(&self) -> String {
+        self.closed_signal().await
+    }
+
+    /// A future that resolves with the close reason; it does not borrow `self`.
+    pub(crate) fn closed_signal(
+        &self,
+    ) -> impl std::future::Future<Output = String> + Send + 'static {
+        let peer = self.peer.clone();
+        async move {
+            peer.closed().await;
+            peer.close_reason()
+                .unwrap_or_else(|| "the connection closed".to_owned())
+        }
+    }
+
+    /// Closes the connection and waits for the engine to finish; pending calls fail.
+    pub(crate) async fn close(&self) {
+        self.peer.close();
+        self.peer.closed().await;
+    }
+}
+
+impl Drop for Rpc {
+    fn drop(&mut self) {
+        self.peer.close();
+    }
+}
