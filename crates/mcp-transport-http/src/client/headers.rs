@@ -42,6 +42,9 @@ mod tests {
         assert_eq!(enc(" padded "), "=?base64?IHBhZGRlZCA=?=");
         assert_eq!(enc("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
         assert_eq!(enc("line1\r\nline2"), "=?base64?bGluZTENCmxpbmUy?=");
-        assert_eq!(enc("=?base64?literal?="), "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=");
+        assert_eq!(
+            enc("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
     }
 }

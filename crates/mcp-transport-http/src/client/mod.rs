@@ -58,8 +58,8 @@ use std::time::Duration;
 
 use futures_core::Stream;
 use futures_util::Sink;
-use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Uri;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use mcp_jsonrpc::{Connection, Outbound, TransportError};
 use tokio::sync::mpsc;
 use tokio_util::sync::PollSender;

@@ -223,6 +223,14 @@ impl Shared {
                     None => break,
                 },
             };
+            // Cancellations act before waiting for a permit: the request they cancel may be
+            // holding the last one.
+            let info = FrameInfo::of(&out.frame);
+            for id in &info.cancelled {
+                if let Some(token) = self.inflight().remove(id) {
+                    token.cancel();
+                }
+            }
             let permit = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => break,
@@ -231,7 +239,7 @@ impl Shared {
                     Err(_) => break,
                 },
             };
-            self.dispatch(out.frame, permit).await;
+            self.dispatch(out.frame, info, permit).await;
         }
         drop(rx);
         self.shutdown().await;
@@ -269,7 +277,9 @@ impl Shared {
                 Ok(resp) if resp.status() == StatusCode::METHOD_NOT_ALLOWED => {
                     tracing::debug!("the server does not let clients terminate sessions")
                 }
-                Ok(resp) => tracing::debug!(status = %resp.status(), "DELETE of the session failed"),
+                Ok(resp) => {
+                    tracing::debug!(status = %resp.status(), "DELETE of the session failed")
+                }
                 Err(e) => tracing::debug!(error = %e, "DELETE of the session failed"),
             }
         }
@@ -280,8 +290,12 @@ impl Shared {
         self.finished.cancel();
     }
 
-    async fn dispatch(self: &Arc<Self>, frame: Frame, permit: OwnedSemaphorePermit) {
-        let info = FrameInfo::of(&frame);
+    async fn dispatch(
+        self: &Arc<Self>,
+        frame: Frame,
+        info: FrameInfo,
+        permit: OwnedSemaphorePermit,
+    ) {
         let mut buf = BytesMut::new();
         if let Err(e) = frame.encode_into(&mut buf) {
             let err = HttpError::Protocol(format!("could not encode an outbound message: {e}"));
@@ -289,11 +303,6 @@ impl Shared {
             return;
         }
         let body = buf.freeze();
-        for id in &info.cancelled {
-            if let Some(token) = self.inflight().remove(id) {
-                token.cancel();
-            }
-        }
 
         let legacy = self.state().legacy_endpoint.clone();
         if let Some(endpoint) = legacy {
@@ -335,7 +344,9 @@ impl Shared {
                         self.maybe_start_standalone();
                     }
                 }
-                Err(e) => tracing::warn!(error = %e, "could not deliver a notification or response"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not deliver a notification or response")
+                }
             }
             return;
         }
@@ -606,7 +617,9 @@ impl Shared {
         loop {
             if let Some(b) = body.take() {
                 let mut reader = SseReader::new(b, self.config.max_event_size);
-                let outcome = self.read_events(&mut reader, &mut pending, &mut cursor).await;
+                let outcome = self
+                    .read_events(&mut reader, &mut pending, &mut cursor)
+                    .await;
                 if kind == StreamKind::Request && pending.is_empty() {
                     return;
                 }
@@ -652,7 +665,10 @@ impl Shared {
                 body: None,
             };
             match self.send_timed(ex).await {
-                Ok(resp) if resp.status().is_success() && net::media_type(&resp) == net::EVENT_STREAM => {
+                Ok(resp)
+                    if resp.status().is_success()
+                        && net::media_type(&resp) == net::EVENT_STREAM =>
+                {
                     body = Some(resp.into_body());
                 }
                 Ok(resp) if resp.status() == StatusCode::NOT_FOUND && session_sent.is_some() => {
@@ -768,7 +784,9 @@ impl Shared {
                     Ok(resp) => {
                         tracing::debug!(status = %resp.status(), "no standalone SSE stream")
                     }
-                    Err(e) => tracing::debug!(error = %e, "could not open the standalone SSE stream"),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "could not open the standalone SSE stream")
+                    }
                 }
             };
             tokio::select! {
@@ -1007,13 +1025,17 @@ impl FrameInfo {
         if single {
             self.method = Some(method.clone());
         }
-        let Some(probe) = params.and_then(|p| serde_json::from_str::<ParamsProbe<'_>>(p.get()).ok())
+        let Some(probe) =
+            params.and_then(|p| serde_json::from_str::<ParamsProbe<'_>>(p.get()).ok())
         else {
             return;
         };
         let string = |raw: Option<&RawValue>| raw.and_then(|r| serde_json::from_str(r.get()).ok());
         if method == "notifications/cancelled" {
-            if let Some(id) = probe.request_id.and_then(|r| serde_json::from_str(r.get()).ok()) {
+            if let Some(id) = probe
+                .request_id
+                .and_then(|r| serde_json::from_str(r.get()).ok())
+            {
                 self.cancelled.push(id);
             }
         }
@@ -1026,9 +1048,7 @@ impl FrameInfo {
             self.name = match method.as_str() {
                 "tools/call" | "prompts/get" => string(probe.name),
                 "resources/read" => string(probe.uri),
-                "tasks/get" | "tasks/update" | "tasks/cancel" => {
-                    string(probe.task_id)
-                }
+                "tasks/get" | "tasks/update" | "tasks/cancel" => string(probe.task_id),
                 _ => None,
             };
         }
@@ -1048,7 +1068,9 @@ fn session_id(value: &HeaderValue) -> Option<String> {
 /// same origin.
 pub(crate) fn resolve_endpoint(base: &Uri, reference: &str) -> Result<Uri, HttpError> {
     let bad = |why: &str| HttpError::Protocol(format!("bad endpoint {reference:?}: {why}"));
-    let scheme = base.scheme().ok_or_else(|| bad("the server URL has no scheme"))?;
+    let scheme = base
+        .scheme()
+        .ok_or_else(|| bad("the server URL has no scheme"))?;
     let authority = base
         .authority()
         .ok_or_else(|| bad("the server URL has no authority"))?;
