@@ -461,6 +461,28 @@ fn variant_names(
     } else {
         ""
     };
+    // 3. Then a common CamelCase prefix (`ElicitRequestFormParams` -> `Form`).
+    let trimmed: Vec<&str> = named.iter().map(|n| &n[..n.len() - suffix.len()]).collect();
+    let prefix_len = if trimmed.len() >= 2 && !all_tagged {
+        let first = trimmed[0];
+        let mut best = 0;
+        for (i, c) in first.char_indices() {
+            if i == 0 || !c.is_ascii_uppercase() {
+                continue;
+            }
+            let cand = &first[..i];
+            if trimmed.iter().all(|n| {
+                n.starts_with(cand)
+                    && n.len() > i
+                    && n[i..].starts_with(|c: char| c.is_ascii_uppercase())
+            }) {
+                best = i;
+            }
+        }
+        best
+    } else {
+        0
+    };
     let mut out = Vec::new();
     for (t, _) in variants {
         let n = match t {
@@ -468,7 +490,7 @@ fn variant_names(
                 Some(v) => enum_variant(&v),
                 None => n.clone(),
             },
-            Ty::Named(n) => n[..n.len() - suffix.len()].to_owned(),
+            Ty::Named(n) => n[prefix_len..n.len() - suffix.len()].to_owned(),
             Ty::String => "String".into(),
             Ty::Integer => "Integer".into(),
             Ty::Number => "Number".into(),

@@ -1641,11 +1641,11 @@ pub enum ElicitRequestParams {
     /// A `ElicitRequestFormParams`.
     ///
     /// Revisions: 2025-11-25 ..= 2026-07-28
-    ElicitRequestForm(ElicitRequestFormParams),
+    Form(ElicitRequestFormParams),
     /// A `ElicitRequestURLParams`.
     ///
     /// Revisions: 2025-11-25 ..= 2026-07-28
-    ElicitRequestURL(ElicitRequestURLParams),
+    URL(ElicitRequestURLParams),
 }
 
 impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
@@ -1674,11 +1674,11 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
             |index, value| match index {
                 0 => Some(
                     <ElicitRequestFormParams as serde::Deserialize>::deserialize(value)
-                        .map(Self::ElicitRequestForm),
+                        .map(Self::Form),
                 ),
                 1 => Some(
                     <ElicitRequestURLParams as serde::Deserialize>::deserialize(value)
-                        .map(Self::ElicitRequestURL),
+                        .map(Self::URL),
                 ),
 
                 _ => None,
@@ -3283,11 +3283,11 @@ pub enum JSONRPCResponse {
     /// A `JSONRPCResultResponse`.
     ///
     /// Revisions: 2025-11-25 ..= 2026-07-28
-    JSONRPCResult(JSONRPCResultResponse),
+    Result(JSONRPCResultResponse),
     /// A `JSONRPCErrorResponse`.
     ///
     /// Revisions: 2025-11-25 ..= 2026-07-28
-    JSONRPCError(JSONRPCErrorResponse),
+    Error(JSONRPCErrorResponse),
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
@@ -3316,11 +3316,11 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
             |index, value| match index {
                 0 => Some(
                     <JSONRPCResultResponse as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCResult),
+                        .map(Self::Result),
                 ),
                 1 => Some(
                     <JSONRPCErrorResponse as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCError),
+                        .map(Self::Error),
                 ),
 
                 _ => None,
@@ -8434,16 +8434,16 @@ impl crate::Project for ElicitRequestFormParamsRequestedSchema {
 impl crate::Project for ElicitRequestParams {
     fn project(&mut self, rev: crate::ProtocolVersion) {
         match self {
-            Self::ElicitRequestForm(v) => crate::Project::project(v, rev),
-            Self::ElicitRequestURL(v) => crate::Project::project(v, rev),
+            Self::Form(v) => crate::Project::project(v, rev),
+            Self::URL(v) => crate::Project::project(v, rev),
             #[allow(unreachable_patterns)]
             _ => {}
         }
     }
     fn available_in(&self, rev: crate::ProtocolVersion) -> bool {
         match self {
-            Self::ElicitRequestForm(_) => rev.in_mask(0b11000),
-            Self::ElicitRequestURL(_) => rev.in_mask(0b11000),
+            Self::Form(_) => rev.in_mask(0b11000),
+            Self::URL(_) => rev.in_mask(0b11000),
             #[allow(unreachable_patterns)]
             _ => true,
         }
@@ -8811,16 +8811,16 @@ impl crate::Project for JSONRPCRequestParams {
 impl crate::Project for JSONRPCResponse {
     fn project(&mut self, rev: crate::ProtocolVersion) {
         match self {
-            Self::JSONRPCResult(v) => crate::Project::project(v, rev),
-            Self::JSONRPCError(v) => crate::Project::project(v, rev),
+            Self::Result(v) => crate::Project::project(v, rev),
+            Self::Error(v) => crate::Project::project(v, rev),
             #[allow(unreachable_patterns)]
             _ => {}
         }
     }
     fn available_in(&self, rev: crate::ProtocolVersion) -> bool {
         match self {
-            Self::JSONRPCResult(_) => rev.in_mask(0b11000),
-            Self::JSONRPCError(_) => rev.in_mask(0b11000),
+            Self::Result(_) => rev.in_mask(0b11000),
+            Self::Error(_) => rev.in_mask(0b11000),
             #[allow(unreachable_patterns)]
             _ => true,
         }

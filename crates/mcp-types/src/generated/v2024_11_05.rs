@@ -982,13 +982,13 @@ pub struct JSONRPCError {
 #[serde(untagged)]
 pub enum JSONRPCMessage {
     /// A `JSONRPCRequest`.
-    JSONRPCRequest(JSONRPCRequest),
+    Request(JSONRPCRequest),
     /// A `JSONRPCNotification`.
-    JSONRPCNotification(JSONRPCNotification),
+    Notification(JSONRPCNotification),
     /// A `JSONRPCResponse`.
-    JSONRPCResponse(JSONRPCResponse),
+    Response(JSONRPCResponse),
     /// A `JSONRPCError`.
-    JSONRPCError(JSONRPCError),
+    Error(JSONRPCError),
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
@@ -1028,21 +1028,18 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
             SHAPES,
             |index, value| match index {
                 0 => Some(
-                    <JSONRPCRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCRequest),
+                    <JSONRPCRequest as serde::Deserialize>::deserialize(value).map(Self::Request),
                 ),
                 1 => Some(
                     <JSONRPCNotification as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCNotification),
+                        .map(Self::Notification),
                 ),
                 2 => Some(
-                    <JSONRPCResponse as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCResponse),
+                    <JSONRPCResponse as serde::Deserialize>::deserialize(value).map(Self::Response),
                 ),
-                3 => Some(
-                    <JSONRPCError as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCError),
-                ),
+                3 => {
+                    Some(<JSONRPCError as serde::Deserialize>::deserialize(value).map(Self::Error))
+                }
 
                 _ => None,
             },

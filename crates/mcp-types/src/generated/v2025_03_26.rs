@@ -988,9 +988,9 @@ pub type JSONRPCBatchRequest = Vec<JSONRPCBatchRequestItem>;
 #[serde(untagged)]
 pub enum JSONRPCBatchRequestItem {
     /// A `JSONRPCRequest`.
-    JSONRPCRequest(JSONRPCRequest),
+    Request(JSONRPCRequest),
     /// A `JSONRPCNotification`.
-    JSONRPCNotification(JSONRPCNotification),
+    Notification(JSONRPCNotification),
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCBatchRequestItem {
@@ -1018,12 +1018,11 @@ impl<'de> serde::Deserialize<'de> for JSONRPCBatchRequestItem {
             SHAPES,
             |index, value| match index {
                 0 => Some(
-                    <JSONRPCRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCRequest),
+                    <JSONRPCRequest as serde::Deserialize>::deserialize(value).map(Self::Request),
                 ),
                 1 => Some(
                     <JSONRPCNotification as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCNotification),
+                        .map(Self::Notification),
                 ),
 
                 _ => None,
@@ -1042,9 +1041,9 @@ pub type JSONRPCBatchResponse = Vec<JSONRPCBatchResponseItem>;
 #[serde(untagged)]
 pub enum JSONRPCBatchResponseItem {
     /// A `JSONRPCResponse`.
-    JSONRPCResponse(JSONRPCResponse),
+    Response(JSONRPCResponse),
     /// A `JSONRPCError`.
-    JSONRPCError(JSONRPCError),
+    Error(JSONRPCError),
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCBatchResponseItem {
@@ -1072,13 +1071,11 @@ impl<'de> serde::Deserialize<'de> for JSONRPCBatchResponseItem {
             SHAPES,
             |index, value| match index {
                 0 => Some(
-                    <JSONRPCResponse as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCResponse),
+                    <JSONRPCResponse as serde::Deserialize>::deserialize(value).map(Self::Response),
                 ),
-                1 => Some(
-                    <JSONRPCError as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCError),
-                ),
+                1 => {
+                    Some(<JSONRPCError as serde::Deserialize>::deserialize(value).map(Self::Error))
+                }
 
                 _ => None,
             },
@@ -1108,15 +1105,15 @@ pub struct JSONRPCError {
 #[serde(untagged)]
 pub enum JSONRPCMessage {
     /// A `JSONRPCRequest`.
-    JSONRPCRequest(JSONRPCRequest),
+    Request(JSONRPCRequest),
     /// A `JSONRPCNotification`.
-    JSONRPCNotification(JSONRPCNotification),
+    Notification(JSONRPCNotification),
     /// A value of type `Vec<JSONRPCMessageVariant2Item>`.
     Array2(Vec<JSONRPCMessageVariant2Item>),
     /// A `JSONRPCResponse`.
-    JSONRPCResponse(JSONRPCResponse),
+    Response(JSONRPCResponse),
     /// A `JSONRPCError`.
-    JSONRPCError(JSONRPCError),
+    Error(JSONRPCError),
     /// A value of type `Vec<JSONRPCMessageVariant5Item>`.
     Array5(Vec<JSONRPCMessageVariant5Item>),
 }
@@ -1160,25 +1157,22 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
             SHAPES,
             |index, value| match index {
                 0 => Some(
-                    <JSONRPCRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCRequest),
+                    <JSONRPCRequest as serde::Deserialize>::deserialize(value).map(Self::Request),
                 ),
                 1 => Some(
                     <JSONRPCNotification as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCNotification),
+                        .map(Self::Notification),
                 ),
                 2 => Some(
                     <Vec<JSONRPCMessageVariant2Item> as serde::Deserialize>::deserialize(value)
                         .map(Self::Array2),
                 ),
                 3 => Some(
-                    <JSONRPCResponse as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCResponse),
+                    <JSONRPCResponse as serde::Deserialize>::deserialize(value).map(Self::Response),
                 ),
-                4 => Some(
-                    <JSONRPCError as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCError),
-                ),
+                4 => {
+                    Some(<JSONRPCError as serde::Deserialize>::deserialize(value).map(Self::Error))
+                }
                 5 => Some(
                     <Vec<JSONRPCMessageVariant5Item> as serde::Deserialize>::deserialize(value)
                         .map(Self::Array5),
@@ -1197,9 +1191,9 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
 #[serde(untagged)]
 pub enum JSONRPCMessageVariant2Item {
     /// A `JSONRPCRequest`.
-    JSONRPCRequest(JSONRPCRequest),
+    Request(JSONRPCRequest),
     /// A `JSONRPCNotification`.
-    JSONRPCNotification(JSONRPCNotification),
+    Notification(JSONRPCNotification),
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant2Item {
@@ -1227,12 +1221,11 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant2Item {
             SHAPES,
             |index, value| match index {
                 0 => Some(
-                    <JSONRPCRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCRequest),
+                    <JSONRPCRequest as serde::Deserialize>::deserialize(value).map(Self::Request),
                 ),
                 1 => Some(
                     <JSONRPCNotification as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCNotification),
+                        .map(Self::Notification),
                 ),
 
                 _ => None,
@@ -1248,9 +1241,9 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant2Item {
 #[serde(untagged)]
 pub enum JSONRPCMessageVariant5Item {
     /// A `JSONRPCResponse`.
-    JSONRPCResponse(JSONRPCResponse),
+    Response(JSONRPCResponse),
     /// A `JSONRPCError`.
-    JSONRPCError(JSONRPCError),
+    Error(JSONRPCError),
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant5Item {
@@ -1278,13 +1271,11 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant5Item {
             SHAPES,
             |index, value| match index {
                 0 => Some(
-                    <JSONRPCResponse as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCResponse),
+                    <JSONRPCResponse as serde::Deserialize>::deserialize(value).map(Self::Response),
                 ),
-                1 => Some(
-                    <JSONRPCError as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCError),
-                ),
+                1 => {
+                    Some(<JSONRPCError as serde::Deserialize>::deserialize(value).map(Self::Error))
+                }
 
                 _ => None,
             },

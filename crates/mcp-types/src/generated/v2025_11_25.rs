@@ -1360,9 +1360,9 @@ pub struct ElicitRequestFormParamsRequestedSchema {
 #[serde(untagged)]
 pub enum ElicitRequestParams {
     /// A `ElicitRequestURLParams`.
-    ElicitRequestURL(ElicitRequestURLParams),
+    URL(ElicitRequestURLParams),
     /// A `ElicitRequestFormParams`.
-    ElicitRequestForm(ElicitRequestFormParams),
+    Form(ElicitRequestFormParams),
 }
 
 impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
@@ -1391,11 +1391,11 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
             |index, value| match index {
                 0 => Some(
                     <ElicitRequestURLParams as serde::Deserialize>::deserialize(value)
-                        .map(Self::ElicitRequestURL),
+                        .map(Self::URL),
                 ),
                 1 => Some(
                     <ElicitRequestFormParams as serde::Deserialize>::deserialize(value)
-                        .map(Self::ElicitRequestForm),
+                        .map(Self::Form),
                 ),
 
                 _ => None,
@@ -2128,13 +2128,13 @@ pub struct JSONRPCErrorResponse {
 #[serde(untagged)]
 pub enum JSONRPCMessage {
     /// A `JSONRPCRequest`.
-    JSONRPCRequest(JSONRPCRequest),
+    Request(JSONRPCRequest),
     /// A `JSONRPCNotification`.
-    JSONRPCNotification(JSONRPCNotification),
+    Notification(JSONRPCNotification),
     /// A `JSONRPCResultResponse`.
-    JSONRPCResultResponse(JSONRPCResultResponse),
+    ResultResponse(JSONRPCResultResponse),
     /// A `JSONRPCErrorResponse`.
-    JSONRPCErrorResponse(JSONRPCErrorResponse),
+    ErrorResponse(JSONRPCErrorResponse),
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
@@ -2174,20 +2174,19 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
             SHAPES,
             |index, value| match index {
                 0 => Some(
-                    <JSONRPCRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCRequest),
+                    <JSONRPCRequest as serde::Deserialize>::deserialize(value).map(Self::Request),
                 ),
                 1 => Some(
                     <JSONRPCNotification as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCNotification),
+                        .map(Self::Notification),
                 ),
                 2 => Some(
                     <JSONRPCResultResponse as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCResultResponse),
+                        .map(Self::ResultResponse),
                 ),
                 3 => Some(
                     <JSONRPCErrorResponse as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCErrorResponse),
+                        .map(Self::ErrorResponse),
                 ),
 
                 _ => None,
@@ -2236,9 +2235,9 @@ pub struct JSONRPCRequest {
 #[serde(untagged)]
 pub enum JSONRPCResponse {
     /// A `JSONRPCResultResponse`.
-    JSONRPCResult(JSONRPCResultResponse),
+    Result(JSONRPCResultResponse),
     /// A `JSONRPCErrorResponse`.
-    JSONRPCError(JSONRPCErrorResponse),
+    Error(JSONRPCErrorResponse),
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
@@ -2267,11 +2266,11 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
             |index, value| match index {
                 0 => Some(
                     <JSONRPCResultResponse as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCResult),
+                        .map(Self::Result),
                 ),
                 1 => Some(
                     <JSONRPCErrorResponse as serde::Deserialize>::deserialize(value)
-                        .map(Self::JSONRPCError),
+                        .map(Self::Error),
                 ),
 
                 _ => None,

@@ -1032,8 +1032,8 @@ impl Sample for ElicitRequestFormParamsRequestedSchema {
 impl Sample for ElicitRequestParams {
     fn sample(rng: &mut Rng, rev: ProtocolVersion, depth: u32) -> Self {
         match rng.variant(&[0b11000, 0b11000], rev, depth) {
-            0 => Self::ElicitRequestForm(Sample::sample(rng, rev, depth + 1)),
-            _ => Self::ElicitRequestURL(Sample::sample(rng, rev, depth + 1)),
+            0 => Self::Form(Sample::sample(rng, rev, depth + 1)),
+            _ => Self::URL(Sample::sample(rng, rev, depth + 1)),
         }
     }
 }
@@ -1699,8 +1699,8 @@ impl Sample for JSONRPCRequestParams {
 impl Sample for JSONRPCResponse {
     fn sample(rng: &mut Rng, rev: ProtocolVersion, depth: u32) -> Self {
         match rng.variant(&[0b11000, 0b11000], rev, depth) {
-            0 => Self::JSONRPCResult(Sample::sample(rng, rev, depth + 1)),
-            _ => Self::JSONRPCError(Sample::sample(rng, rev, depth + 1)),
+            0 => Self::Result(Sample::sample(rng, rev, depth + 1)),
+            _ => Self::Error(Sample::sample(rng, rev, depth + 1)),
         }
     }
 }
