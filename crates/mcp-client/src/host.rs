@@ -43,6 +43,10 @@ pub trait ServerProcess: Send + Sync + 'static {
     fn shutdown(&self) -> BoxFuture<'_, ()>;
     /// Whether it is known to have exited.
     fn has_exited(&self) -> bool;
+    /// The operating system's process id, if it is a process that still runs.
+    fn id(&self) -> Option<u32> {
+        None
+    }
 }
 
 #[cfg(feature = "stdio")]
@@ -57,6 +61,10 @@ impl ServerProcess for mcp_transport_stdio::ChildProcess {
 
     fn has_exited(&self) -> bool {
         self.try_status().is_some()
+    }
+
+    fn id(&self) -> Option<u32> {
+        mcp_transport_stdio::ChildProcess::id(self)
     }
 }
 
@@ -335,6 +343,13 @@ impl Host {
             .as_ref()
             .filter(|c| !c.session.is_closed())
             .map(|c| c.session.clone())
+    }
+
+    /// The process id of `name`'s server process, when it runs as a child process.
+    pub async fn process_id(&self, name: &str) -> Option<u32> {
+        let slot = self.servers.get(name)?;
+        let connected = slot.connected.lock().await;
+        connected.as_ref()?.process.as_ref()?.id()
     }
 
     /// The state of `name` (`None`: no such server).
