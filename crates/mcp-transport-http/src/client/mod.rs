@@ -390,6 +390,7 @@ impl StreamableHttpClient {
             InboundReader { rx: in_rx },
             OutboundWriter {
                 tx: PollSender::new(out_tx),
+                shared: shared.clone(),
             },
         );
         Ok((connection, HttpClientHandle { shared }))
@@ -461,21 +462,28 @@ impl Stream for InboundReader {
 
 struct OutboundWriter {
     tx: PollSender<Outbound>,
+    shared: Arc<Shared>,
 }
 
-fn closed<T>(_: T) -> TransportError {
-    TransportError::Closed("the HTTP transport is closed".into())
+impl OutboundWriter {
+    /// The error for a write after the transport stopped: why it stopped, when it failed
+    /// (an expired session stays recognisable through [`HttpError::from_transport`]).
+    fn closed<T>(&self, _: T) -> TransportError {
+        self.shared.closed_error().into()
+    }
 }
 
 impl Sink<Outbound> for OutboundWriter {
     type Error = TransportError;
 
     fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.tx.poll_reserve(cx).map_err(closed)
+        let res = self.tx.poll_reserve(cx);
+        res.map_err(|e| self.closed(e))
     }
 
     fn start_send(mut self: Pin<&mut Self>, item: Outbound) -> Result<(), Self::Error> {
-        self.tx.send_item(item).map_err(closed)
+        let res = self.tx.send_item(item);
+        res.map_err(|e| self.closed(e))
     }
 
     fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {

@@ -46,6 +46,15 @@ pub(crate) struct Shared {
     pub finished: CancellationToken,
     /// Request ids whose response is being read, to stop reading when the client cancels.
     inflight: Mutex<HashMap<Id, CancellationToken>>,
+    /// Why the transport stopped, when it failed: the sink reports it to later writers.
+    cause: Mutex<Option<Cause>>,
+}
+
+/// Why a transport stopped on its own.
+#[derive(Debug, Clone)]
+enum Cause {
+    Expired(String),
+    Failed(String),
 }
 
 /// What the transport has learned from the exchange so far.
@@ -79,6 +88,7 @@ impl Shared {
             cancel: CancellationToken::new(),
             finished: CancellationToken::new(),
             inflight: Mutex::new(HashMap::new()),
+            cause: Mutex::new(None),
         })
     }
 
@@ -92,6 +102,22 @@ impl Shared {
         } else {
             Transport::StreamableHttp
         }
+    }
+
+    /// The error for a write after the transport stopped.
+    pub fn closed_error(&self) -> HttpError {
+        match self.cause.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            Some(Cause::Expired(session_id)) => HttpError::SessionExpired { session_id },
+            Some(Cause::Failed(reason)) => HttpError::Protocol(reason),
+            None => HttpError::Closed,
+        }
+    }
+
+    fn set_cause(&self, cause: Cause) {
+        self.cause
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(cause);
     }
 
     fn inflight(&self) -> MutexGuard<'_, HashMap<Id, CancellationToken>> {
@@ -167,6 +193,7 @@ impl Shared {
             st.session_id = None;
         }
         tracing::warn!(%session_id, "the server ended the MCP session");
+        self.set_cause(Cause::Expired(session_id.clone()));
         self.push_item(Err(HttpError::SessionExpired { session_id }.into()))
             .await;
         self.cancel.cancel();
@@ -175,6 +202,7 @@ impl Shared {
     /// A fatal error: surface it on the inbound stream and stop.
     async fn die(&self, err: HttpError) {
         tracing::warn!(error = %err, "HTTP transport failed");
+        self.set_cause(Cause::Failed(err.to_string()));
         self.push_item(Err(err.into())).await;
         self.cancel.cancel();
     }

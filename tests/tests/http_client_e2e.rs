@@ -1,0 +1,328 @@
+//! This project's client (`mcp-client` over the HTTP client transport) against this project's
+//! HTTP server (`StreamableHttpService` serving the `everything` example server), for each
+//! Streamable HTTP revision and for the 2024-11-05 HTTP+SSE transport.
+//!
+//! `mcp-server` has no `serve(Connection)` yet, so each HTTP session's `Connection` is bridged
+//! to `Server::serve_io` over an in-memory pipe. The bridge drops `Outbound::related`, so the
+//! server's requests and notifications for a call reach the client on the standalone GET
+//! stream rather than on the POST's own stream (that path is covered by
+//! `http_client_streamable.rs`).
+
+#[path = "../../crates/mcp-server/examples/support/everything_server.rs"]
+mod everything_server;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use mcp_client::{
+    CallError, Client, ClientSession, ConnectError, ElicitationAnswer, ElicitationRequest,
+};
+use mcp_jsonrpc::codec::{CodecConfig, Framing};
+use mcp_jsonrpc::{Connection, Frame, Inbound, Outbound};
+use mcp_transport_http::client::{ClientMode, HttpClientHandle, StreamableHttpClient, Transport};
+use mcp_transport_http::server::{
+    HttpServerConfig, LegacySsePaths, ResponseMode, StreamableHttpService,
+};
+use mcp_types::{ContentBlock, CreateMessageResult, Implementation, ProtocolVersion};
+use serde_json::json;
+use tokio::sync::oneshot;
+
+/// Serves one HTTP session's connection with the `everything` server through a line-framed pipe.
+async fn serve_bridged(connection: Connection) {
+    let server = everything_server::build();
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(theirs);
+    let framed = Connection::framed(read, write, Framing::Line, CodecConfig::default());
+    let (mut pipe_in, mut pipe_out) = framed.into_parts();
+    let (mut http_in, mut http_out) = connection.into_parts();
+    let up = async move {
+        while let Some(Ok(item)) = http_in.next().await {
+            let frame = match item.frame {
+                Ok(Inbound::Single(m)) => Frame::Single(m),
+                Ok(Inbound::Batch(items)) => Frame::Batch(items.into_iter().flatten().collect()),
+                Err(_) => continue,
+            };
+            if pipe_out.send(Outbound::new(frame)).await.is_err() {
+                break;
+            }
+        }
+        let _ = pipe_out.close().await;
+    };
+    let down = async move {
+        while let Some(Ok(item)) = pipe_in.next().await {
+            let frame = match item.frame {
+                Ok(Inbound::Single(m)) => Frame::Single(m),
+                Ok(Inbound::Batch(items)) => Frame::Batch(items.into_iter().flatten().collect()),
+                Err(_) => continue,
+            };
+            if http_out.send(Outbound::new(frame)).await.is_err() {
+                break;
+            }
+        }
+        let _ = http_out.close().await;
+    };
+    let (our_read, our_write) = tokio::io::split(ours);
+    let serve = async move {
+        let _ = server.serve_io(our_read, our_write).await;
+    };
+    tokio::join!(up, down, serve);
+}
+
+struct RunningServer {
+    addr: SocketAddr,
+    service: StreamableHttpService,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn start(config: HttpServerConfig) -> RunningServer {
+    let service = StreamableHttpService::builder(serve_bridged)
+        .config(config)
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(service.clone().serve_with_listener(listener, async move {
+        let _ = stopped.await;
+    }));
+    RunningServer {
+        addr,
+        service,
+        stop: Some(stop),
+    }
+}
+
+fn client(version: ProtocolVersion) -> Client {
+    Client::builder(Implementation::new("http-e2e", "1.0.0"))
+        .protocol_version(version)
+        .on_sample(|_req: mcp_types::CreateMessageRequestParams| async move {
+            let result: CreateMessageResult = serde_json::from_value(json!({
+                "role": "assistant",
+                "content": {"type": "text", "text": "four"},
+                "model": "test-model"
+            }))
+            .unwrap();
+            Ok(result)
+        })
+        .on_elicit(|_req: ElicitationRequest| async move {
+            let answer = json!({"name": "Ada", "age": 36});
+            Ok(ElicitationAnswer::Accept(
+                answer.as_object().unwrap().clone(),
+            ))
+        })
+        .build()
+}
+
+fn text_of(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn connect(
+    url: String,
+    mode: ClientMode,
+    version: ProtocolVersion,
+) -> Result<(ClientSession, HttpClientHandle), ConnectError> {
+    let transport = StreamableHttpClient::builder(url)
+        .mode(mode)
+        .build()
+        .unwrap();
+    let (connection, handle) = transport.connect().await.unwrap();
+    let session = client(version).connect(connection).await?;
+    Ok((session, handle))
+}
+
+async fn exercise(version: ProtocolVersion, response_mode: ResponseMode) {
+    let server = start(
+        HttpServerConfig::default()
+            .path("/mcp")
+            .response_mode(response_mode),
+    )
+    .await;
+    let url = format!("http://{}/mcp", server.addr);
+    let (session, handle) = connect(url, ClientMode::StreamableHttp, version)
+        .await
+        .expect("connect");
+    assert_eq!(session.protocol_version(), version);
+    assert_eq!(handle.protocol_version().as_deref(), Some(version.as_str()));
+    assert!(handle.session_id().is_some());
+    assert_eq!(server.service.session_count(), 1);
+
+    session.ping().await.unwrap();
+    let echo = session
+        .call_tool("echo", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&echo.content), "hi");
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let seen = progress.clone();
+    let slow = session
+        .with_progress(move |p| seen.lock().unwrap().push(p.progress))
+        .call_tool("slow", json!({"steps": 3}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&slow.content), "done after 3 steps");
+    // Through the bridge, progress travels on the GET stream and races the result on the POST:
+    // the client drops progress that arrives after the result, so only a prefix is certain.
+    // (With `related` preserved it flows on the POST's stream, before the result.)
+    let seen = progress.lock().unwrap().clone();
+    assert!(
+        !seen.is_empty() && [1.0, 2.0, 3.0].starts_with(&seen),
+        "{version}: {seen:?}"
+    );
+    // A server-to-client request during a call.
+    let sampled = session
+        .call_tool("sample", json!({"prompt": "2+2?"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        text_of(&sampled.content),
+        "test-model said: four",
+        "{version}"
+    );
+    if version >= ProtocolVersion::V2025_06_18 {
+        let asked = session.call_tool("ask_name", json!({})).await.unwrap();
+        assert_eq!(text_of(&asked.content), "Hello Ada, aged 36");
+    }
+    // Concurrent calls share the transport.
+    let calls = (0..8).map(|i| session.call_tool("echo", json!({"text": format!("n{i}")})));
+    for (i, r) in futures_util::future::join_all(calls)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(text_of(&r.unwrap().content), format!("n{i}"));
+    }
+
+    // Closing sends DELETE: the server forgets the session.
+    session.close().await;
+    handle.closed().await;
+    for _ in 0..100 {
+        if server.service.session_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(server.service.session_count(), 0, "{version}: DELETE");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamable_http_2025_03_26() {
+    exercise(ProtocolVersion::V2025_03_26, ResponseMode::Auto).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamable_http_2025_06_18_json_responses() {
+    exercise(ProtocolVersion::V2025_06_18, ResponseMode::Json).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamable_http_2025_11_25_sse_responses() {
+    exercise(ProtocolVersion::V2025_11_25, ResponseMode::Sse).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_sse_2024_11_05_by_fallback() {
+    let server = start(
+        HttpServerConfig::default()
+            .path("/mcp")
+            .legacy_sse(LegacySsePaths::default()),
+    )
+    .await;
+    // The old transport's URL is the SSE endpoint: the POST there is refused, and the client
+    // falls back.
+    let url = format!("http://{}/sse", server.addr);
+    let (session, handle) = connect(url, ClientMode::Auto, ProtocolVersion::V2024_11_05)
+        .await
+        .expect("connect");
+    assert_eq!(handle.transport(), Transport::HttpSse);
+    assert_eq!(session.protocol_version(), ProtocolVersion::V2024_11_05);
+    let echo = session
+        .call_tool("echo", json!({"text": "old"}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&echo.content), "old");
+    let sampled = session
+        .call_tool("sample", json!({"prompt": "2+2?"}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&sampled.content), "test-model said: four");
+    session.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_session_gives_404_then_reinitializes() {
+    let server = start(HttpServerConfig::default().path("/mcp")).await;
+    let url = format!("http://{}/mcp", server.addr);
+    let (session, handle) = connect(
+        url.clone(),
+        ClientMode::StreamableHttp,
+        ProtocolVersion::V2025_11_25,
+    )
+    .await
+    .unwrap();
+    let old_id = handle.session_id().unwrap();
+    server.service.close_all();
+    let failed = session.call_tool("echo", json!({"text": "x"})).await;
+    assert!(
+        matches!(
+            failed,
+            Err(CallError::Closed(_)) | Err(CallError::Transport(_))
+        ),
+        "{failed:?}"
+    );
+    let reason = tokio::time::timeout(Duration::from_secs(5), session.closed())
+        .await
+        .unwrap();
+    assert!(reason.contains("session"), "{reason}");
+
+    let (session, handle) = connect(
+        url,
+        ClientMode::StreamableHttp,
+        ProtocolVersion::V2025_11_25,
+    )
+    .await
+    .unwrap();
+    assert_ne!(handle.session_id().unwrap(), old_id);
+    let echo = session
+        .call_tool("echo", json!({"text": "again"}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&echo.content), "again");
+    session.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_origin_is_rejected() {
+    let server = start(HttpServerConfig::default().path("/mcp")).await;
+    let transport = StreamableHttpClient::builder(format!("http://{}/mcp", server.addr))
+        .header(
+            http::header::ORIGIN,
+            http::HeaderValue::from_static("http://evil.example"),
+        )
+        .build()
+        .unwrap();
+    let (connection, _handle) = transport.connect().await.unwrap();
+    let err = client(ProtocolVersion::V2025_11_25)
+        .connect(connection)
+        .await
+        .unwrap_err();
+    let text = format!("{err} {:?}", err);
+    assert!(text.contains("403"), "{text}");
+    assert_eq!(server.service.session_count(), 0);
+}
