@@ -549,3 +549,30 @@ async fn rejects_bad_urls() {
         Err(HttpError::InvalidUrl(_))
     ));
 }
+
+#[tokio::test]
+async fn speaks_http2_with_prior_knowledge() {
+    let server = TestServer::start(|rec| async move {
+        if let Some(r) = session_basics(&rec).await {
+            return r;
+        }
+        let id = rec.rpc_id().unwrap_or(Value::Null);
+        sse(&[event(&result(&id, json!({"tools": []})), Some("1"))])
+    })
+    .await;
+    let client = StreamableHttpClient::builder(server.url("/mcp"))
+        .http2_prior_knowledge(true)
+        .build()
+        .unwrap();
+    let (conn, handle) = client.connect().await.unwrap();
+    let mut d = Driver::new(conn);
+    init(&mut d).await;
+    d.send(request(2, "tools/list", json!({}))).await;
+    assert_eq!(d.recv().await["id"], 2);
+    handle.close().await;
+    let log = server.log();
+    assert!(
+        log.iter().all(|r| r.version == http::Version::HTTP_2),
+        "{log:?}"
+    );
+}

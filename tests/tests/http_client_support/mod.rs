@@ -34,6 +34,7 @@ pub struct Recorded {
     pub headers: HeaderMap,
     pub body: Option<Value>,
     pub at: Instant,
+    pub version: http::Version,
 }
 
 impl Recorded {
@@ -94,6 +95,7 @@ impl TestServer {
                                     .map(|c| c.to_bytes())
                                     .unwrap_or_default();
                                 let rec = Recorded {
+                                    version: parts.version,
                                     method: parts.method,
                                     path: parts
                                         .uri
