@@ -10,7 +10,9 @@ use std::process::Command;
 fn typescript_client_talks_to_the_everything_server() {
     let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop");
     assert!(
-        interop.join("node_modules/@modelcontextprotocol/sdk").is_dir(),
+        interop
+            .join("node_modules/@modelcontextprotocol/sdk")
+            .is_dir(),
         "the TypeScript SDK is not installed: run `npm ci --prefix tests/interop` (scripts/test does)"
     );
     let output = Command::new("node")

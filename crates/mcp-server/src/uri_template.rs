@@ -463,11 +463,30 @@ fn match_inner(
                 }
                 limit = idx + c.len_utf8();
             }
-            let mut ends: Vec<usize> = rest[..limit]
-                .char_indices()
-                .map(|(i, c)| i + c.len_utf8())
-                .collect();
-            ends.push(0);
+            // Candidate ends, longest first. When a literal follows, only the places where it
+            // occurs can end this expression; at the end of the template only the end of the URI.
+            let mut ends: Vec<usize> = match parts.get(pi + 1) {
+                None => {
+                    if rest.len() <= limit {
+                        vec![rest.len()]
+                    } else {
+                        Vec::new()
+                    }
+                }
+                Some(Part::Literal(l)) => {
+                    let window = (limit + l.len()).min(rest.len());
+                    rest[..window]
+                        .match_indices(l.as_str())
+                        .map(|(i, _)| i)
+                        .filter(|i| *i <= limit)
+                        .collect()
+                }
+                Some(Part::Expr { .. }) => rest[..limit]
+                    .char_indices()
+                    .map(|(i, c)| i + c.len_utf8())
+                    .chain(std::iter::once(0))
+                    .collect(),
+            };
             ends.sort_unstable_by(|a, b| b.cmp(a));
             ends.dedup();
             for end in ends {
@@ -491,8 +510,9 @@ fn match_inner(
 /// Binds one expression's variables from the text it expanded to.
 fn bind_expr(op: Op, specs: &[VarSpec], piece: &str) -> Option<Vec<(String, String)>> {
     if piece.is_empty() {
-        // Every variable undefined: the expansion is empty.
-        return Some(Vec::new());
+        // Every variable undefined: the expansion is empty. Only operators with a prefix
+        // (`{?q}`, `{/p}`, ...) may be left out; `{id}` must match at least one character.
+        return (!op.prefix().is_empty()).then(Vec::new);
     }
     let body = piece.strip_prefix(op.prefix())?;
     let sep = op.separator();

@@ -97,7 +97,8 @@ async fn slow(cx: ToolContext, args: SlowArgs) -> Result<String, ToolError> {
         }
         cx.progress(f64::from(i), Some(f64::from(steps)), Some("working"))
             .await;
-        cx.log(LoggingLevel::Info, format!("step {i} of {steps}")).await;
+        cx.log(LoggingLevel::Info, format!("step {i} of {steps}"))
+            .await;
     }
     Ok(format!("done after {steps} steps"))
 }
@@ -142,7 +143,8 @@ async fn mixed(_cx: ToolContext, _args: NoArgs) -> Vec<ContentBlock> {
         ContentBlock::image(PNG, "image/png"),
         ContentBlock::audio(b"RIFF\0\0\0\0WAVE", "audio/wav"),
         ContentBlock::embedded(
-            ResourceContents::text("test://static-text", "Hello, world!").with_mime_type("text/plain"),
+            ResourceContents::text("test://static-text", "Hello, world!")
+                .with_mime_type("text/plain"),
         ),
         ContentBlock::resource_link("test://static-text", "static-text"),
     ]
@@ -161,7 +163,10 @@ pub fn build() -> Server {
                 .read_only(),
             add,
         )
-        .tool(Tool::new("fail").description("Always fails (isError)"), fail)
+        .tool(
+            Tool::new("fail").description("Always fails (isError)"),
+            fail,
+        )
         .tool(
             Tool::new("slow").description("Reports progress and logs while it works"),
             slow,
@@ -221,7 +226,7 @@ pub fn build() -> Server {
         )
         .prompt(
             Prompt::new("simple").description("A prompt without arguments"),
-            |_cx, _args: NoArgs| async { "Say hello." .to_owned() },
+            |_cx, _args: NoArgs| async { "Say hello.".to_owned() },
         )
         .prompt(
             Prompt::new("with_args").description("A prompt with two arguments"),
