@@ -12,7 +12,7 @@
 //!     .on_elicit(|request: ElicitationRequest| async move {
 //!         match request {
 //!             ElicitationRequest::Form { .. } => Ok(ElicitationAnswer::Decline),
-//!             ElicitationRequest::Url { .. } => Ok(ElicitationAnswer::Cancel),
+//!             _ => Ok(ElicitationAnswer::Cancel),
 //!         }
 //!     })
 //!     .build();
@@ -167,9 +167,11 @@ where
 /// use mcp_client::Roots;
 /// use mcp_types::Root;
 ///
-/// let roots = Roots::new(vec![Root::new("file:///home/ada/project")]);
+/// let project: Root = serde_json::from_value(serde_json::json!({"uri": "file:///home/ada/project"}))?;
+/// let roots = Roots::new(vec![project]);
 /// roots.set(vec![]);
 /// assert!(roots.get().is_empty());
+/// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Roots {
