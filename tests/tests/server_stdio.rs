@@ -167,9 +167,8 @@ fn text_of(result: &Value) -> String {
         .to_owned()
 }
 
-const ALL_CAPS: fn() -> Value = || {
-    json!({"sampling": {}, "roots": {"listChanged": true}, "elicitation": {}})
-};
+const ALL_CAPS: fn() -> Value =
+    || json!({"sampling": {}, "roots": {"listChanged": true}, "elicitation": {}});
 
 #[test]
 fn lifecycle_and_refusals_in_every_revision() {
@@ -197,12 +196,18 @@ fn lifecycle_and_refusals_in_every_revision() {
         // Unknown method, bad params, unknown tool.
         assert_eq!(s.err("tools/frobnicate", json!({}))["code"], -32601);
         assert_eq!(s.err("no/such/method", json!({}))["code"], -32601);
-        assert_eq!(s.err("tools/call", json!({"arguments": {}}))["code"], -32602);
+        assert_eq!(
+            s.err("tools/call", json!({"arguments": {}}))["code"],
+            -32602
+        );
         assert_eq!(
             s.err("tools/call", json!({"name": "echo", "arguments": [1]}))["code"],
             -32602
         );
-        assert_eq!(s.err("tools/list", json!({"cursor": "garbage"}))["code"], -32602);
+        assert_eq!(
+            s.err("tools/list", json!({"cursor": "garbage"}))["code"],
+            -32602
+        );
         let e = s.err("tools/call", json!({"name": "nope", "arguments": {}}));
         assert_eq!(e["code"], -32602);
         assert_eq!(
@@ -219,7 +224,9 @@ fn lifecycle_and_refusals_in_every_revision() {
         let e = s.response(&json!(77));
         assert_eq!(e["error"]["code"], -32600);
         s.write_raw(r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#);
-        s.wait_for("bad id", |v| v["error"]["code"] == -32600 && v["id"].is_null());
+        s.wait_for("bad id", |v| {
+            v["error"]["code"] == -32600 && v["id"].is_null()
+        });
         s.write_raw("42");
         s.wait_for("non-object", |v| v["error"]["code"] == -32600);
         s.assert_alive();
@@ -258,18 +265,28 @@ fn tools_in_every_revision() {
         let add = &tools[1];
         let newer = version >= "2025-06-18";
         assert_eq!(add.get("title").is_some(), newer, "{version}: title");
-        assert_eq!(add.get("outputSchema").is_some(), newer, "{version}: outputSchema");
+        assert_eq!(
+            add.get("outputSchema").is_some(),
+            newer,
+            "{version}: outputSchema"
+        );
         assert_eq!(
             add.get("annotations").is_some(),
             version >= "2025-03-26",
             "{version}: annotations"
         );
 
-        let r = s.ok("tools/call", json!({"name": "echo", "arguments": {"text": "hello"}}));
+        let r = s.ok(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hello"}}),
+        );
         assert_eq!(r["content"], json!([{"type": "text", "text": "hello"}]));
         assert!(r.get("isError").is_none());
 
-        let r = s.ok("tools/call", json!({"name": "add", "arguments": {"a": 2, "b": 3}}));
+        let r = s.ok(
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 2, "b": 3}}),
+        );
         assert_eq!(r.get("structuredContent").is_some(), newer, "{version}");
         if newer {
             assert_eq!(r["structuredContent"], json!({"sum": 5.0}));
@@ -281,7 +298,10 @@ fn tools_in_every_revision() {
         assert_eq!(text_of(&r), "this tool always fails");
 
         // Bad arguments are a tool execution error the model can read.
-        let r = s.ok("tools/call", json!({"name": "echo", "arguments": {"text": 5}}));
+        let r = s.ok(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": 5}}),
+        );
         assert_eq!(r["isError"], true);
         assert!(text_of(&r).contains("text"), "{r}");
         let r = s.ok("tools/call", json!({"name": "echo"}));
@@ -303,7 +323,10 @@ fn tools_in_every_revision() {
         assert_eq!(kinds, expected, "{version}");
 
         // Progress and logging tied to the request.
-        assert_eq!(s.ok("logging/setLevel", json!({"level": "debug"})), json!({}));
+        assert_eq!(
+            s.ok("logging/setLevel", json!({"level": "debug"})),
+            json!({})
+        );
         let r = s.ok(
             "tools/call",
             json!({"name": "slow", "arguments": {"steps": 3}, "_meta": {"progressToken": "p-1"}}),
@@ -317,21 +340,32 @@ fn tools_in_every_revision() {
             let v = p["params"]["progress"].as_f64().unwrap();
             assert!(v > last);
             last = v;
-            assert_eq!(p["params"].get("message").is_some(), version >= "2025-03-26");
+            assert_eq!(
+                p["params"].get("message").is_some(),
+                version >= "2025-03-26"
+            );
         }
         assert_eq!(s.take_notifications("notifications/message").len(), 3);
         // Above the level, log messages are filtered out.
         s.ok("logging/setLevel", json!({"level": "error"}));
-        s.ok("tools/call", json!({"name": "slow", "arguments": {"steps": 2}}));
+        s.ok(
+            "tools/call",
+            json!({"name": "slow", "arguments": {"steps": 2}}),
+        );
         s.assert_alive();
         assert!(s.take_notifications("notifications/message").is_empty());
         assert!(s.take_notifications("notifications/progress").is_empty());
 
         // Cancellation: no response for the cancelled request; the server goes on.
-        s.send(json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
-            "params": {"name": "slow", "arguments": {"steps": 20}}}));
+        s.send(
+            json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"steps": 20}}}),
+        );
         std::thread::sleep(Duration::from_millis(120));
-        s.notify("notifications/cancelled", json!({"requestId": "slow-1", "reason": "test"}));
+        s.notify(
+            "notifications/cancelled",
+            json!({"requestId": "slow-1", "reason": "test"}),
+        );
         s.assert_alive();
         std::thread::sleep(Duration::from_millis(300));
         s.assert_alive();
@@ -346,7 +380,13 @@ fn tools_in_every_revision() {
             v["method"] == "notifications/tools/list_changed"
         });
         let tools = s.ok("tools/list", json!({}))["tools"].clone();
-        assert!(tools.as_array().unwrap().iter().any(|t| t["name"] == "late"));
+        assert!(
+            tools
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["name"] == "late")
+        );
         let r = s.ok("tools/call", json!({"name": "late"}));
         assert_eq!(text_of(&r), "late tool");
         s.shutdown();
@@ -373,9 +413,17 @@ fn resources_prompts_and_completion_in_every_revision() {
         );
         let r = s.ok("resources/read", json!({"uri": "test://static-binary"}));
         assert_eq!(r["contents"][0]["mimeType"], "image/png");
-        assert!(r["contents"][0]["blob"].as_str().unwrap().starts_with("iVBOR"));
+        assert!(
+            r["contents"][0]["blob"]
+                .as_str()
+                .unwrap()
+                .starts_with("iVBOR")
+        );
         let t = s.ok("resources/templates/list", json!({}));
-        assert_eq!(t["resourceTemplates"][0]["uriTemplate"], "test://template/{id}/data");
+        assert_eq!(
+            t["resourceTemplates"][0]["uriTemplate"],
+            "test://template/{id}/data"
+        );
         let r = s.ok("resources/read", json!({"uri": "test://template/123/data"}));
         assert_eq!(r["contents"][0]["uri"], "test://template/123/data");
         assert!(r["contents"][0]["text"].as_str().unwrap().contains("123"));
@@ -385,17 +433,32 @@ fn resources_prompts_and_completion_in_every_revision() {
         assert_eq!(s.err("resources/read", json!({}))["code"], -32602);
 
         // Subscriptions.
-        assert_eq!(s.ok("resources/subscribe", json!({"uri": "test://static-text"})), json!({}));
-        assert_eq!(s.err("resources/subscribe", json!({"uri": "test://nope"}))["code"], -32602);
+        assert_eq!(
+            s.ok("resources/subscribe", json!({"uri": "test://static-text"})),
+            json!({})
+        );
+        assert_eq!(
+            s.err("resources/subscribe", json!({"uri": "test://nope"}))["code"],
+            -32602
+        );
         s.ok("tools/call", json!({"name": "touch"}));
         let n = s.wait_for("resources/updated", |v| {
             v["method"] == "notifications/resources/updated"
         });
         assert_eq!(n["params"]["uri"], "test://static-text");
-        assert_eq!(s.ok("resources/unsubscribe", json!({"uri": "test://static-text"})), json!({}));
+        assert_eq!(
+            s.ok(
+                "resources/unsubscribe",
+                json!({"uri": "test://static-text"})
+            ),
+            json!({})
+        );
         s.ok("tools/call", json!({"name": "touch"}));
         s.assert_alive();
-        assert!(s.take_notifications("notifications/resources/updated").is_empty());
+        assert!(
+            s.take_notifications("notifications/resources/updated")
+                .is_empty()
+        );
 
         // Prompts.
         let prompts = s.ok("prompts/list", json!({}))["prompts"].clone();
@@ -415,10 +478,16 @@ fn resources_prompts_and_completion_in_every_revision() {
         let text = r["messages"][0]["content"]["text"].as_str().unwrap();
         assert!(text.contains("testValue1") && text.contains("testValue2"));
         assert_eq!(
-            s.err("prompts/get", json!({"name": "with_args", "arguments": {"arg1": "x"}}))["code"],
+            s.err(
+                "prompts/get",
+                json!({"name": "with_args", "arguments": {"arg1": "x"}})
+            )["code"],
             -32602
         );
-        assert_eq!(s.err("prompts/get", json!({"name": "nope"}))["code"], -32602);
+        assert_eq!(
+            s.err("prompts/get", json!({"name": "nope"}))["code"],
+            -32602
+        );
         let r = s.ok("prompts/get", json!({"name": "with_resource"}));
         assert_eq!(r["messages"][0]["content"]["type"], "resource");
         let r = s.ok("prompts/get", json!({"name": "with_image"}));
@@ -451,7 +520,9 @@ fn resources_prompts_and_completion_in_every_revision() {
 /// Answers the next server-to-client request of `method` with `result`.
 fn answer(s: &mut Server, method: &str, result: Value) -> Value {
     let m = method.to_owned();
-    let req = s.wait_for(method, move |v| v["method"] == m.as_str() && v.get("id").is_some());
+    let req = s.wait_for(method, move |v| {
+        v["method"] == m.as_str() && v.get("id").is_some()
+    });
     s.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": result}));
     req
 }
@@ -476,7 +547,11 @@ fn requests_to_the_client_follow_capabilities_and_revision() {
 
         let id = json!("roots-1");
         s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "list_roots"}}));
-        answer(&mut s, "roots/list", json!({"roots": [{"uri": "file:///tmp/a", "name": "a"}]}));
+        answer(
+            &mut s,
+            "roots/list",
+            json!({"roots": [{"uri": "file:///tmp/a", "name": "a"}]}),
+        );
         assert_eq!(text_of(&s.response(&id)["result"]), "file:///tmp/a");
 
         let id = json!("elicit-1");
@@ -495,7 +570,11 @@ fn requests_to_the_client_follow_capabilities_and_revision() {
             // An answer that does not match the schema is refused.
             let id = json!("elicit-2");
             s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "ask_name"}}));
-            answer(&mut s, "elicitation/create", json!({"action": "accept", "content": {"age": "old"}}));
+            answer(
+                &mut s,
+                "elicitation/create",
+                json!({"action": "accept", "content": {"age": "old"}}),
+            );
             assert_eq!(s.response(&id)["result"]["isError"], true);
         } else {
             let r = s.response(&id);
@@ -521,12 +600,18 @@ fn requests_to_the_client_follow_capabilities_and_revision() {
         let mut s = Server::start();
         s.initialize(version, json!({}));
         for tool in ["sample", "list_roots", "ask_name"] {
-            let args = if tool == "sample" { json!({"prompt": "x"}) } else { json!({}) };
+            let args = if tool == "sample" {
+                json!({"prompt": "x"})
+            } else {
+                json!({})
+            };
             let r = s.ok("tools/call", json!({"name": tool, "arguments": args}));
             assert_eq!(r["isError"], true, "{version} {tool}");
         }
         assert!(
-            !s.seen.iter().any(|v| v.get("method").is_some() && v.get("id").is_some()),
+            !s.seen
+                .iter()
+                .any(|v| v.get("method").is_some() && v.get("id").is_some()),
             "no server-to-client request without the capability: {:?}",
             s.seen
         );
@@ -539,17 +624,36 @@ fn legacy_prefixed_methods_map_onto_the_standard_ones() {
     let mut s = Server::start();
     let init = s.ok("mcp/initialize", json!({}));
     assert_eq!(init["protocolVersion"], "2025-11-25");
-    assert!(init["methods"].as_array().unwrap().contains(&json!("mcp/tool/execute")));
+    assert!(
+        init["methods"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mcp/tool/execute"))
+    );
     let tools = s.ok("mcp/listTools", json!(null));
-    let echo = tools.as_array().unwrap().iter().find(|t| t["toolId"] == "echo").unwrap();
+    let echo = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["toolId"] == "echo")
+        .unwrap();
     assert_eq!(echo["inputSchema"]["type"], "object");
-    let out = s.ok("mcp/tool/execute", json!({"toolId": "echo", "inputs": {"text": "hey"}}));
+    let out = s.ok(
+        "mcp/tool/execute",
+        json!({"toolId": "echo", "inputs": {"text": "hey"}}),
+    );
     assert_eq!(out, json!([{"type": "text", "text": "hey"}]));
-    let out = s.ok("mcp/tool/execute", json!({"toolId": "add", "inputs": {"a": 1, "b": 2}}));
+    let out = s.ok(
+        "mcp/tool/execute",
+        json!({"toolId": "add", "inputs": {"a": 1, "b": 2}}),
+    );
     assert_eq!(out, json!({"sum": 3.0}));
     let e = s.err("mcp/tool/execute", json!({"toolId": "fail"}));
     assert_eq!(e["code"], -32000);
-    assert_eq!(s.err("mcp/tool/execute", json!({"inputs": {}}))["code"], -32602);
+    assert_eq!(
+        s.err("mcp/tool/execute", json!({"inputs": {}}))["code"],
+        -32602
+    );
     let resources = s.ok("mcp/listResources", json!({}));
     let ids: Vec<&str> = resources
         .as_array()
@@ -557,8 +661,18 @@ fn legacy_prefixed_methods_map_onto_the_standard_ones() {
         .iter()
         .map(|r| r["resourceId"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["test://static-text", "test://static-binary", "test://template/{id}/data"]);
-    let contents = s.ok("mcp/resource/read", json!({"resourceId": "test://static-text"}));
+    assert_eq!(
+        ids,
+        [
+            "test://static-text",
+            "test://static-binary",
+            "test://template/{id}/data"
+        ]
+    );
+    let contents = s.ok(
+        "mcp/resource/read",
+        json!({"resourceId": "test://static-text"}),
+    );
     assert_eq!(contents[0]["text"], "Hello, world!");
     let contents = s.ok(
         "mcp/resource/read",
@@ -575,5 +689,31 @@ fn eof_while_a_request_runs_shuts_down_promptly() {
     s.send(json!({"jsonrpc": "2.0", "id": 1000, "method": "tools/call",
         "params": {"name": "slow", "arguments": {"steps": 20}}}));
     std::thread::sleep(Duration::from_millis(50));
+    s.shutdown();
+}
+
+#[test]
+fn refused_envelopes_do_not_leak_request_ids() {
+    let mut s = Server::start();
+    s.initialize("2025-03-26", json!({}));
+    for line in [
+        r#"{"jsonrpc":"2.0","id":5,"method":7}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"ping","params":3}"#,
+        r#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#,
+    ] {
+        s.write_raw(line);
+        let r = s.response(&json!(5));
+        assert_eq!(r["error"]["code"], -32600, "{line}: {r}");
+    }
+    // The id is free again.
+    s.send(json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
+    let r = s.response(&json!(5));
+    assert_eq!(r["result"], json!({}), "{r}");
+    // A batch from a 2025-03-26 client is answered as an array.
+    s.write_raw(
+        r#"[{"jsonrpc":"2.0","id":"b1","method":"ping"},{"jsonrpc":"2.0","id":"b2","method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}]"#,
+    );
+    let batch = s.wait_for("batch", Value::is_array);
+    assert_eq!(batch.as_array().unwrap().len(), 2);
     s.shutdown();
 }

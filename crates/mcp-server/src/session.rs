@@ -533,7 +533,7 @@ where
                     let shared = Arc::clone(&shared);
                     handles.push(tokio::spawn(async move {
                         let _permit = permit;
-                        handle_message(shared, item, false).await
+                        handle_message(shared, item, None).await
                     }));
                 }
                 let batch_shared = Arc::clone(&shared);
@@ -553,14 +553,17 @@ where
                 let is_request = message.get("method").is_some() && message.get("id").is_some();
                 if is_request {
                     let permit = Arc::clone(&semaphore).acquire_owned().await.ok();
+                    // Register the request before reading on, so that a `notifications/cancelled`
+                    // on the next line always finds it.
+                    let token = register(&shared, message.get("id"));
                     let shared = Arc::clone(&shared);
                     tokio::spawn(async move {
                         let _permit = permit;
-                        if let Some(r) = handle_message(Arc::clone(&shared), message, true).await {
+                        if let Some(r) = handle_message(Arc::clone(&shared), message, token).await {
                             shared.send(r).await;
                         }
                     });
-                } else if let Some(r) = handle_message(Arc::clone(&shared), message, true).await {
+                } else if let Some(r) = handle_message(Arc::clone(&shared), message, None).await {
                     shared.send(r).await;
                 }
             }
@@ -599,14 +602,44 @@ where
 
 /// Handles one message; returns the response to send, if any. Requests are answered here
 /// (they run on their own task), notifications and responses are applied in wire order.
-async fn handle_message(shared: Arc<Shared>, message: Value, _single: bool) -> Option<Value> {
+/// Registers an in-flight request id; `None` if the id is not usable or already in flight (the
+/// request is then refused by [`handle_message`]).
+fn register(shared: &Shared, id: Option<&Value>) -> Option<CancellationToken> {
+    let id = id?;
+    if !(id.is_string() || id.is_i64() || id.is_u64()) {
+        return None;
+    }
+    let mut inflight = lock(&shared.inflight);
+    let key = id_key(id);
+    if inflight.contains_key(&key) {
+        return None;
+    }
+    let token = shared.closed.child_token();
+    inflight.insert(key, token.clone());
+    Some(token)
+}
+
+async fn handle_message(
+    shared: Arc<Shared>,
+    message: Value,
+    registered: Option<CancellationToken>,
+) -> Option<Value> {
     let Value::Object(mut obj) = message else {
         return Some(json!({"jsonrpc": "2.0", "id": null,
             "error": ErrorData::invalid_request("a message must be a JSON object")}));
     };
     let id = obj.remove("id");
     let error_for = |id: Value, e: ErrorData| Some(json!({"jsonrpc": "2.0", "id": id, "error": e}));
+    // A request refused before it runs must not stay registered as in flight.
+    let unregister = |id: &Option<Value>| {
+        if registered.is_some()
+            && let Some(id) = id
+        {
+            lock(&shared.inflight).remove(&id_key(id));
+        }
+    };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        unregister(&id);
         return error_for(
             id.unwrap_or(Value::Null),
             ErrorData::invalid_request("`jsonrpc` must be \"2.0\""),
@@ -627,21 +660,16 @@ async fn handle_message(shared: Arc<Shared>, message: Value, _single: bool) -> O
                 .as_ref()
                 .is_some_and(|p| !p.is_object() && !p.is_array())
             {
+                unregister(&Some(id.clone()));
                 return error_for(id, ErrorData::invalid_request("params must be an object"));
             }
             let key = id_key(&id);
-            let cancel = shared.closed.child_token();
-            {
-                let mut inflight = lock(&shared.inflight);
-                if inflight.contains_key(&key) {
-                    drop(inflight);
-                    return error_for(
-                        id,
-                        ErrorData::invalid_request("a request with this id is already in flight"),
-                    );
-                }
-                inflight.insert(key.clone(), cancel.clone());
-            }
+            let Some(cancel) = registered.or_else(|| register(&shared, Some(&id))) else {
+                return error_for(
+                    id,
+                    ErrorData::invalid_request("a request with this id is already in flight"),
+                );
+            };
             let endpoint = SessionEndpoint {
                 shared: Arc::clone(&shared),
                 cancel: cancel.clone(),
@@ -714,9 +742,12 @@ async fn handle_message(shared: Arc<Shared>, message: Value, _single: bool) -> O
             let _ = waiter.send(outcome);
             None
         }
-        (id, _) => error_for(
-            id.unwrap_or(Value::Null),
-            ErrorData::invalid_request("not a JSON-RPC request, notification or response"),
-        ),
+        (id, _) => {
+            unregister(&id);
+            error_for(
+                id.unwrap_or(Value::Null),
+                ErrorData::invalid_request("not a JSON-RPC request, notification or response"),
+            )
+        }
     }
 }
