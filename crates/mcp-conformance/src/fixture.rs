@@ -1,0 +1,406 @@
+//! The server fixture: every tool, resource, template and prompt the conformance server
+//! scenarios call, with the exact names, texts and MIME types they check.
+
+use std::time::Duration;
+
+use mcp_server::model::{
+    ContentBlock, CreateMessageRequest, ElicitAction, Implementation, LoggingLevel, PromptMessage,
+    ResourceContents, SamplingMessage,
+};
+use mcp_server::{NoArgs, Prompt, Resource, ResourceTemplate, Server, Tool, ToolContext, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// A one-pixel PNG.
+pub const PNG: &[u8] = &[
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0xF8, 0xCF, 0xC0, 0xF0,
+    0x1F, 0x00, 0x05, 0x00, 0x01, 0xFF, 0x89, 0x99, 0x3D, 0x1D, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+];
+
+/// A WAV file: the RIFF header of one 8 kHz mono 8-bit sample of silence.
+pub const WAV: &[u8] = &[
+    b'R', b'I', b'F', b'F', 37, 0, 0, 0, b'W', b'A', b'V', b'E', b'f', b'm', b't', b' ', 16, 0, 0,
+    0, 1, 0, 1, 0, 0x40, 0x1F, 0, 0, 0x40, 0x1F, 0, 0, 1, 0, 8, 0, b'd', b'a', b't', b'a', 1, 0, 0,
+    0, 0x80,
+];
+
+#[derive(Deserialize, JsonSchema)]
+struct SamplingArgs {
+    /// The prompt to send to the client's model.
+    prompt: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ElicitationArgs {
+    /// The message to show the user.
+    message: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct PromptArgs {
+    /// First argument
+    arg1: String,
+    /// Second argument
+    arg2: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct EmbeddedPromptArgs {
+    /// URI of the resource to embed
+    #[serde(rename = "resourceUri")]
+    resource_uri: String,
+}
+
+#[derive(Deserialize)]
+struct TemplateVars {
+    id: String,
+}
+
+async fn with_logging(cx: ToolContext, _args: NoArgs) -> &'static str {
+    cx.log(LoggingLevel::Info, "Tool execution started").await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    cx.log(LoggingLevel::Info, "Tool processing data").await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    cx.log(LoggingLevel::Info, "Tool execution completed").await;
+    "Tool with logging executed successfully"
+}
+
+async fn with_progress(cx: ToolContext, _args: NoArgs) -> &'static str {
+    for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        cx.progress(step, Some(100.0), None).await;
+    }
+    "Tool with progress executed successfully"
+}
+
+async fn sampling(cx: ToolContext, args: SamplingArgs) -> Result<String, ToolError> {
+    let request = CreateMessageRequest {
+        messages: vec![SamplingMessage::user_text(args.prompt)],
+        max_tokens: 100,
+        ..CreateMessageRequest::default()
+    };
+    let answer = cx
+        .sample("sample", request)
+        .await
+        .map_err(ToolError::execution)?;
+    Ok(format!(
+        "LLM response: {}",
+        answer.text().unwrap_or_else(|| answer.content.to_string())
+    ))
+}
+
+async fn elicit(cx: &ToolContext, message: &str, schema: Value) -> Result<String, ToolError> {
+    let answer = cx
+        .elicit_with_schema("input", message, schema)
+        .await
+        .map_err(ToolError::execution)?;
+    let action = match answer.action {
+        ElicitAction::Accept => "accept",
+        ElicitAction::Decline => "decline",
+        ElicitAction::Cancel => "cancel",
+    };
+    let content = Value::Object(answer.content.unwrap_or_default());
+    Ok(format!("User response: action={action}, content={content}"))
+}
+
+async fn elicitation(cx: ToolContext, args: ElicitationArgs) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"}
+        },
+        "required": ["username", "email"]
+    });
+    elicit(&cx, &args.message, schema).await
+}
+
+async fn elicitation_defaults(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+            "age": {"type": "integer", "description": "User age", "default": 30},
+            "score": {"type": "number", "description": "User score", "default": 95.5},
+            "status": {
+                "type": "string",
+                "description": "User status",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active"
+            },
+            "verified": {"type": "boolean", "description": "Verification status", "default": true}
+        },
+        "required": []
+    });
+    elicit(&cx, "Please review and update the form fields with defaults", schema).await
+}
+
+async fn elicitation_enums(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {
+                "type": "string",
+                "description": "Select one option",
+                "enum": ["option1", "option2", "option3"]
+            },
+            "titledSingle": {
+                "type": "string",
+                "description": "Select one option with titles",
+                "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"}
+                ]
+            },
+            "legacyEnum": {
+                "type": "string",
+                "description": "Select one option (legacy)",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"]
+            },
+            "untitledMulti": {
+                "type": "array",
+                "description": "Select multiple options",
+                "minItems": 1,
+                "maxItems": 3,
+                "items": {"type": "string", "enum": ["option1", "option2", "option3"]}
+            },
+            "titledMulti": {
+                "type": "array",
+                "description": "Select multiple options with titles",
+                "minItems": 1,
+                "maxItems": 3,
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"}
+                    ]
+                }
+            }
+        },
+        "required": []
+    });
+    elicit(&cx, "Please select options from the enum fields", schema).await
+}
+
+/// The input schema of `json_schema_2020_12_tool`, which `tools/list` must show verbatim.
+pub fn json_schema_2020_12() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "$anchor": "addressDef",
+                "type": "object",
+                "properties": {
+                    "street": {"type": "string"},
+                    "city": {"type": "string"}
+                }
+            }
+        },
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["email", "phone"]},
+            "email": {"type": "string"},
+            "phone": {"type": "string"}
+        },
+        "allOf": [
+            {"anyOf": [{"required": ["name"]}, {"required": ["address"]}, {"required": []}]}
+        ],
+        "if": {"properties": {"contactMethod": {"const": "email"}}, "required": ["contactMethod"]},
+        "then": {"required": ["email"]},
+        "else": {},
+        "additionalProperties": false
+    })
+}
+
+/// Builds the fixture server.
+///
+/// # Errors
+///
+/// A [`mcp_server::BuildError`] if a registration is invalid (a bug in this fixture).
+pub fn try_build() -> Result<Server, mcp_server::BuildError> {
+    Server::builder(Implementation::new("mcp-conformance-everything-server", env!("CARGO_PKG_VERSION")))
+        .tool(
+            Tool::new("test_simple_text").description("Tests simple text content response"),
+            |_cx: ToolContext, _args: NoArgs| async {
+                "This is a simple text response for testing."
+            },
+        )
+        .tool(
+            Tool::new("test_image_content").description("Tests image content response"),
+            |_cx: ToolContext, _args: NoArgs| async { ContentBlock::image(PNG, "image/png") },
+        )
+        .tool(
+            Tool::new("test_audio_content").description("Tests audio content response"),
+            |_cx: ToolContext, _args: NoArgs| async { ContentBlock::audio(WAV, "audio/wav") },
+        )
+        .tool(
+            Tool::new("test_embedded_resource").description("Tests embedded resource content response"),
+            |_cx: ToolContext, _args: NoArgs| async {
+                ContentBlock::embedded(
+                    ResourceContents::text(
+                        "test://embedded-resource",
+                        "This is an embedded resource content.",
+                    )
+                    .with_mime_type("text/plain"),
+                )
+            },
+        )
+        .tool(
+            Tool::new("test_multiple_content_types")
+                .description("Tests response with multiple content types (text, image, resource)"),
+            |_cx: ToolContext, _args: NoArgs| async {
+                vec![
+                    ContentBlock::text("Multiple content types test:"),
+                    ContentBlock::image(PNG, "image/png"),
+                    ContentBlock::embedded(
+                        ResourceContents::text(
+                            "test://mixed-content-resource",
+                            r#"{"test":"data","value":123}"#,
+                        )
+                        .with_mime_type("application/json"),
+                    ),
+                ]
+            },
+        )
+        .tool(
+            Tool::new("test_tool_with_logging")
+                .description("Tests tool that emits log messages during execution"),
+            with_logging,
+        )
+        .tool(
+            Tool::new("test_tool_with_progress").description("Tests tool that reports progress notifications"),
+            with_progress,
+        )
+        .tool(
+            Tool::new("test_error_handling").description("Tests error response handling"),
+            |_cx: ToolContext, _args: NoArgs| async {
+                Err::<String, _>(ToolError::execution(
+                    "This tool intentionally returns an error for testing",
+                ))
+            },
+        )
+        .tool(
+            Tool::new("test_sampling").description("Tests server-initiated sampling (LLM completion request)"),
+            sampling,
+        )
+        .tool(
+            Tool::new("test_elicitation").description("Tests server-initiated elicitation (user input request)"),
+            elicitation,
+        )
+        .tool(
+            Tool::new("test_elicitation_sep1034_defaults")
+                .description("Tests elicitation with default values for all primitive types (SEP-1034)"),
+            elicitation_defaults,
+        )
+        .tool(
+            Tool::new("test_elicitation_sep1330_enums")
+                .description("Tests elicitation with enum schema improvements (SEP-1330)"),
+            elicitation_enums,
+        )
+        .tool_raw(
+            Tool::new("json_schema_2020_12_tool")
+                .description("Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)")
+                .input_schema(json_schema_2020_12()),
+            |_cx: ToolContext, args: Value| async move {
+                format!("JSON Schema 2020-12 tool called with: {args}")
+            },
+        )
+        .resource(
+            Resource::new("test://static-text", "static-text")
+                .description("A static text resource for testing")
+                .mime_type("text/plain"),
+            |_cx| async { "This is the content of the static text resource." },
+        )
+        .resource(
+            Resource::new("test://static-binary", "static-binary")
+                .description("A static binary resource (image) for testing")
+                .mime_type("image/png"),
+            |_cx| async { PNG.to_vec() },
+        )
+        .resource(
+            Resource::new("test://watched-resource", "watched-resource")
+                .description("A resource that can be subscribed to")
+                .mime_type("text/plain"),
+            |_cx| async { "Watched resource content" },
+        )
+        .resource_template(
+            ResourceTemplate::new("test://template/{id}/data", "template")
+                .description("A resource template with parameter substitution")
+                .mime_type("application/json"),
+            |_cx, vars: TemplateVars| async move {
+                json!({"id": vars.id, "templateTest": true, "data": format!("Data for ID: {}", vars.id)})
+                    .to_string()
+            },
+        )
+        .prompt(
+            Prompt::new("test_simple_prompt").description("A simple prompt without arguments"),
+            |_cx, _args: NoArgs| async { "This is a simple prompt for testing.".to_owned() },
+        )
+        .prompt(
+            Prompt::new("test_prompt_with_arguments").description("A prompt with required arguments"),
+            |_cx, args: PromptArgs| async move {
+                format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'",
+                    args.arg1, args.arg2
+                )
+            },
+        )
+        .prompt(
+            Prompt::new("test_prompt_with_embedded_resource")
+                .description("A prompt that includes an embedded resource"),
+            |_cx, args: EmbeddedPromptArgs| async move {
+                vec![
+                    PromptMessage::user(ContentBlock::embedded(
+                        ResourceContents::text(
+                            args.resource_uri,
+                            "Embedded resource content for testing.",
+                        )
+                        .with_mime_type("text/plain"),
+                    )),
+                    PromptMessage::user(ContentBlock::text(
+                        "Please process the embedded resource above.",
+                    )),
+                ]
+            },
+        )
+        .prompt(
+            Prompt::new("test_prompt_with_image").description("A prompt that includes image content"),
+            |_cx, _args: NoArgs| async {
+                vec![
+                    PromptMessage::user(ContentBlock::image(PNG, "image/png")),
+                    PromptMessage::user(ContentBlock::text("Please analyze the image above.")),
+                ]
+            },
+        )
+        .prompt_completion("test_prompt_with_arguments", "arg1", |value, _context| async move {
+            ["paris", "park", "party", "test", "testValue1"]
+                .into_iter()
+                .filter(|c| c.starts_with(value.as_str()))
+                .map(str::to_owned)
+                .collect()
+        })
+        .build()
+}
+
+/// Builds the fixture server; the registrations are fixed, so this only fails on a bug here.
+///
+/// # Panics
+///
+/// If [`try_build`] fails, which the crate's tests rule out.
+pub fn build() -> Server {
+    match try_build() {
+        Ok(server) => server,
+        Err(e) => panic!("the conformance fixture is invalid: {e}"),
+    }
+}
