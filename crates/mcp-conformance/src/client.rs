@@ -373,7 +373,9 @@ fn auth_provider(run: &Run) -> Result<Arc<dyn mcp_auth::AuthProvider>, RunError>
 
 async fn connect(run: &Run) -> Result<Session, RunError> {
     use mcp_transport_http::client::StreamableHttpClient;
-    let mut builder = StreamableHttpClient::builder(run.url.clone());
+    // No standalone GET stream: every scenario's server messages travel on the POST streams,
+    // and `sse-retry` counts any GET as the reconnection it times.
+    let mut builder = StreamableHttpClient::builder(run.url.clone()).standalone_stream(false);
     if run.scenario.starts_with("auth/") {
         builder = builder.auth(auth_provider(run)?);
     }
