@@ -82,7 +82,12 @@ pub async fn serve_connection(server: Server, connection: Connection) {
     let (server_end, bridge_end) = tokio::io::duplex(PIPE_CAPACITY);
     let (server_read, server_write) = tokio::io::split(server_end);
     let (bridge_read, bridge_write) = tokio::io::split(bridge_end);
-    let pipe = Connection::framed(bridge_read, bridge_write, Framing::Line, CodecConfig::default());
+    let pipe = Connection::framed(
+        bridge_read,
+        bridge_write,
+        Framing::Line,
+        CodecConfig::default(),
+    );
     let (mut from_server, mut to_server) = pipe.into_parts();
     let (mut from_client, to_client) = connection.into_parts();
     let to_client = Arc::new(tokio::sync::Mutex::new(to_client));
@@ -169,4 +174,66 @@ pub async fn serve_connection(server: Server, connection: Connection) {
         () = outbound => {}
     }
     session.abort();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_jsonrpc::{Notification, Response};
+
+    fn raw(v: Value) -> Option<Box<serde_json::value::RawValue>> {
+        mcp_jsonrpc::to_raw(&v).ok()
+    }
+
+    fn request(id: i64, params: Value) -> Message {
+        Message::Request(Request::new(id, "tools/call", raw(params)))
+    }
+
+    fn notification(method: &str, params: Value) -> Message {
+        Message::Notification(Notification::new(method, raw(params)))
+    }
+
+    use mcp_jsonrpc::Request;
+
+    #[test]
+    fn progress_follows_its_token_and_logs_the_single_request() {
+        let mut f = InFlight::default();
+        f.arrived(&request(1, json_meta("tok-1")));
+        f.arrived(&request(2, serde_json::json!({})));
+        let progress = notification(
+            "notifications/progress",
+            serde_json::json!({"progressToken": "tok-1", "progress": 1}),
+        );
+        assert_eq!(f.related(&progress), Some(Id::Number(1)));
+        // Two requests in flight: a log message cannot be attributed.
+        let log = notification(
+            "notifications/message",
+            serde_json::json!({"level": "info"}),
+        );
+        assert_eq!(f.related(&log), None);
+        let done = Message::Response(Response::success(
+            Id::Number(1),
+            raw(serde_json::json!({})).unwrap(),
+        ));
+        assert_eq!(f.related(&done), Some(Id::Number(1)));
+        // Request 1 finished: its token is forgotten and request 2 is the only one left.
+        assert_eq!(f.related(&progress), None);
+        assert_eq!(f.related(&log), Some(Id::Number(2)));
+    }
+
+    fn json_meta(token: &str) -> Value {
+        serde_json::json!({"name": "t", "_meta": {"progressToken": token}})
+    }
+
+    #[test]
+    fn unreadable_params_relate_nothing() {
+        let mut f = InFlight::default();
+        f.arrived(&Message::Request(Request::new(
+            7,
+            "x",
+            raw(serde_json::json!([1, 2])),
+        )));
+        let progress = notification("notifications/progress", serde_json::json!([1]));
+        assert_eq!(f.related(&progress), None);
+    }
 }

@@ -85,7 +85,9 @@ impl Run {
             _ => json!({}),
         };
         if !context.is_object() {
-            return Err(RunError::Input("MCP_CONFORMANCE_CONTEXT is not an object".into()));
+            return Err(RunError::Input(
+                "MCP_CONFORMANCE_CONTEXT is not an object".into(),
+            ));
         }
         Ok(Run {
             scenario,
@@ -129,7 +131,9 @@ impl Answers {
                 "model": "test-model",
                 "stopReason": "endTurn"
             })),
-            "roots/list" => Ok(json!({"roots": [{"uri": "file:///test/root", "name": "Test Root"}]})),
+            "roots/list" => {
+                Ok(json!({"roots": [{"uri": "file:///test/root", "name": "Test Root"}]}))
+            }
             "ping" => Ok(json!({})),
             other => Err(ErrorObject::method_not_found(other)),
         }
@@ -203,9 +207,7 @@ impl Session {
             Value::Object(map) => map,
             _ => Map::new(),
         };
-        let meta = params
-            .entry("_meta")
-            .or_insert_with(|| json!({}));
+        let meta = params.entry("_meta").or_insert_with(|| json!({}));
         if let Value::Object(meta) = meta {
             meta.insert(
                 "io.modelcontextprotocol/protocolVersion".into(),
@@ -284,7 +286,9 @@ impl Session {
                         Ok(answer) => {
                             responses.insert(key.clone(), answer);
                         }
-                        Err(e) => tracing::warn!(key, method, error = %e.message, "cannot answer an input request"),
+                        Err(e) => {
+                            tracing::warn!(key, method, error = %e.message, "cannot answer an input request")
+                        }
                     }
                 }
             }
@@ -353,14 +357,17 @@ fn auth_provider(run: &Run) -> Result<Arc<dyn mcp_auth::AuthProvider>, RunError>
         }
         "auth/client-credentials-jwt" => {
             let (Some(id), Some(pem)) = (id, run.context_str("private_key_pem")) else {
-                return Err(RunError::Input("client_id and private_key_pem needed".into()));
+                return Err(RunError::Input(
+                    "client_id and private_key_pem needed".into(),
+                ));
             };
             let alg = run
                 .context_str("signing_algorithm")
                 .and_then(SigningAlgorithm::from_name)
                 .unwrap_or(SigningAlgorithm::Es256);
             let key = PrivateKeyJwt::from_pem(pem.as_bytes(), alg)?;
-            builder = builder.client_credentials_grant(ClientCredentials::with_private_key(id, key));
+            builder =
+                builder.client_credentials_grant(ClientCredentials::with_private_key(id, key));
         }
         _ => {
             if let (Some(id), Some(secret)) = (id, secret) {
@@ -451,7 +458,9 @@ pub async fn run(run: Run) -> Result<(), RunError> {
         "initialize" => {}
         "tools_call" => {
             session.list_tools().await?;
-            session.call_tool("add_numbers", json!({"a": 5, "b": 3})).await?;
+            session
+                .call_tool("add_numbers", json!({"a": 5, "b": 3}))
+                .await?;
         }
         "elicitation-sep1034-client-defaults" => {
             session.list_tools().await?;
@@ -492,7 +501,11 @@ pub async fn run(run: Run) -> Result<(), RunError> {
         }
         "auth/scope-step-up" | "auth/scope-retry-limit" => {
             let tools = session.list_tools().await?;
-            if let Some(name) = tools.first().and_then(|t| t.get("name")).and_then(Value::as_str) {
+            if let Some(name) = tools
+                .first()
+                .and_then(|t| t.get("name"))
+                .and_then(Value::as_str)
+            {
                 let args = arguments_for(&run, name);
                 session.call_tool(name, args).await?;
             }
@@ -535,4 +548,53 @@ async fn call_every_tool(session: &mut Session) -> Result<(), RunError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elicitation_is_accepted_with_every_default() {
+        let params = json!({
+            "message": "m",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "default": "John Doe"},
+                    "age": {"type": "integer", "default": 30},
+                    "status": {"type": "string", "enum": ["a", "b"], "default": "b"},
+                    "email": {"type": "string"},
+                    "note": {"type": "string"}
+                },
+                "required": ["email"]
+            }
+        });
+        let answer = Answers::answer("elicitation/create", &params).unwrap();
+        assert_eq!(answer["action"], "accept");
+        assert_eq!(answer["content"]["name"], "John Doe");
+        assert_eq!(answer["content"]["age"], 30);
+        assert_eq!(answer["content"]["status"], "b");
+        assert_eq!(answer["content"]["email"], "test@example.com");
+        assert!(answer["content"].get("note").is_none());
+    }
+
+    #[test]
+    fn unknown_server_requests_are_refused() {
+        let err = Answers::answer("tools/list", &json!({}));
+        assert_eq!(err.map_err(|e| e.code), Err(-32601));
+    }
+
+    #[test]
+    fn context_arguments_win_over_defaults() {
+        let run = Run {
+            scenario: "http-custom-headers".into(),
+            protocol_version: "2026-07-28".into(),
+            context: json!({"toolCalls": [{"name": "add_numbers", "arguments": {"a": 1, "b": 2}}]}),
+            url: "http://localhost/mcp".into(),
+        };
+        assert_eq!(arguments_for(&run, "add_numbers"), json!({"a": 1, "b": 2}));
+        assert_eq!(arguments_for(&run, "other"), json!({}));
+        assert!(run.stateless());
+    }
 }

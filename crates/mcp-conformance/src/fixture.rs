@@ -7,7 +7,9 @@ use mcp_server::model::{
     ContentBlock, CreateMessageRequest, ElicitAction, Implementation, LoggingLevel, PromptMessage,
     ResourceContents, SamplingMessage,
 };
-use mcp_server::{NoArgs, Prompt, Resource, ResourceTemplate, Server, Tool, ToolContext, ToolError};
+use mcp_server::{
+    NoArgs, Prompt, Resource, ResourceTemplate, Server, Tool, ToolContext, ToolError,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -138,7 +140,12 @@ async fn elicitation_defaults(cx: ToolContext, _args: NoArgs) -> Result<String, 
         },
         "required": []
     });
-    elicit(&cx, "Please review and update the form fields with defaults", schema).await
+    elicit(
+        &cx,
+        "Please review and update the form fields with defaults",
+        schema,
+    )
+    .await
 }
 
 async fn elicitation_enums(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {

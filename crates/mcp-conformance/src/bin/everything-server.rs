@@ -15,7 +15,11 @@ fn port() -> Result<u16, String> {
             "--port" => port = Some(args.next().ok_or("--port needs a value")?),
             other => match other.strip_prefix("--port=") {
                 Some(p) => port = Some(p.to_owned()),
-                None => return Err(format!("unknown argument `{other}`; usage: everything-server [--port N]")),
+                None => {
+                    return Err(format!(
+                        "unknown argument `{other}`; usage: everything-server [--port N]"
+                    ));
+                }
             },
         }
     }
@@ -32,8 +36,8 @@ async fn main() -> std::io::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
     let port = port().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    let server = fixture::try_build()
-        .map_err(|e| std::io::Error::other(format!("invalid fixture: {e}")))?;
+    let server =
+        fixture::try_build().map_err(|e| std::io::Error::other(format!("invalid fixture: {e}")))?;
     let service = StreamableHttpService::builder(move |connection| {
         bridge::serve_connection(server.clone(), connection)
     })
