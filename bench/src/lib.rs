@@ -14,4 +14,5 @@ pub mod echo;
 pub mod lines;
 pub mod load;
 pub mod procfs;
+pub mod report;
 pub mod stats;

@@ -10,6 +10,7 @@
 //!
 //! LOAD: --inflight N (1)  --duration SECS (3) | --calls N  --warmup SECS (0.5)
 //!       --protocol 2025-11-25|2026-07-28  --text-len BYTES (100)  --max-message BYTES
+//!       --timeout SECS (the run, including start-up; default warm-up + duration + 60)
 //! ```
 //! Without a command, `--http --url URL` drives a server started elsewhere (no memory figures).
 
@@ -54,11 +55,18 @@ fn run() -> Result<Report> {
     let cold_start: Option<usize> = args.parsed_opt("--cold-start")?;
     let calls: Option<u64> = args.parsed_opt("--calls")?;
     let duration: f64 = args.parsed("--duration", 3.0)?;
+    let warmup: f64 = args.parsed("--warmup", 0.5)?;
+    let timeout: Option<f64> = args.parsed_opt("--timeout")?;
+    let timeout = match (timeout, calls) {
+        (Some(timeout), _) => timeout,
+        (None, None) if sessions.is_none() && cold_start.is_none() => warmup + duration + 60.0,
+        (None, _) => 300.0,
+    };
     let defaults = LoadOptions::default();
     let options = LoadOptions {
         protocol: args.parsed("--protocol", Protocol::Session)?,
         inflight: args.parsed("--inflight", 1)?,
-        warmup: seconds(args.parsed("--warmup", 0.5)?, "--warmup")?,
+        warmup: seconds(warmup, "--warmup")?,
         stop: match calls {
             Some(calls) => Stop::Calls(calls),
             None => Stop::After(seconds(duration, "--duration")?),
@@ -66,17 +74,16 @@ fn run() -> Result<Report> {
         text_len: args.parsed("--text-len", defaults.text_len)?,
         max_message: args.parsed("--max-message", defaults.max_message)?,
         max_samples: args.parsed("--max-samples", defaults.max_samples)?,
+        timeout: seconds(timeout, "--timeout")?,
     };
     let command = args.finish()?;
 
     match (use_stdio, use_http) {
         (true, false) => {
             if let Some(samples) = cold_start {
-                return Ok(Report::ColdStart(stdio::cold_start(
-                    &command,
-                    samples,
-                    options.max_message,
-                )?));
+                let report =
+                    stdio::cold_start(&command, samples, options.max_message, options.timeout)?;
+                return Ok(Report::ColdStart(report));
             }
             if sessions.is_some() {
                 return Err(fail!("--sessions needs --http"));
@@ -87,31 +94,35 @@ fn run() -> Result<Report> {
             if cold_start.is_some() {
                 return Err(fail!("--cold-start needs --stdio"));
             }
-            let (target, mut server) = if command.is_empty() {
+            let (target, server) = if command.is_empty() {
                 let url = url.ok_or_else(|| fail!("--http needs --url or a server command"))?;
                 (Target::parse(&url)?, None)
             } else {
                 let addr = driver::free_local_addr()?;
-                let mut server = ServerProcess::spawn(&driver::substitute(&command, addr), false)?;
-                http::wait_listening(addr, &mut server, Duration::from_secs(10))?;
+                let server = ServerProcess::spawn(&driver::substitute(&command, addr), false)?;
+                http::wait_listening(addr, &server, Duration::from_secs(10))?;
                 let url = url.unwrap_or_else(|| format!("http://{addr}/mcp"));
                 (Target::parse(&url)?, Some(server))
             };
             let pid = server.as_ref().map(ServerProcess::pid);
+            let watchdog = server.as_ref().map(|s| s.watchdog(options.timeout));
             let report = match sessions {
                 Some(count) => {
                     let pid = pid.ok_or_else(|| fail!("--sessions needs a server command"))?;
-                    Report::Sessions(http::sessions(
-                        target,
-                        options.protocol,
-                        count,
-                        pid,
-                        options.max_message,
-                    )?)
+                    let (protocol, max, timeout) =
+                        (options.protocol, options.max_message, options.timeout);
+                    http::sessions(target, protocol, count, pid, max, timeout).map(Report::Sessions)
                 }
-                None => Report::Throughput(http::throughput(target, &options, pid)?),
+                None => http::throughput(target, &options, pid).map(Report::Throughput),
             };
-            if let Some(server) = &mut server {
+            if watchdog.is_some_and(driver::Watchdog::disarm) {
+                return Err(fail!(
+                    "run not over within {:?}: server killed",
+                    options.timeout
+                ));
+            }
+            let report = report?;
+            if let Some(server) = &server {
                 server.check_running()?;
             }
             Ok(report)

@@ -276,7 +276,7 @@ pub fn throughput(
     }
     let target = Arc::new(target);
     let call = Arc::new(EchoCall::new(options.protocol, options.text_len));
-    let recorder = runtime()?.block_on(async {
+    let run = async {
         let mut connections = Vec::with_capacity(options.inflight);
         for _ in 0..options.inflight {
             connections.push(Connection::open(Arc::clone(&target), options.max_message).await?);
@@ -311,7 +311,10 @@ pub fn throughput(
             total.merge(task.await.map_err(|e| fail!("load task: {e}"))??);
         }
         Ok::<_, crate::load::Error>(total)
-    })?;
+    };
+    let recorder = runtime()?
+        .block_on(async { tokio::time::timeout(options.timeout, run).await })
+        .map_err(|_| fail!("run not over within {:?}", options.timeout))??;
     let memory = pid.and_then(|pid| procfs::memory(pid).ok());
     Ok(ThroughputReport {
         transport: "http".into(),
@@ -369,17 +372,19 @@ impl Lane {
 
 /// Opens `count` idle sessions (stateless: sends the `server/discover` and `tools/call` a fresh
 /// client would) after a small warm-up, and reports the server's resident memory per session.
+/// The whole run must end within `timeout`.
 pub fn sessions(
     target: Target,
     protocol: Protocol,
     count: u64,
     pid: u32,
     max_body: usize,
+    timeout: Duration,
 ) -> Result<SessionsReport> {
     const WARMUP_SESSIONS: u64 = 20;
     let target = Arc::new(target);
     let call = EchoCall::new(protocol, 100);
-    runtime()?.block_on(async {
+    let run = async {
         let mut connection = Connection::open(Arc::clone(&target), max_body).await?;
         let open = async |connection: &mut Connection, id: u64| -> Result<bool> {
             match protocol {
@@ -441,13 +446,16 @@ pub fn sessions(
                 0.0
             },
         })
-    })
+    };
+    runtime()?
+        .block_on(async { tokio::time::timeout(timeout, run).await })
+        .map_err(|_| fail!("sessions run not over within {timeout:?}"))?
 }
 
 /// Waits until something accepts connections on `addr` (or the server exits, or `timeout`).
 pub fn wait_listening(
     addr: SocketAddr,
-    server: &mut super::ServerProcess,
+    server: &super::ServerProcess,
     timeout: Duration,
 ) -> Result<()> {
     let deadline = Instant::now() + timeout;

@@ -5,7 +5,8 @@
 pub mod http;
 pub mod stdio;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::load::{DEFAULT_MAX_SAMPLES, Protocol, Result, Stop};
@@ -28,6 +29,9 @@ pub struct LoadOptions {
     pub max_message: usize,
     /// Latency samples kept.
     pub max_samples: usize,
+    /// The whole run (handshake included) must end within this, or the server is killed and
+    /// the run fails.
+    pub timeout: Duration,
 }
 
 impl Default for LoadOptions {
@@ -40,6 +44,7 @@ impl Default for LoadOptions {
             text_len: 100,
             max_message: 4 << 20,
             max_samples: DEFAULT_MAX_SAMPLES,
+            timeout: Duration::from_secs(120),
         }
     }
 }
@@ -50,7 +55,36 @@ pub const MAX_INFLIGHT: usize = 1024;
 /// A server process started by the driver; killed (if still running) when dropped.
 #[derive(Debug)]
 pub struct ServerProcess {
-    child: Child,
+    child: Arc<Mutex<Child>>,
+    pid: u32,
+}
+
+/// Kills the server if the run is not over in time (so a server that stops answering ends the
+/// run with an error instead of hanging the driver). Disarmed when dropped.
+#[derive(Debug)]
+pub struct Watchdog {
+    disarm: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<bool>>,
+}
+
+impl Watchdog {
+    /// Disarms it; returns whether it had fired.
+    pub fn disarm(mut self) -> bool {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> bool {
+        self.disarm.take();
+        self.thread
+            .take()
+            .is_some_and(|t| t.join().unwrap_or(false))
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
 impl ServerProcess {
@@ -71,37 +105,73 @@ impl ServerProcess {
         let child = cmd
             .spawn()
             .map_err(|e| crate::fail!("cannot start {program:?}: {e}"))?;
-        Ok(Self { child })
+        let pid = child.id();
+        Ok(Self {
+            child: Arc::new(Mutex::new(child)),
+            pid,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Child> {
+        // A poisoned lock only means another thread panicked while holding it; the child
+        // handle itself is still usable.
+        self.child
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid
     }
 
-    /// The child, for taking its pipes.
-    pub fn child_mut(&mut self) -> &mut Child {
-        &mut self.child
+    /// Takes the pipes of a server spawned with `pipes`.
+    pub fn take_pipes(&self) -> Result<(ChildStdin, ChildStdout)> {
+        let mut child = self.lock();
+        match (child.stdin.take(), child.stdout.take()) {
+            (Some(stdin), Some(stdout)) => Ok((stdin, stdout)),
+            _ => Err(crate::fail!("server pipes unavailable")),
+        }
     }
 
     /// Current and peak resident memory, if the process is still there.
     pub fn memory(&self) -> Option<Memory> {
-        procfs::memory(self.pid()).ok()
+        procfs::memory(self.pid).ok()
     }
 
     /// Fails if the process has exited.
-    pub fn check_running(&mut self) -> Result<()> {
-        match self.child.try_wait()? {
+    pub fn check_running(&self) -> Result<()> {
+        match self.lock().try_wait()? {
             Some(status) => Err(crate::fail!("server exited early: {status}")),
             None => Ok(()),
         }
     }
 
-    /// Waits up to `grace` for the process to exit on its own, then kills it.
-    pub fn finish(mut self, grace: Duration) {
+    /// Kills the server after `timeout` unless the returned guard is dropped first.
+    pub fn watchdog(&self, timeout: Duration) -> Watchdog {
+        let (tx, rx) = mpsc::channel::<()>();
+        let child = Arc::clone(&self.child);
+        let thread = std::thread::spawn(move || match rx.recv_timeout(timeout) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let mut child = child
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let _ = child.kill();
+                true
+            }
+            _ => false,
+        });
+        Watchdog {
+            disarm: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits up to `grace` for the process to exit on its own; it is killed when dropped.
+    pub fn finish(self, grace: Duration) {
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
-            match self.child.try_wait() {
+            match self.lock().try_wait() {
                 Ok(Some(_)) | Err(_) => return,
                 Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             }
@@ -111,10 +181,11 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
+        let mut child = self.lock();
+        if let Ok(None) = child.try_wait() {
+            let _ = child.kill();
         }
-        let _ = self.child.wait();
+        let _ = child.wait();
     }
 }
 

@@ -84,21 +84,28 @@ pub fn throughput(command: &[String], options: &LoadOptions) -> Result<Throughpu
     if options.inflight == 0 || options.inflight > MAX_INFLIGHT {
         return Err(fail!("--inflight must be 1..={MAX_INFLIGHT}"));
     }
-    let mut server = ServerProcess::spawn(command, true)?;
-    let child = server.child_mut();
-    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(fail!("server pipes unavailable"));
-    };
+    let server = ServerProcess::spawn(command, true)?;
+    let watchdog = server.watchdog(options.timeout);
+    let (mut stdin, stdout) = server.take_pipes()?;
     let mut reader = BufReader::with_capacity(READ_BUFFER, stdout);
     let call = EchoCall::new(options.protocol, options.text_len);
-    if options.protocol == Protocol::Session {
-        handshake(&mut stdin, &mut reader, options.max_message)?;
+    let result = (|| {
+        if options.protocol == Protocol::Session {
+            handshake(&mut stdin, &mut reader, options.max_message)?;
+        }
+        if options.inflight == 1 {
+            sequential(stdin, reader, &call, options, &server)
+        } else {
+            pipelined(stdin, reader, &call, options, &server)
+        }
+    })();
+    if watchdog.disarm() {
+        return Err(fail!(
+            "no answer within {:?}: server killed",
+            options.timeout
+        ));
     }
-    let (recorder, memory) = if options.inflight == 1 {
-        sequential(stdin, reader, &call, options, &server)?
-    } else {
-        pipelined(stdin, reader, &call, options, &server)?
-    };
+    let (recorder, memory) = result?;
     server.finish(Duration::from_secs(2));
     Ok(ThroughputReport {
         transport: "stdio".into(),
@@ -328,10 +335,12 @@ fn answer(
 
 /// Spawn to `initialize` answer: one unmeasured run (so the binary is in the page cache), then
 /// the median of `samples` runs.
+/// Each start must answer within `timeout`.
 pub fn cold_start(
     command: &[String],
     samples: usize,
     max_message: usize,
+    timeout: Duration,
 ) -> Result<ColdStartReport> {
     if samples == 0 {
         return Err(fail!("--cold-start needs at least one sample"));
@@ -339,11 +348,9 @@ pub fn cold_start(
     let mut times = Vec::with_capacity(samples);
     for round in 0..=samples {
         let started = Instant::now();
-        let mut server = ServerProcess::spawn(command, true)?;
-        let child = server.child_mut();
-        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(fail!("server pipes unavailable"));
-        };
+        let server = ServerProcess::spawn(command, true)?;
+        let watchdog = server.watchdog(timeout);
+        let (mut stdin, stdout) = server.take_pipes()?;
         let mut reader = BufReader::with_capacity(READ_BUFFER, stdout);
         stdin.write_all(&initialize_request(Protocol::Session.version()))?;
         let mut line = Vec::new();
@@ -364,6 +371,11 @@ pub fn cold_start(
             }
         }
         let elapsed = started.elapsed();
+        if watchdog.disarm() {
+            return Err(fail!(
+                "no initialize answer within {timeout:?}: server killed"
+            ));
+        }
         if !answered {
             return Err(fail!("no initialize answer"));
         }

@@ -1,0 +1,531 @@
+//! Runs the benchmark: every case in interleaved rounds (baseline and SDK alternate which goes
+//! first), then writes the markdown report and prints it. `scripts/bench` builds the binaries and
+//! calls this.
+//!
+//! Usage: `bench-run [--rounds N] [--quick] [--duration SECS] [--warmup SECS] [--sessions N]
+//! [--cold-starts N] [--no-pin] [--only KEY,KEY] [--bin-dir DIR] [--out FILE]
+//! [--command-line TEXT]`
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use mcp_bench::args::Args;
+use mcp_bench::fail;
+use mcp_bench::load::{Error, Report, Result};
+use mcp_bench::report::{self, Case, Goal, Outcome, RunInfo, Table};
+
+struct Settings {
+    rounds: usize,
+    duration: f64,
+    warmup: f64,
+    sessions: u64,
+    cold_starts: usize,
+    pin: bool,
+    only: Option<Vec<String>>,
+    bin_dir: PathBuf,
+    out: Option<PathBuf>,
+    command_line: String,
+}
+
+fn settings() -> Result<Settings> {
+    let mut args = Args::from_env();
+    let quick = args.flag("--quick");
+    let rounds = args.parsed("--rounds", if quick { 1 } else { 5 })?;
+    let duration = args.parsed("--duration", if quick { 1.0 } else { 3.0 })?;
+    let warmup = args.parsed("--warmup", if quick { 0.2 } else { 0.5 })?;
+    let sessions = args.parsed("--sessions", 1000u64)?;
+    let cold_starts = args.parsed("--cold-starts", if quick { 10 } else { 20 })?;
+    let pin = !args.flag("--no-pin");
+    let only = args
+        .value("--only")?
+        .map(|list| list.split(',').map(str::to_owned).collect());
+    let bin_dir = match args.value("--bin-dir")? {
+        Some(dir) => PathBuf::from(dir),
+        None => std::env::current_exe()?
+            .parent()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| fail!("cannot locate the harness binaries"))?,
+    };
+    let out = args.value("--out")?.map(PathBuf::from);
+    let command_line = args
+        .value("--command-line")?
+        .unwrap_or_else(|| std::env::args().collect::<Vec<_>>().join(" "));
+    args.finish()?;
+    if rounds == 0 {
+        return Err(fail!("--rounds must be at least 1"));
+    }
+    Ok(Settings {
+        rounds,
+        duration,
+        warmup,
+        sessions,
+        cold_starts,
+        pin,
+        only,
+        bin_dir,
+        out,
+        command_line,
+    })
+}
+
+/// A case before it runs: the two driver command lines.
+struct Plan {
+    case: Case,
+    argv: [Vec<String>; 2],
+    /// Seconds a run may take before it is killed.
+    timeout: f64,
+}
+
+fn words(list: &[&str]) -> Vec<String> {
+    list.iter().map(|w| (*w).to_owned()).collect()
+}
+
+fn plans(s: &Settings, taskset: bool) -> Vec<Plan> {
+    let bin = |name: &str| s.bin_dir.join(name).to_string_lossy().into_owned();
+    let driver = bin("driver");
+    let client = bin("sdk-client-driver");
+    let have_client = s.bin_dir.join("sdk-client-driver").exists();
+    let limit_stdio = bin("limit-stdio");
+    let limit_http = bin("limit-http");
+    let sdk = bin("sdk-echo");
+    let load = |inflight: usize| {
+        vec![
+            "--inflight".to_owned(),
+            inflight.to_string(),
+            "--duration".into(),
+            s.duration.to_string(),
+            "--warmup".into(),
+            s.warmup.to_string(),
+        ]
+    };
+    let run_timeout = s.duration + s.warmup + 60.0;
+    let mut plans = Vec::new();
+    let mut add =
+        |key: &str, table, title: &str, pinned: bool, goal, argv: [Vec<String>; 2], timeout| {
+            let pin = pinned && taskset;
+            let argv = argv.map(|a| {
+                if pin {
+                    let mut pinned = words(&["taskset", "-c", "0"]);
+                    pinned.extend(a);
+                    pinned
+                } else {
+                    a
+                }
+            });
+            plans.push(Plan {
+                case: Case {
+                    key: key.to_owned(),
+                    table,
+                    title: title.to_owned(),
+                    pinned: pin,
+                    goal,
+                    rounds: Vec::new(),
+                },
+                argv,
+                timeout,
+            });
+        };
+    let stdio = |drv: &str, inflight, server: &[&str]| {
+        let mut a = vec![drv.to_owned(), "--stdio".into()];
+        a.extend(load(inflight));
+        a.push("--".into());
+        a.extend(words(server));
+        a
+    };
+    let http = |drv: &str, inflight, protocol: &str, server: &[&str]| {
+        let mut a = vec![
+            drv.to_owned(),
+            "--http".into(),
+            "--protocol".into(),
+            protocol.into(),
+        ];
+        a.extend(load(inflight));
+        a.push("--".into());
+        a.extend(words(server));
+        a
+    };
+    let limit_stdio_cmd = [limit_stdio.as_str()];
+    let sdk_stdio = [sdk.as_str(), "--stdio"];
+    let limit_stateful = [limit_http.as_str(), "--listen", "{addr}"];
+    let limit_stateless = [limit_http.as_str(), "--listen", "{addr}", "--stateless"];
+    let sdk_stateful = [sdk.as_str(), "--http", "{addr}"];
+    let sdk_stateless = [sdk.as_str(), "--http", "{addr}", "--stateless"];
+
+    add(
+        "stdio-seq",
+        Table::Server,
+        "stdio, sequential, pinned",
+        true,
+        Goal::RatioAtLeast(0.8),
+        [
+            stdio(&driver, 1, &limit_stdio_cmd),
+            stdio(&driver, 1, &sdk_stdio),
+        ],
+        run_timeout,
+    );
+    add(
+        "stdio-32",
+        Table::Server,
+        "stdio, 32 in flight",
+        false,
+        Goal::RatioAtLeast(0.7),
+        [
+            stdio(&driver, 32, &limit_stdio_cmd),
+            stdio(&driver, 32, &sdk_stdio),
+        ],
+        run_timeout,
+    );
+    add(
+        "http-seq",
+        Table::Server,
+        "Streamable HTTP 2025-11-25 (session), sequential, pinned",
+        true,
+        Goal::RatioAtLeast(0.7),
+        [
+            http(&driver, 1, "2025-11-25", &limit_stateful),
+            http(&driver, 1, "2025-11-25", &sdk_stateful),
+        ],
+        run_timeout,
+    );
+    add(
+        "http-32",
+        Table::Server,
+        "Streamable HTTP 2025-11-25 (session), 32 in flight",
+        false,
+        Goal::RatioAtLeast(0.7),
+        [
+            http(&driver, 32, "2025-11-25", &limit_stateful),
+            http(&driver, 32, "2025-11-25", &sdk_stateful),
+        ],
+        run_timeout,
+    );
+    add(
+        "stateless-seq",
+        Table::Server,
+        "Streamable HTTP 2026-07-28 (stateless), sequential, pinned",
+        true,
+        Goal::RatioAtLeast(0.7),
+        [
+            http(&driver, 1, "2026-07-28", &limit_stateless),
+            http(&driver, 1, "2026-07-28", &sdk_stateless),
+        ],
+        run_timeout,
+    );
+    add(
+        "stateless-32",
+        Table::Server,
+        "Streamable HTTP 2026-07-28 (stateless), 32 in flight",
+        false,
+        Goal::RatioAtLeast(0.7),
+        [
+            http(&driver, 32, "2026-07-28", &limit_stateless),
+            http(&driver, 32, "2026-07-28", &sdk_stateless),
+        ],
+        run_timeout,
+    );
+
+    let sessions = |protocol: &str, server: &[&str]| {
+        let mut a = vec![
+            driver.clone(),
+            "--http".into(),
+            "--protocol".into(),
+            protocol.into(),
+        ];
+        a.extend(["--sessions".into(), s.sessions.to_string(), "--".into()]);
+        a.extend(words(server));
+        a
+    };
+    add(
+        "sessions",
+        Table::Sessions,
+        "stateful, 2025-11-25",
+        false,
+        Goal::BytesAtMost(10_000.0),
+        [
+            sessions("2025-11-25", &limit_stateful),
+            sessions("2025-11-25", &sdk_stateful),
+        ],
+        300.0,
+    );
+    add(
+        "sessions-stateless",
+        Table::Sessions,
+        "stateless, 2026-07-28",
+        false,
+        Goal::None,
+        [
+            sessions("2026-07-28", &limit_stateless),
+            sessions("2026-07-28", &sdk_stateless),
+        ],
+        300.0,
+    );
+
+    let cold = |server: &[&str]| {
+        let mut a = vec![
+            driver.clone(),
+            "--stdio".into(),
+            "--cold-start".into(),
+            s.cold_starts.to_string(),
+            "--".into(),
+        ];
+        a.extend(words(server));
+        a
+    };
+    add(
+        "cold-start",
+        Table::ColdStart,
+        "stdio",
+        false,
+        Goal::RatioAtMost(1.2),
+        [cold(&limit_stdio_cmd), cold(&sdk_stdio)],
+        120.0,
+    );
+
+    if have_client {
+        add(
+            "client-stdio-seq",
+            Table::Client,
+            "stdio, sequential, pinned",
+            true,
+            Goal::None,
+            [
+                stdio(&driver, 1, &limit_stdio_cmd),
+                stdio(&client, 1, &limit_stdio_cmd),
+            ],
+            run_timeout,
+        );
+        add(
+            "client-stdio-32",
+            Table::Client,
+            "stdio, 32 in flight",
+            false,
+            Goal::None,
+            [
+                stdio(&driver, 32, &limit_stdio_cmd),
+                stdio(&client, 32, &limit_stdio_cmd),
+            ],
+            run_timeout,
+        );
+        add(
+            "client-http-seq",
+            Table::Client,
+            "Streamable HTTP 2025-11-25, sequential, pinned",
+            true,
+            Goal::None,
+            [
+                http(&driver, 1, "2025-11-25", &limit_stateful),
+                http(&client, 1, "2025-11-25", &limit_stateful),
+            ],
+            run_timeout,
+        );
+        add(
+            "client-http-32",
+            Table::Client,
+            "Streamable HTTP 2025-11-25, 32 in flight",
+            false,
+            Goal::None,
+            [
+                http(&driver, 32, "2025-11-25", &limit_stateful),
+                http(&client, 32, "2025-11-25", &limit_stateful),
+            ],
+            run_timeout,
+        );
+    }
+    if let Some(only) = &s.only {
+        plans.retain(|p| only.contains(&p.case.key));
+    }
+    plans
+}
+
+/// Runs one driver command with a time limit and parses its report.
+fn run_driver(argv: &[String], timeout: f64) -> Outcome {
+    let Some((program, args)) = argv.split_first() else {
+        return Err("empty command".into());
+    };
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs_f64(timeout);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("timed out after {timeout:.0} s"));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let mut stdout = String::new();
+    if let Some(mut pipe) = child.stdout.take() {
+        pipe.read_to_string(&mut stdout)
+            .map_err(|e| e.to_string())?;
+    }
+    if !status.success() {
+        return Err(format!("driver exited with {status}"));
+    }
+    let line = stdout.lines().last().unwrap_or("");
+    serde_json::from_str::<Report>(line).map_err(|e| format!("bad driver output {line:?}: {e}"))
+}
+
+fn headline(outcome: &Outcome) -> String {
+    match outcome {
+        Ok(Report::Throughput(t)) => format!(
+            "{} calls/s, p50 {:.1} µs, p99 {:.1} µs{}",
+            report::thousands(t.summary.calls_per_s),
+            t.summary.p50_us,
+            t.summary.p99_us,
+            if t.summary.errors > 0 {
+                format!(", {} ERRORS", t.summary.errors)
+            } else {
+                String::new()
+            }
+        ),
+        Ok(Report::Sessions(r)) => format!("{:.0} bytes/session", r.bytes_per_session),
+        Ok(Report::ColdStart(r)) => format!("{:.2} ms", r.median_ms),
+        Err(e) => format!("FAILED: {e}"),
+    }
+}
+
+fn command_output(program: &str, args: &[&str]) -> Option<String> {
+    let output = Command::new(program)
+        .args(args)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// `YYYY-MM-DD HH:MM` (UTC) of a Unix time, from the civil-from-days algorithm.
+fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+fn run_info(s: &Settings, pinning: bool) -> RunInfo {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")?
+                .split_once(':')
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    RunInfo {
+        command: s.command_line.clone(),
+        date: utc(secs),
+        revision: command_output("git", &["rev-parse", "--short", "HEAD"])
+            .unwrap_or_else(|| "unknown".into()),
+        cpus: command_output("nproc", &["--all"])
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        cpu_model,
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|k| k.trim().to_owned())
+            .unwrap_or_else(|_| "unknown".into()),
+        rustc: command_output("rustc", &["-V"]).unwrap_or_else(|| "unknown".into()),
+        rounds: s.rounds,
+        duration: s.duration,
+        warmup: s.warmup,
+        pinning,
+        sessions: s.sessions,
+        cold_starts: s.cold_starts,
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Error(e)) => {
+            eprintln!("bench-run: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let s = settings()?;
+    let taskset = s.pin && command_output("taskset", &["-c", "0", "true"]).is_some();
+    if s.pin && !taskset {
+        eprintln!("bench-run: `taskset` (util-linux) not usable: pinned modes run unpinned");
+    }
+    let mut plans = plans(&s, taskset);
+    if plans.is_empty() {
+        return Err(fail!("no cases selected"));
+    }
+    for round in 0..s.rounds {
+        for plan in &mut plans {
+            // Alternate which side goes first, so slow drifts of the machine hit both alike.
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            let mut outcomes: [Outcome; 2] = [Err("not run".into()), Err("not run".into())];
+            for side in order {
+                let outcome = run_driver(&plan.argv[side], plan.timeout);
+                let who = match (plan.case.table, side) {
+                    (Table::Client, 0) => "raw driver",
+                    (Table::Client, _) => "SDK client",
+                    (_, 0) => "limit",
+                    _ => "SDK",
+                };
+                eprintln!(
+                    "[round {}/{}] {:<20} {:<10} {}",
+                    round + 1,
+                    s.rounds,
+                    plan.case.key,
+                    who,
+                    headline(&outcome)
+                );
+                outcomes[side] = outcome;
+            }
+            plan.case.rounds.push(outcomes);
+        }
+    }
+    let cases: Vec<Case> = plans.into_iter().map(|p| p.case).collect();
+    let markdown = report::markdown(&run_info(&s, taskset), &cases);
+    if let Some(out) = &s.out {
+        std::fs::write(out, &markdown).map_err(|e| fail!("writing {}: {e}", out.display()))?;
+        eprintln!("bench-run: wrote {}", out.display());
+    }
+    print!("{markdown}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00");
+        assert_eq!(utc(1_798_761_599), "2026-12-31 23:59");
+    }
+}
