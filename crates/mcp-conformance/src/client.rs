@@ -380,9 +380,11 @@ fn auth_provider(run: &Run) -> Result<Arc<dyn mcp_auth::AuthProvider>, RunError>
 
 async fn connect(run: &Run) -> Result<Session, RunError> {
     use mcp_transport_http::client::StreamableHttpClient;
-    // No standalone GET stream: every scenario's server messages travel on the POST streams,
-    // and `sse-retry` counts any GET as the reconnection it times.
-    let mut builder = StreamableHttpClient::builder(run.url.clone()).standalone_stream(false);
+    // `sse-retry` counts any GET as the reconnection it times, so no standalone GET stream
+    // there; elsewhere it carries server requests unrelated to any POST (the TS-SDK mocks send
+    // `elicitation/create` that way).
+    let standalone = run.scenario != "sse-retry";
+    let mut builder = StreamableHttpClient::builder(run.url.clone()).standalone_stream(standalone);
     if run.scenario.starts_with("auth/") {
         builder = builder.auth(auth_provider(run)?);
     }
