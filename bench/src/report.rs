@@ -258,6 +258,10 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
          (blocking `BufReader`/`BufWriter`, `serde_json` into borrowed structs, one flush per batch of \
          pending input) and `limit-http` (bare hyper 1, HTTP/1.1 keep-alive, `TCP_NODELAY`, \
          `application/json` answers, a session id per `initialize`) do the same work with nothing else.\n\
+         - \"SDK on non-blocking pipes (experiment)\" rows serve the same `Server` with `serve_io` over \
+         stdin/stdout registered with tokio's reactor as pipes (`sdk-echo --stdio-pipes`) instead of \
+         `tokio::io::stdin()`/`stdout()`, which hop through the blocking thread pool on every read and \
+         write: they show how much of the stdio gap is the transport.\n\
          - Driver: `driver` speaks raw JSON-RPC and never uses the SDK, so it measures the server. \
          stdio: blocking pipe I/O (a writer and a reader thread when requests are in flight). \
          HTTP: hyper's client on one thread, one keep-alive connection per request in flight. Every \

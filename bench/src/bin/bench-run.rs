@@ -226,6 +226,33 @@ fn plans(s: &Settings, taskset: bool) -> Vec<Plan> {
         run_timeout,
     );
 
+    // Not the SDK's default path: how much of the stdio figures is the transport's stdin/stdout.
+    let sdk_pipes = [sdk.as_str(), "--stdio-pipes"];
+    add(
+        "stdio-seq-pipes",
+        Table::Server,
+        "stdio, sequential, pinned; SDK on non-blocking pipes (experiment)",
+        true,
+        Goal::None,
+        [
+            stdio(&driver, 1, &limit_stdio_cmd),
+            stdio(&driver, 1, &sdk_pipes),
+        ],
+        run_timeout,
+    );
+    add(
+        "stdio-32-pipes",
+        Table::Server,
+        "stdio, 32 in flight; SDK on non-blocking pipes (experiment)",
+        false,
+        Goal::None,
+        [
+            stdio(&driver, 32, &limit_stdio_cmd),
+            stdio(&driver, 32, &sdk_pipes),
+        ],
+        run_timeout,
+    );
+
     let sessions = |protocol: &str, server: &[&str]| {
         let mut a = vec![
             driver.clone(),

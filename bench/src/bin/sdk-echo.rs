@@ -1,7 +1,7 @@
 //! The echo server written with the SDK, the way its documentation shows: one typed tool
 //! `echo` (input `{text}`, output the text as one text content block).
 //!
-//! Usage: `sdk-echo --stdio [--threads N]` (`--threads 0`: a single-threaded runtime; default:
+//! Usage: `sdk-echo --stdio|--stdio-pipes [--threads N]` (`--threads 0`: a single-threaded runtime; default:
 //! tokio's multi-threaded runtime with one worker per available core, like `#[tokio::main]`).
 
 use std::process::ExitCode;
@@ -28,6 +28,9 @@ fn server() -> Result<Server, mcp_server::BuildError> {
 
 enum Mode {
     Stdio,
+    /// stdin/stdout registered with the runtime's reactor as non-blocking pipes (they must be
+    /// pipes), instead of tokio's stdin/stdout which hop through the blocking thread pool.
+    StdioPipes,
 }
 
 struct Config {
@@ -40,8 +43,12 @@ fn config() -> Result<Config, ArgError> {
     let default_threads = std::thread::available_parallelism().map_or(1, usize::from);
     let mode = if args.flag("--stdio") {
         Mode::Stdio
+    } else if args.flag("--stdio-pipes") {
+        Mode::StdioPipes
     } else {
-        return Err(ArgError("give --stdio".into()));
+        return Err(ArgError(
+            "give --stdio or --stdio-pipes (HTTP waits for mcp-server to serve an mcp_jsonrpc::Connection)".into(),
+        ));
     };
     let config = Config {
         mode,
@@ -80,6 +87,14 @@ fn main() -> ExitCode {
         runtime.block_on(async {
             match config.mode {
                 Mode::Stdio => server.serve_stdio().await,
+                Mode::StdioPipes => {
+                    use std::os::fd::AsFd;
+                    let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
+                    let stdout = std::io::stdout().as_fd().try_clone_to_owned()?;
+                    let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(stdin)?;
+                    let writer = tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?;
+                    server.serve_io(reader, writer).await
+                }
             }
         })
     });
