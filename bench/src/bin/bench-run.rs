@@ -366,38 +366,55 @@ fn plans(s: &Settings, taskset: bool) -> Vec<Plan> {
     plans
 }
 
-/// Runs one driver command with a time limit and parses its report.
+/// Runs one driver command with a time limit and parses its report. The driver's stderr (and
+/// its server's) goes to a file, passed through afterwards; a failure is reported with its last
+/// lines.
 fn run_driver(argv: &[String], timeout: f64) -> Outcome {
     let Some((program, args)) = argv.split_first() else {
         return Err("empty command".into());
     };
+    let log_path = std::env::temp_dir().join(format!("mcp-bench-run-{}.log", std::process::id()));
+    let log =
+        std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(log)
         .spawn()
         .map_err(|e| format!("cannot start {program}: {e}"))?;
     let deadline = Instant::now() + Duration::from_secs_f64(timeout);
     let status = loop {
         match child.try_wait() {
-            Ok(Some(status)) => break status,
+            Ok(Some(status)) => break Ok(status),
             Ok(None) if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("timed out after {timeout:.0} s"));
+                break Err(format!("timed out after {timeout:.0} s"));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => break Err(e.to_string()),
         }
     };
+    let stderr = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&log_path);
+    eprint!("{stderr}");
+    let status = status?;
     let mut stdout = String::new();
     if let Some(mut pipe) = child.stdout.take() {
         pipe.read_to_string(&mut stdout)
             .map_err(|e| e.to_string())?;
     }
     if !status.success() {
-        return Err(format!("driver exited with {status}"));
+        // The driver's own message comes last; a server's complaint just before it.
+        let mut last: Vec<&str> = stderr
+            .lines()
+            .rev()
+            .filter(|l| !l.trim().is_empty())
+            .take(2)
+            .collect();
+        last.reverse();
+        return Err(format!("{status}: {}", last.join(" / ")));
     }
     let line = stdout.lines().last().unwrap_or("");
     serde_json::from_str::<Report>(line).map_err(|e| format!("bad driver output {line:?}: {e}"))
