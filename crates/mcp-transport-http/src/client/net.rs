@@ -94,6 +94,8 @@ impl Net {
     /// Sends one exchange: custom headers first, then the exchange's own headers (which win),
     /// then the provider's `Authorization`. A `401` or `403 insufficient_scope` lets the
     /// provider obtain a new token before the exchange is retried.
+    // Without the `auth` feature there is nothing to retry, so the loop runs once.
+    #[cfg_attr(not(feature = "auth"), allow(clippy::never_loop))]
     pub async fn send(&self, ex: Exchange<'_>) -> Result<Response<Incoming>, HttpError> {
         #[cfg(feature = "auth")]
         let mut retries = 0;
