@@ -161,6 +161,8 @@ pub(crate) enum Posted {
 
 pub(crate) struct Hub {
     pub kind: HubKind,
+    /// The identity of the principal that created the session (with an authenticator).
+    owner: Option<String>,
     config: Arc<HttpServerConfig>,
     inbound: Mutex<Option<mpsc::Sender<Result<Incoming, TransportError>>>>,
     commands: mpsc::UnboundedSender<Command>,
@@ -189,7 +191,11 @@ fn inbound_stream(
 impl Hub {
     /// Creates a hub and its connection; the caller hands the connection to the server and the
     /// hub starts its pump.
-    pub(crate) fn new(kind: HubKind, config: Arc<HttpServerConfig>) -> (Arc<Hub>, Connection) {
+    pub(crate) fn new(
+        kind: HubKind,
+        config: Arc<HttpServerConfig>,
+        owner: Option<String>,
+    ) -> (Arc<Hub>, Connection) {
         let (in_tx, in_rx) = mpsc::channel(config.inbound_capacity);
         let (out_tx, out_rx) = mpsc::channel::<Outbound>(config.inbound_capacity);
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
@@ -205,6 +211,7 @@ impl Hub {
         );
         let hub = Arc::new(Hub {
             kind,
+            owner,
             config,
             inbound: Mutex::new(Some(in_tx)),
             commands: cmd_tx,
@@ -237,6 +244,16 @@ impl Hub {
             HubKind::Session { store, .. } => store.as_ref(),
             _ => None,
         }
+    }
+
+    /// Whether a request made by `identity` (`None` without an authenticator) may use this
+    /// hub's session.
+    pub(crate) fn owned_by(&self, identity: Option<&str>) -> bool {
+        self.owner.as_deref() == identity
+    }
+
+    pub(crate) fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
     }
 
     pub(crate) fn is_closed(&self) -> bool {
