@@ -22,7 +22,7 @@ use mcp_jsonrpc::{
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, PollSender};
 
-use super::body::{encode_event, message_bytes};
+use super::body::{encode_event, encode_message_event, message_bytes};
 use super::config::HttpServerConfig;
 use super::store::EventStore;
 
@@ -559,7 +559,9 @@ impl Hub {
         Some((key.parse().ok()?, seq.parse().ok()?))
     }
 
-    fn encode(&self, key: u64, slot: &mut Slot, data: Bytes, jobs: &mut Vec<Job>) -> Bytes {
+    /// Encodes a message as an event of stream `key` (one allocation), queueing its store
+    /// append when the stream is resumable.
+    fn encode(&self, key: u64, slot: &mut Slot, message: &Message, jobs: &mut Vec<Job>) -> Bytes {
         let event = if matches!(self.kind, HubKind::Legacy { .. }) {
             Some("message")
         } else {
@@ -568,14 +570,12 @@ impl Hub {
         if slot.resumable {
             let seq = slot.seq;
             slot.seq += 1;
-            jobs.push(Job {
-                key,
-                seq,
-                data: data.clone(),
-            });
-            encode_event(Some(&Self::event_id(key, seq)), event, &data, None)
+            let (bytes, data) =
+                encode_message_event(Some(&Self::event_id(key, seq)), event, message);
+            jobs.push(Job { key, seq, data });
+            bytes
         } else {
-            encode_event(None, event, &data, None)
+            encode_message_event(None, event, message).0
         }
     }
 
@@ -608,7 +608,7 @@ impl Hub {
             first.push(self.priming(key, slot, jobs));
         }
         for m in &collected {
-            first.push(self.encode(key, slot, message_bytes(m), jobs));
+            first.push(self.encode(key, slot, m, jobs));
         }
         let delivered = reply.is_some_and(|r| r.send(Decision::Sse { first, rx }).is_ok());
         slot.mode = if delivered {
@@ -729,8 +729,7 @@ impl Hub {
                 }
                 self.start_sse(priming, key, slot, &mut jobs);
             }
-            let data = message_bytes(&message);
-            let event = self.encode(key, slot, data, &mut jobs);
+            let event = self.encode(key, slot, &message, &mut jobs);
             match &mut slot.mode {
                 Mode::Live(tx) => match tx.try_send(event) {
                     Ok(()) => {}
