@@ -436,8 +436,15 @@ impl Hub {
             // Ordered before the requests' frames: the pump opens the stream right away.
             let _ = self.commands.send(Command::StartSse(*key));
         }
-        for m in outgoing {
-            let mut extensions = base.clone();
+        let count = outgoing.len();
+        let mut base = Some(base);
+        for (i, m) in outgoing.into_iter().enumerate() {
+            // The last message takes the base itself: a single-message POST copies nothing.
+            let mut extensions = if i + 1 == count {
+                base.take().unwrap_or_default()
+            } else {
+                base.clone().unwrap_or_default()
+            };
             if let (Message::Request(r), HubKind::Session { .. }) = (&m, &self.kind) {
                 extensions.insert(super::SseStreamControl {
                     hub: Arc::downgrade(self),

@@ -163,20 +163,15 @@ fn accepts(parts: &Parts) -> Accepts {
         sse: false,
     };
     for item in value.to_str().unwrap_or("").split(',') {
-        let media = item
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match media.as_str() {
-            "*/*" => {
-                a.json = true;
-                a.sse = true;
-            }
-            "application/json" | "application/*" => a.json = true,
-            "text/event-stream" | "text/*" => a.sse = true,
-            _ => {}
+        let media = item.split(';').next().unwrap_or("").trim();
+        let is = |name: &str| media.eq_ignore_ascii_case(name);
+        if is("*/*") {
+            a.json = true;
+            a.sse = true;
+        } else if is("application/json") || is("application/*") {
+            a.json = true;
+        } else if is("text/event-stream") || is("text/*") {
+            a.sse = true;
         }
     }
     a
@@ -213,7 +208,9 @@ fn header_size(parts: &Parts) -> usize {
         .iter()
         .map(|(k, v)| k.as_str().len() + v.len() + 4)
         .sum::<usize>()
-        + parts.uri.to_string().len()
+        + parts.uri.scheme_str().map_or(0, |s| s.len() + 3)
+        + parts.uri.authority().map_or(0, |a| a.as_str().len())
+        + parts.uri.path_and_query().map_or(1, |p| p.as_str().len())
 }
 
 /// Reads a body up to `limit` bytes.
@@ -678,19 +675,19 @@ impl Inner {
             base.insert(parts);
             return self.dispatch(&hub, posting, base, dispatch(false)).await.0;
         }
-        let inbound_view = match posting.messages.as_slice() {
-            [m] if !posting.batch => Inbound::Single(m.clone()),
-            _ => Inbound::Batch(Vec::new()),
+        let single = match posting.messages.as_slice() {
+            [m] if !posting.batch => Some(m),
+            _ => None,
         };
-        if stateless::is_stateless(&parts, &inbound_view) {
-            let Inbound::Single(message) = inbound_view else {
+        if stateless::is_stateless(&parts, single) {
+            let Some(message) = single else {
                 return body::http_error(
                     StatusCode::BAD_REQUEST,
                     codes::INVALID_REQUEST,
                     "Invalid request: batches are not allowed in this protocol revision",
                 );
             };
-            let params = match stateless::validate(&self.config, &parts, &message) {
+            let params = match stateless::validate(&self.config, &parts, message) {
                 Ok(p) => p,
                 Err(r) => return r,
             };
@@ -700,10 +697,7 @@ impl Inner {
             base.insert(parts);
             return self.dispatch(&hub, posting, base, dispatch(true)).await.0;
         }
-        let is_initialize = matches!(
-            &inbound_view,
-            Inbound::Single(Message::Request(r)) if r.method == "initialize"
-        );
+        let is_initialize = matches!(single, Some(Message::Request(r)) if r.method == "initialize");
         if !self.config.stateful {
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
