@@ -1,0 +1,513 @@
+//! The `mcp` command end to end: the real binary against the bundled example server (in
+//! process, on stdio, over Streamable HTTP, through `mcp proxy`) and against the reference
+//! `@modelcontextprotocol/server-everything` from npm (installed by `scripts/test`), checking
+//! output and exit codes.
+//!
+//! The binary lives in another package (`mcp-cli`), so `CARGO_BIN_EXE_mcp` is not available
+//! here. The tests build it the way `escargot` would: one `cargo build -p mcp-cli --bin mcp`
+//! with this test binary's profile and target directory (read off this test binary's own
+//! path), then run `<target>/<profile>/mcp`. That always tests the current sources, also under
+//! `cargo test -p mcp-tests`, which by itself builds no binaries of other packages.
+//!
+//! The npm tests fail, never skip, when `node` or the modules are missing.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Longest a single `mcp` run may take.
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// Builds `mcp` once per test process and returns its path.
+fn mcp() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        // <target>/[<triple>/]<profile>/deps/cli_e2e-<hash>
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test binary sits in <profile>/deps");
+        let dir_name = profile_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("a profile directory");
+        let profile = match dir_name {
+            "debug" => "dev",
+            other => other,
+        };
+        let mut target_dir = profile_dir.parent().expect("a target directory");
+        let mut triple = None;
+        if !target_dir.join("CACHEDIR.TAG").exists() {
+            // A cross build: <target>/<triple>/<profile>.
+            triple = target_dir.file_name().and_then(|n| n.to_str());
+            target_dir = target_dir.parent().expect("a target directory");
+        }
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the workspace");
+        let mut build = Command::new(cargo);
+        build
+            .current_dir(workspace)
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "mcp-cli",
+                "--bin",
+                "mcp",
+                "--profile",
+            ])
+            .arg(profile)
+            .arg("--target-dir")
+            .arg(target_dir);
+        if let Some(triple) = triple {
+            build.args(["--target", triple]);
+        }
+        let status = build.status().expect("run cargo to build mcp");
+        assert!(status.success(), "building mcp failed: {status}");
+        let binary = profile_dir.join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
+        assert!(binary.is_file(), "{} was not built", binary.display());
+        binary
+    })
+}
+
+/// What one run printed and how it ended.
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+
+    #[track_caller]
+    fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, Some(code), "exit code: {self:?}");
+        self
+    }
+}
+
+fn reader(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// Runs `mcp args...` with stdin closed (so questions are declined), within [`RUN_LIMIT`].
+fn run(args: &[&str]) -> Run {
+    let mut child = Command::new(mcp())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mcp");
+    let stdout = reader(child.stdout.take().expect("stdout"));
+    let stderr = reader(child.stderr.take().expect("stderr"));
+    let status = wait(&mut child, RUN_LIMIT)
+        .unwrap_or_else(|| panic!("`mcp {}` did not finish in {RUN_LIMIT:?}", args.join(" ")));
+    Run {
+        code: status.code(),
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    }
+}
+
+fn wait(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for mcp") {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A long-running `mcp` (serve, proxy) that announces its URL on stderr; killed on drop.
+struct Listening {
+    child: Child,
+    url: String,
+}
+
+impl Listening {
+    fn start(args: &[&str]) -> Listening {
+        let mut child = Command::new(mcp())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start mcp");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(at) = line.find("http://").filter(|_| !sent) {
+                    let _ = tx.send(line[at..].trim().to_owned());
+                    sent = true;
+                }
+                // Keep draining so the server never blocks on a full stderr pipe.
+            }
+        });
+        let url = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(url) => url,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("`mcp {}` announced no URL", args.join(" "));
+            }
+        };
+        Listening { child, url }
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A local port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    drop(listener);
+    port
+}
+
+fn everything_server() -> String {
+    let node = Command::new("node").arg("--version").output();
+    assert!(
+        node.as_ref().is_ok_and(|o| o.status.success()),
+        "`node` is required for the interop tests (install Node.js 18 or later): {node:?}"
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("interop/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        script.is_file(),
+        "{} is missing: run `npm ci --prefix tests/interop` (scripts/test does)",
+        script.display()
+    );
+    script.to_string_lossy().into_owned()
+}
+
+#[test]
+fn the_bundled_server_answers_out_of_the_box() {
+    let list = run(&["list", "tools"]);
+    list.expect_code(0);
+    let header = list.stdout.lines().next().unwrap_or_default();
+    assert!(header.starts_with("NAME"), "a table: {list:?}");
+    assert!(
+        list.stdout
+            .lines()
+            .any(|l| l.starts_with("echo ") && l.contains("Echo the text back")),
+        "{list:?}"
+    );
+
+    let echo = run(&["call", "echo", "--arg", "text=hello"]);
+    echo.expect_code(0);
+    assert_eq!(echo.stdout, "hello\n");
+
+    let json = run(&["call", "add", "--arg", "a=2", "--arg", "b=3", "--json"]);
+    json.expect_code(0);
+    assert_eq!(json.json()["structuredContent"]["sum"], 5.0);
+
+    let read = run(&["read", "example://items/7"]);
+    read.expect_code(0);
+    let item: Value = serde_json::from_str(&read.stdout).expect("the item is JSON");
+    assert_eq!(item["id"], "7");
+
+    let prompt = run(&["prompt", "greeting", "--arg", "name=Ada"]);
+    prompt.expect_code(0);
+    assert!(prompt.stdout.starts_with("user: "), "{prompt:?}");
+    assert!(prompt.stdout.contains("Ada"), "{prompt:?}");
+
+    let everything = run(&["list", "--json"]);
+    everything.expect_code(0);
+    let listed = everything.json();
+    for key in ["tools", "prompts", "resources", "resourceTemplates"] {
+        assert!(
+            listed[key].as_array().is_some_and(|a| !a.is_empty()),
+            "{key}: {listed}"
+        );
+    }
+}
+
+#[test]
+fn exit_codes_tell_what_went_wrong() {
+    let failed = run(&["call", "fail", "--arg", "message=boom"]);
+    failed.expect_code(4);
+    assert!(
+        failed.stderr.contains("boom"),
+        "the tool's error on stderr: {failed:?}"
+    );
+    assert!(failed.stdout.is_empty(), "{failed:?}");
+
+    let failed_json = run(&["call", "fail", "--json"]);
+    failed_json.expect_code(4);
+    assert_eq!(failed_json.json()["isError"], true);
+
+    let unknown = run(&["call", "no_such_tool"]);
+    unknown.expect_code(1);
+    assert!(unknown.stderr.contains("no_such_tool"), "{unknown:?}");
+
+    run(&["call"]).expect_code(2);
+    run(&["call", "echo", "--arg", "no-equals-sign"]).expect_code(2);
+    run(&["call", "echo", "--json", "[1, 2]"]).expect_code(2);
+    run(&["list", "--protocol", "1999-01-01"]).expect_code(2);
+    run(&["frobnicate"]).expect_code(2);
+
+    let url = format!("http://127.0.0.1:{}/mcp", closed_port());
+    let unreachable = run(&["ping", "--url", &url]);
+    unreachable.expect_code(3);
+    assert!(unreachable.stderr.contains(&url), "{unreachable:?}");
+
+    let missing = run(&["ping", "--", "/nonexistent/mcp-server-binary"]);
+    missing.expect_code(3);
+    assert!(missing.stderr.contains("cannot start"), "{missing:?}");
+
+    let help = run(&["--help"]);
+    help.expect_code(0);
+    assert!(help.stdout.contains("Exit codes"), "{help:?}");
+}
+
+#[test]
+fn stdio_servers_are_started_and_shut_down() {
+    let mcp = mcp().to_string_lossy().into_owned();
+    let echo = run(&[
+        "call",
+        "echo",
+        "--arg",
+        "text=over stdio",
+        "--",
+        &mcp,
+        "serve",
+    ]);
+    echo.expect_code(0);
+    assert_eq!(echo.stdout, "over stdio\n");
+
+    // A server that dies during the handshake: exit 3, with its stderr in the message.
+    let dying = run(&[
+        "ping",
+        "--",
+        "sh",
+        "-c",
+        "echo 'no such config' >&2; exit 1",
+    ]);
+    dying.expect_code(3);
+    assert!(dying.stderr.contains("no such config"), "{dying:?}");
+}
+
+#[test]
+fn reference_everything_server_over_stdio() {
+    let script = everything_server();
+    let server = ["--", "node", script.as_str()];
+    let with = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend_from_slice(&server);
+        run(&all)
+    };
+
+    let tools = with(&["list", "tools"]);
+    tools.expect_code(0);
+    for name in ["echo", "get-sum", "get-tiny-image"] {
+        assert!(
+            tools
+                .stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("{name} "))),
+            "{name} listed: {tools:?}"
+        );
+    }
+
+    let echo = with(&["call", "echo", "--arg", "message=hi there"]);
+    echo.expect_code(0);
+    assert_eq!(echo.stdout.trim(), "Echo: hi there");
+
+    // `message` is a string in the tool's schema: `123` stays the string "123".
+    let digits = with(&["call", "echo", "--arg", "message=123"]);
+    digits.expect_code(0);
+    assert_eq!(digits.stdout.trim(), "Echo: 123");
+
+    let sum = with(&["call", "get-sum", "--arg", "a=2", "--arg", "b=40", "--json"]);
+    sum.expect_code(0);
+    let text = sum.json()["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(text.contains("42"), "{sum:?}");
+
+    let image = with(&["call", "get-tiny-image"]);
+    image.expect_code(0);
+    assert!(image.stdout.contains("[image image/png"), "{image:?}");
+
+    let invalid = with(&["call", "get-sum", "--arg", "a=x", "--arg", "b=1"]);
+    assert!(
+        matches!(invalid.code, Some(1 | 4)),
+        "bad arguments are an error (JSON-RPC or isError): {invalid:?}"
+    );
+
+    let unknown = with(&["call", "no-such-tool"]);
+    assert!(matches!(unknown.code, Some(1 | 4)), "{unknown:?}");
+
+    let resources = with(&["list", "resources", "--json"]);
+    resources.expect_code(0);
+    let first = resources.json()[0]["uri"]
+        .as_str()
+        .expect("a resource uri")
+        .to_owned();
+    with(&["read", &first]).expect_code(0);
+
+    let pong = with(&["ping"]);
+    pong.expect_code(0);
+    assert!(pong.stdout.starts_with("pong from "), "{pong:?}");
+
+    let discovered = with(&["discover", "--json"]);
+    discovered.expect_code(0);
+    let info = discovered.json();
+    assert!(
+        info["serverInfo"]["name"].is_string() && info["capabilities"]["tools"].is_object(),
+        "{info}"
+    );
+
+    // Every session revision, forced.
+    for revision in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let forced = with(&["ping", "--protocol", revision]);
+        forced.expect_code(0);
+        assert!(forced.stdout.contains(revision), "{revision}: {forced:?}");
+    }
+}
+
+#[test]
+fn the_bundled_server_over_http_and_through_proxies() {
+    let served = Listening::start(&["serve", "--http", "127.0.0.1:0"]);
+    let url = served.url.as_str();
+    assert!(url.ends_with("/mcp"), "{url}");
+
+    let echo = run(&["call", "echo", "--arg", "text=over http", "--url", url]);
+    echo.expect_code(0);
+    assert_eq!(echo.stdout, "over http\n");
+
+    run(&["call", "fail", "--url", url]).expect_code(4);
+
+    let countdown = run(&[
+        "call",
+        "countdown",
+        "--arg",
+        "steps=2",
+        "--arg",
+        "delay_ms=1",
+        "--url",
+        url,
+    ]);
+    countdown.expect_code(0);
+    assert!(
+        countdown.stdout.contains("liftoff after 2 steps"),
+        "{countdown:?}"
+    );
+    assert!(
+        countdown.stderr.contains("[info] step 2 of 2"),
+        "log messages reach stderr: {countdown:?}"
+    );
+
+    let discovered = run(&["discover", "--url", url]);
+    discovered.expect_code(0);
+    assert!(discovered.stdout.contains("mcp-example"), "{discovered:?}");
+
+    // An HTTP server exposed on stdio, used as a stdio server.
+    let mcp = mcp().to_string_lossy().into_owned();
+    let via_stdio = run(&[
+        "call",
+        "echo",
+        "--arg",
+        "text=http on stdio",
+        "--",
+        &mcp,
+        "proxy",
+        "--url",
+        url,
+    ]);
+    via_stdio.expect_code(0);
+    assert_eq!(via_stdio.stdout, "http on stdio\n");
+
+    // A stdio server exposed over HTTP, one child per session.
+    let proxied = Listening::start(&["proxy", "--http", "127.0.0.1:0", "--", &mcp, "serve"]);
+    let echo = run(&[
+        "call",
+        "echo",
+        "--arg",
+        "text=stdio on http",
+        "--url",
+        &proxied.url,
+    ]);
+    echo.expect_code(0);
+    assert_eq!(echo.stdout, "stdio on http\n");
+    let tool_error = run(&["call", "fail", "--url", &proxied.url]);
+    tool_error.expect_code(4);
+    let countdown = run(&[
+        "call",
+        "countdown",
+        "--arg",
+        "steps=2",
+        "--arg",
+        "delay_ms=1",
+        "--url",
+        &proxied.url,
+    ]);
+    countdown.expect_code(0);
+    assert!(
+        countdown.stderr.contains("[info] step 2 of 2"),
+        "{countdown:?}"
+    );
+}
+
+#[test]
+fn schemas_and_tables_need_no_server() {
+    let revisions = run(&["revisions"]);
+    revisions.expect_code(0);
+    assert!(
+        revisions.stdout.contains("2026-07-28  stateless"),
+        "{revisions:?}"
+    );
+
+    let methods = run(&["methods", "--revision", "2024-11-05"]);
+    methods.expect_code(0);
+    assert!(methods.stdout.contains("initialize"), "{methods:?}");
+    assert!(
+        !methods.stdout.contains("elicitation/create"),
+        "{methods:?}"
+    );
+
+    let tool = run(&["schema", "2025-11-25", "Tool"]);
+    tool.expect_code(0);
+    let schema = tool.json();
+    assert_eq!(schema["title"], "Tool");
+    assert!(schema["properties"]["inputSchema"].is_object(), "{schema}");
+    assert!(
+        schema["$defs"]["Icon"].is_object(),
+        "referenced types come along"
+    );
+
+    let unknown = run(&["schema", "2025-11-25", "NoSuchType"]);
+    unknown.expect_code(2);
+}
