@@ -102,7 +102,7 @@ struct Visitor {
     /// Your name
     name: String,
     /// Language of the greeting
-    language: Option<Language>,
+    language: Language,
 }
 
 #[derive(Deserialize, JsonSchema, Clone, Copy)]
@@ -170,7 +170,7 @@ async fn countdown(cx: ToolContext, args: CountdownArgs) -> Result<String, ToolE
 async fn greet(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
     match cx.elicit::<Visitor>("visitor", "Who is visiting?").await? {
         Elicitation::Accepted(visitor) => {
-            let hello = match visitor.language.unwrap_or(Language::English) {
+            let hello = match visitor.language {
                 Language::English => "Hello",
                 Language::French => "Bonjour",
                 Language::German => "Hallo",
