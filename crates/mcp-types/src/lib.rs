@@ -8,6 +8,7 @@
 //!   generated 1:1 from its schema: the oracle for what that revision allows on the wire.
 //! - [`methods`]: a marker type per method ([`methods::Request`] / [`methods::Notification`])
 //!   and a runtime table ([`methods::lookup`]) of who sends it and in which revisions.
+//! - [`x_mcp_header`]: the rules for `x-mcp-header` tool parameters (`Mcp-Param-*` headers).
 //! - [`ProtocolVersion`], [`Era`], [`error_codes`].
 //!
 //! ```
@@ -37,6 +38,7 @@ mod version;
 
 pub mod error_codes;
 pub mod methods;
+pub mod x_mcp_header;
 
 pub use generated::model::*;
 pub use generated::tag;
