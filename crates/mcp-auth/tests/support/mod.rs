@@ -590,20 +590,21 @@ impl TestRs {
 
 /// Removes `resource_metadata=""` for the variant that does not advertise the metadata URL.
 fn strip_metadata(mut r: Response<Bytes>, advertise: bool) -> Response<Bytes> {
-    if !advertise {
-        if let Some(v) = r
-            .headers()
-            .get("www-authenticate")
-            .and_then(|v| v.to_str().ok())
-        {
-            let cleaned = v
-                .replace("resource_metadata=\"\", ", "")
-                .replace("resource_metadata=\"\"", "");
-            r.headers_mut().insert(
-                "www-authenticate",
-                http::HeaderValue::try_from(cleaned).unwrap(),
-            );
-        }
+    if advertise {
+        return r;
+    }
+    if let Some(v) = r
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+    {
+        let cleaned = v
+            .replace("resource_metadata=\"\", ", "")
+            .replace("resource_metadata=\"\"", "");
+        r.headers_mut().insert(
+            "www-authenticate",
+            http::HeaderValue::try_from(cleaned).unwrap(),
+        );
     }
     r
 }
