@@ -1,5 +1,6 @@
 //! The OAuth client against a test authorization server and a protected resource that uses
 //! this crate's resource-server side, over real HTTP on 127.0.0.1.
+#![cfg(all(feature = "client", feature = "server"))]
 
 mod support;
 

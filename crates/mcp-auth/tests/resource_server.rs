@@ -1,4 +1,5 @@
 //! The resource-server side on its own: token checks and challenges.
+#![cfg(feature = "server")]
 
 use std::sync::Arc;
 
