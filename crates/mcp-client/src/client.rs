@@ -12,7 +12,8 @@ use crate::handler::{ElicitationHandler, Roots, SamplingHandler};
 use crate::notify::{NotificationCallback, ServerNotification};
 use crate::session::ClientSession;
 
-/// The newest revision that negotiates with `initialize`, the one a client asks for by default.
+/// The newest revision that negotiates with `initialize`: the one a client asks for when it
+/// falls back from `server/discover` (or when the stateless era is not configured).
 pub fn latest_session_version() -> ProtocolVersion {
     ProtocolVersion::ALL
         .iter()
@@ -64,8 +65,12 @@ pub(crate) struct ClientShared {
     pub(crate) min_protocol_version: ProtocolVersion,
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) initialize_timeout: Duration,
+    pub(crate) discover_timeout: Duration,
     pub(crate) max_pages: usize,
     pub(crate) max_concurrent_requests: usize,
+    pub(crate) max_input_rounds: usize,
+    pub(crate) cache_entries: usize,
+    pub(crate) subscription_buffer: usize,
     pub(crate) experimental: Option<Map<String, Value>>,
 }
 
@@ -95,12 +100,16 @@ impl Client {
                 roots: None,
                 on_notification: None,
                 notification_buffer: 256,
-                protocol_version: latest_session_version(),
+                protocol_version: ProtocolVersion::LATEST,
                 min_protocol_version: ProtocolVersion::V2024_11_05,
                 request_timeout: Some(Duration::from_secs(60)),
                 initialize_timeout: Duration::from_secs(30),
+                discover_timeout: Duration::from_secs(10),
                 max_pages: 1000,
                 max_concurrent_requests: 64,
+                max_input_rounds: 8,
+                cache_entries: 0,
+                subscription_buffer: 64,
                 experimental: None,
             },
         }
@@ -154,13 +163,23 @@ impl Client {
         Value::Object(caps)
     }
 
-    /// Connects over `connection`: sends `initialize`, checks the revision the server answers,
-    /// sends `notifications/initialized`, and returns the session.
+    /// Connects over `connection`, negotiating the newest revision both sides speak within
+    /// [`ClientBuilder::min_protocol_version`] ..= [`ClientBuilder::protocol_version`]:
     ///
-    /// The client asks for [`ClientBuilder::protocol_version`] (by default the newest revision
-    /// that uses `initialize`) and accepts any older revision the server answers with down to
-    /// [`ClientBuilder::min_protocol_version`]; on any other answer it closes the connection and
-    /// returns [`ConnectError::UnsupportedVersion`].
+    /// 1. When that range includes a stateless revision (2026-07-28, in the default range), the
+    ///    client sends `server/discover`. A discover result makes a stateless session: no
+    ///    handshake, every request carries the version, capabilities and client info in its
+    ///    `_meta`. An `UnsupportedProtocolVersion` error (`-32022`) makes the client retry with
+    ///    the newest mutual version from the error's `supported` list; another modern error
+    ///    (`-32020`, `-32021`) fails the connection.
+    /// 2. Any other answer (`-32601` and other JSON-RPC errors, an HTTP error status, a timeout
+    ///    after [`ClientBuilder::discover_timeout`]) means a server from before the stateless
+    ///    era: the client falls back to `initialize` with the newest session revision in range,
+    ///    accepts any older revision the server answers with down to the minimum, and sends
+    ///    `notifications/initialized`.
+    ///
+    /// On an answer outside the range the connection is closed and the result is
+    /// [`ConnectError::UnsupportedVersion`].
     pub async fn connect(&self, connection: Connection) -> Result<ClientSession, ConnectError> {
         ClientSession::start(self.clone(), connection).await
     }
@@ -218,20 +237,52 @@ impl ClientBuilder {
         self
     }
 
-    /// The revision to ask for in `initialize` (default: the newest that uses `initialize`).
-    /// A stateless revision (2026-07-28) is not accepted here and keeps the default.
+    /// The newest revision the client speaks (default: the newest known,
+    /// [`ProtocolVersion::LATEST`]). With a session revision here (2025-11-25 or older) the
+    /// client never sends `server/discover` and asks for this revision in `initialize`.
     pub fn protocol_version(mut self, version: ProtocolVersion) -> Self {
-        if version.era() == Era::Session {
-            self.shared.protocol_version = version;
-        } else {
-            tracing::warn!(%version, "not an initialize revision; keeping the default");
-        }
+        self.shared.protocol_version = version;
         self
     }
 
-    /// The oldest revision the client accepts from the server (default 2024-11-05).
+    /// The oldest revision the client accepts from the server (default 2024-11-05). With a
+    /// stateless revision here the client never falls back to `initialize`.
     pub fn min_protocol_version(mut self, version: ProtocolVersion) -> Self {
         self.shared.min_protocol_version = version;
+        self
+    }
+
+    /// How long `server/discover` may take before the client treats the server as one from
+    /// before the stateless era and falls back to `initialize` (default 10 s).
+    pub fn discover_timeout(mut self, timeout: Duration) -> Self {
+        self.shared.discover_timeout = timeout;
+        self
+    }
+
+    /// How many `input_required` rounds one `tools/call`, `prompts/get` or `resources/read`
+    /// may take on a stateless session before it fails with [`CallError::RoundsExceeded`]
+    /// (default 8).
+    ///
+    /// [`CallError::RoundsExceeded`]: crate::CallError::RoundsExceeded
+    pub fn max_input_rounds(mut self, rounds: usize) -> Self {
+        self.shared.max_input_rounds = rounds;
+        self
+    }
+
+    /// Caches list results (`tools/list`, `prompts/list`, `resources/list`,
+    /// `resources/templates/list`, one entry per page) and `server/discover` for as long as
+    /// their `ttlMs` says, keeping at most `entries` of them per session (default 0: no cache).
+    /// Only stateless servers send `ttlMs`; a result without it, or with `0`, is not cached. A
+    /// `list_changed` notification drops the matching entries.
+    pub fn response_cache(mut self, entries: usize) -> Self {
+        self.shared.cache_entries = entries;
+        self
+    }
+
+    /// How many notifications each [`ClientSession::listen`] subscription buffers (default
+    /// 64); when its reader falls behind, newer notifications are dropped with a warning.
+    pub fn subscription_buffer(mut self, capacity: usize) -> Self {
+        self.shared.subscription_buffer = capacity.max(1);
         self
     }
 

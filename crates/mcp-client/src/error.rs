@@ -61,6 +61,26 @@ pub enum CallError {
     /// No server in the host has that name, or no server offers that item.
     #[error("{0}")]
     NotFound(String),
+    /// The server still asked for input after the configured number of rounds
+    /// ([`ClientBuilder::max_input_rounds`](crate::ClientBuilder::max_input_rounds)).
+    #[error("`{method}` still required input after {rounds} rounds")]
+    RoundsExceeded {
+        /// The method.
+        method: &'static str,
+        /// How many rounds were answered.
+        rounds: usize,
+    },
+    /// One of the server's `inputRequests` could not be answered (no handler for it, or the
+    /// handler failed), so the request was not retried.
+    #[error("could not answer input request `{key}` ({method}): {}", .error.message)]
+    InputRequest {
+        /// The server's key for the input request.
+        key: String,
+        /// Its method (`elicitation/create`, `sampling/createMessage`, `roots/list`).
+        method: String,
+        /// Why it could not be answered.
+        error: ErrorObject,
+    },
 }
 
 impl CallError {
@@ -104,6 +124,11 @@ pub enum ConnectError {
     /// The `initialize` request failed.
     #[error("the initialize request failed")]
     Initialize(#[source] CallError),
+    /// `server/discover` failed in a way that rules out falling back to `initialize`: the
+    /// server is a stateless-era server that refused the request (`-32020`, `-32021`), kept
+    /// refusing the version, or the connection failed.
+    #[error("the server/discover request failed")]
+    Discover(#[source] CallError),
     /// The server answered with a protocol revision this client does not speak; the connection
     /// was closed.
     #[error(

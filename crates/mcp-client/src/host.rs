@@ -85,8 +85,9 @@ impl std::fmt::Debug for Transport {
 }
 
 /// Opens the transport for a configured server. The default, [`DefaultConnector`], starts
-/// `command` entries as child processes; supply your own to reach `url` entries (or to start
-/// processes differently) with [`Host::with_connector`].
+/// `command` entries as child processes and (with the `http` feature) reaches `url` entries
+/// over Streamable HTTP; supply your own with [`Host::with_connector`] to open transports
+/// differently (for example with an OAuth provider).
 pub trait Connector: Send + Sync + 'static {
     /// Opens a transport to the server `name` configured as `config`.
     fn open<'a>(
@@ -96,8 +97,11 @@ pub trait Connector: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Transport, ConnectError>>;
 }
 
-/// Starts stdio servers as child processes (with the `stdio` feature); refuses `url` entries
-/// with [`ConnectError::Unsupported`] until an HTTP transport is plugged in.
+/// Starts stdio servers as child processes (with the `stdio` feature) and connects `url`
+/// entries over Streamable HTTP with their configured headers (with the `http` feature; a
+/// server that refuses Streamable HTTP is tried with the 2024-11-05 HTTP+SSE transport, and an
+/// entry with `"type": "sse"` uses that transport directly). Without a feature, such entries
+/// are refused with [`ConnectError::Unsupported`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DefaultConnector;
 
@@ -131,12 +135,67 @@ impl Connector for DefaultConnector {
                 ServerConfig::Stdio(_) => Err(ConnectError::Unsupported(format!(
                     "server `{name}` is a stdio server, but mcp-client was built without its `stdio` feature"
                 ))),
+                #[cfg(feature = "http")]
+                ServerConfig::Http(http) => open_http(name, http).await,
+                #[cfg(not(feature = "http"))]
                 ServerConfig::Http(http) => Err(ConnectError::Unsupported(format!(
-                    "server `{name}` is reached over HTTP ({}), which needs a connector with an HTTP transport (see Host::with_connector)",
+                    "server `{name}` is reached over HTTP ({}), but mcp-client was built without its `http` feature (or use Host::with_connector)",
                     http.url
                 ))),
             }
         })
+    }
+}
+
+/// Connects a `url` entry: Streamable HTTP with the HTTP+SSE fallback, or HTTP+SSE alone for
+/// `"type": "sse"`.
+#[cfg(feature = "http")]
+async fn open_http(
+    name: &str,
+    config: &crate::config::HttpServerConfig,
+) -> Result<Transport, ConnectError> {
+    use mcp_transport_http::client::{ClientMode, StreamableHttpClient};
+    let mut headers = http::HeaderMap::new();
+    for (header, value) in &config.headers {
+        let invalid = |what: &str| {
+            ConnectError::Unsupported(format!(
+                "server `{name}`: header `{header}` has an invalid {what}"
+            ))
+        };
+        let header_name =
+            http::HeaderName::from_bytes(header.as_bytes()).map_err(|_| invalid("name"))?;
+        let header_value = http::HeaderValue::from_str(value).map_err(|_| invalid("value"))?;
+        headers.append(header_name, header_value);
+    }
+    let mode = if config.legacy_sse {
+        ClientMode::HttpSse
+    } else {
+        ClientMode::Auto
+    };
+    let transport = |error: mcp_transport_http::client::HttpError| {
+        ConnectError::Transport(mcp_jsonrpc::TransportError::from(error))
+    };
+    let client = StreamableHttpClient::builder(config.url.clone())
+        .headers(headers)
+        .mode(mode)
+        .build()
+        .map_err(transport)?;
+    let (connection, handle) = client.connect().await.map_err(transport)?;
+    Ok(Transport {
+        connection,
+        process: Some(Box::new(handle)),
+    })
+}
+
+/// An HTTP connection "shuts down" by ending its session (`DELETE` with the session id).
+#[cfg(feature = "http")]
+impl ServerProcess for mcp_transport_http::client::HttpClientHandle {
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move { self.close().await })
+    }
+
+    fn has_exited(&self) -> bool {
+        self.is_closed()
     }
 }
 

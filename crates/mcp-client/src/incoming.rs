@@ -7,9 +7,11 @@ use mcp_types::{CreateMessageRequestParams, Project, ProtocolVersion};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use crate::client::Client;
+use crate::cache::ResponseCache;
+use crate::client::{Client, latest_session_version};
 use crate::elicit::FormSchema;
 use crate::handler::{ElicitationAnswer, ElicitationRequest, HandlerError};
+use crate::listen::Subscriptions;
 use crate::notify::ServerNotification;
 
 /// Dispatches what the server sends. Shared by the engine and the session.
@@ -22,6 +24,8 @@ struct IncomingInner {
     client: Client,
     version: OnceLock<ProtocolVersion>,
     notifications: broadcast::Sender<ServerNotification>,
+    subscriptions: Subscriptions,
+    cache: OnceLock<Arc<ResponseCache>>,
 }
 
 impl IncomingHandler {
@@ -34,6 +38,8 @@ impl IncomingHandler {
                 client,
                 version: OnceLock::new(),
                 notifications,
+                subscriptions: Subscriptions::default(),
+                cache: OnceLock::new(),
             }),
         }
     }
@@ -42,13 +48,26 @@ impl IncomingHandler {
         let _ = self.inner.version.set(version);
     }
 
-    /// The negotiated revision; before negotiation ends, the one the client asked for.
+    /// Lets list-changed notifications drop stale entries of the session's cache.
+    pub(crate) fn set_cache(&self, cache: Arc<ResponseCache>) {
+        let _ = self.inner.cache.set(cache);
+    }
+
+    /// The routing table of the session's `subscriptions/listen` subscriptions.
+    pub(crate) fn subscriptions(&self) -> &Subscriptions {
+        &self.inner.subscriptions
+    }
+
+    /// The negotiated revision; before negotiation ends, the newest `initialize` revision the
+    /// client may ask for (servers send nothing before that, except to an `initialize`).
     fn version(&self) -> ProtocolVersion {
-        self.inner
-            .version
-            .get()
-            .copied()
-            .unwrap_or(self.inner.client.shared.protocol_version)
+        self.inner.version.get().copied().unwrap_or_else(|| {
+            self.inner
+                .client
+                .shared
+                .protocol_version
+                .min(latest_session_version())
+        })
     }
 
     fn method_exists(&self, method: &str) -> bool {
@@ -172,9 +191,21 @@ impl IncomingHandler {
         }
     }
 
-    /// Delivers one server notification to the application.
+    /// Delivers one server notification to the application: its subscription (when it carries
+    /// a subscription id), the callback and the session's notification stream.
     pub(crate) fn notification(&self, method: &str, params: Option<Value>) {
+        if let Some(cache) = self.inner.cache.get() {
+            cache.invalidate_for(method);
+        }
+        let tagged = params.clone();
         let notification = ServerNotification::decode(method, params);
+        if !self
+            .inner
+            .subscriptions
+            .route(method, tagged.as_ref(), &notification)
+        {
+            return;
+        }
         if let Some(callback) = &self.inner.client.shared.on_notification {
             callback(&notification);
         }

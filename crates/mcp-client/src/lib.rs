@@ -12,6 +12,7 @@
 //! See `docs/client.md` for a guide.
 #![deny(missing_docs)]
 
+mod cache;
 mod client;
 pub mod config;
 pub mod elicit;
@@ -19,6 +20,9 @@ mod error;
 mod handler;
 mod host;
 mod incoming;
+mod lifecycle;
+mod listen;
+mod mrtr;
 pub mod names;
 mod notify;
 mod rpc;
@@ -33,6 +37,8 @@ pub use handler::{
 pub use host::{
     Connector, DefaultConnector, Host, HostItem, Listing, ServerProcess, ServerStatus, Transport,
 };
+pub use listen::Subscription;
+pub use mrtr::Outcome;
 pub use notify::{Notifications, ServerNotification};
 pub use rpc::Progress;
 pub use session::ClientSession;

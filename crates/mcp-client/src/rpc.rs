@@ -78,6 +78,19 @@ impl Rpc {
             .map(|p| mcp_jsonrpc::to_raw(&p))
             .transpose()
             .map_err(mcp_jsonrpc::CallError::Decode)?;
+        self.request_raw(method, params, timeout, progress, cancellable)
+            .await
+    }
+
+    /// [`Rpc::request`] with params already encoded.
+    pub(crate) async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+        progress: Option<ProgressCallback>,
+        cancellable: bool,
+    ) -> Result<Box<RawValue>, mcp_jsonrpc::CallError> {
         let mut options = RequestOptions::new().timeout(timeout);
         if timeout.is_none() {
             options = options.max_timeout(None);

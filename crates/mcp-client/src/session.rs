@@ -1,27 +1,34 @@
 //! A live session with one server: negotiation and the typed calls.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_core::Stream;
 use futures_util::{TryStreamExt, stream};
 use mcp_jsonrpc::Connection;
+use mcp_types::error_codes::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
 use mcp_types::{
-    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, Era,
-    GetPromptRequestParams, GetPromptResult, Implementation, InitializeResult, ListPromptsResult,
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, DiscoverResult,
+    Era, GetPromptRequestParams, GetPromptResult, Implementation, InitializeResult, InputRequests,
+    InputRequiredResult, InputResponse, InputResponses, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, Project,
     Prompt, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, Resource,
-    ResourceTemplate, ServerCapabilities, Tool,
+    ResourceTemplate, ServerCapabilities, SubscriptionFilter, Tool,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
+use tokio::sync::{Notify, broadcast, mpsc, oneshot};
 
+use crate::cache::ResponseCache;
 use crate::client::Client;
 use crate::error::{CallError, ConnectError};
 use crate::incoming::IncomingHandler;
+use crate::lifecycle::{self, META_LOG_LEVEL, Negotiated};
+use crate::listen::{PendingListen, Subscription};
+use crate::mrtr::{Outcome, decode_outcome, retry_params};
 use crate::notify::{Notifications, ServerNotification};
 use crate::rpc::{Progress, ProgressCallback, Rpc};
 
@@ -61,9 +68,19 @@ struct SessionInner {
     client: Client,
     version: ProtocolVersion,
     init: InitializeResult,
+    /// The `server/discover` result of a stateless session.
+    discover: Option<DiscoverResult>,
     server_caps: Value,
     notifications: broadcast::Sender<ServerNotification>,
     output_schemas: Mutex<HashMap<String, Arc<OutputSchema>>>,
+    incoming: IncomingHandler,
+    /// The `_meta` members of every stateless request (empty in the session era).
+    meta: Map<String, Value>,
+    /// The `io.modelcontextprotocol/logLevel` stateless requests ask for.
+    log_level: Mutex<Option<LoggingLevel>>,
+    cache: Option<Arc<ResponseCache>>,
+    /// Serializes the opening of `subscriptions/listen` subscriptions.
+    listen_gate: tokio::sync::Mutex<()>,
 }
 
 struct OutputSchema {
@@ -74,19 +91,32 @@ struct OutputSchema {
 trait Page: DeserializeOwned {
     type Item;
     fn into_parts(self) -> (Vec<Self::Item>, Option<String>);
+    /// Drops items the session must not hand out (tools with invalid `x-mcp-header`s).
+    fn checked(self, session: &ClientSession) -> Self;
 }
 
 macro_rules! page {
     ($result:ty, $item:ty, $field:ident) => {
+        page!($result, $item, $field, |page, _session| page);
+    };
+    ($result:ty, $item:ty, $field:ident, |$page:ident, $session:ident| $checked:expr) => {
         impl Page for $result {
             type Item = $item;
             fn into_parts(self) -> (Vec<$item>, Option<String>) {
                 (self.$field, self.next_cursor)
             }
+            #[allow(unused_mut)]
+            fn checked(self, $session: &ClientSession) -> Self {
+                let mut $page = self;
+                $checked
+            }
         }
     };
 }
-page!(ListToolsResult, Tool, tools);
+page!(ListToolsResult, Tool, tools, |page, session| {
+    session.drop_invalid_tools(&mut page.tools);
+    page
+});
 page!(ListResourcesResult, Resource, resources);
 page!(
     ListResourceTemplatesResult,
@@ -119,33 +149,64 @@ impl ClientSession {
             handler.clone(),
             client.shared.max_concurrent_requests,
         );
-        match negotiate(&client, &rpc).await {
-            Ok((version, init)) => {
-                handler.set_version(version);
-                let server_caps =
-                    serde_json::to_value(&init.capabilities).unwrap_or_else(|_| json!({}));
-                let inner = Arc::new(SessionInner {
-                    rpc,
-                    client: client.clone(),
-                    version,
-                    init,
-                    server_caps,
-                    notifications,
-                    output_schemas: Mutex::new(HashMap::new()),
-                });
-                if let Some(roots) = &client.shared.roots {
-                    spawn_roots_watcher(Arc::downgrade(&inner), roots.subscribe());
-                }
-                Ok(ClientSession {
-                    inner,
-                    options: CallOptions::default(),
-                })
-            }
+        let negotiated = match lifecycle::negotiate(&client, &rpc).await {
+            Ok(negotiated) => negotiated,
             Err(error) => {
                 rpc.close().await;
-                Err(error)
+                return Err(error);
             }
+        };
+        let cache = (client.shared.cache_entries > 0)
+            .then(|| Arc::new(ResponseCache::new(client.shared.cache_entries)));
+        if let Some(cache) = &cache {
+            handler.set_cache(cache.clone());
         }
+        let (version, init, discover, meta) = match negotiated {
+            Negotiated::Session { version, init } => (version, init, None, Map::new()),
+            Negotiated::Stateless {
+                version,
+                discover,
+                raw,
+                server_info,
+            } => {
+                if let Some(cache) = &cache {
+                    cache.put("server/discover", None, &raw);
+                }
+                let init = lifecycle::synthesized_init(version, &discover, &server_info);
+                let meta = lifecycle::stateless_meta(&client, version);
+                (version, init, Some(*discover), meta)
+            }
+        };
+        handler.set_version(version);
+        tracing::debug!(
+            server = %init.server_info.name,
+            version = %version,
+            "connected"
+        );
+        let server_caps = serde_json::to_value(&init.capabilities).unwrap_or_else(|_| json!({}));
+        let inner = Arc::new(SessionInner {
+            rpc,
+            client: client.clone(),
+            version,
+            init,
+            discover,
+            server_caps,
+            notifications,
+            output_schemas: Mutex::new(HashMap::new()),
+            incoming: handler,
+            meta,
+            log_level: Mutex::new(None),
+            cache,
+            listen_gate: tokio::sync::Mutex::new(()),
+        });
+        // `notifications/roots/list_changed` exists in the session era only.
+        if let (Some(roots), Era::Session) = (&client.shared.roots, version.era()) {
+            spawn_roots_watcher(Arc::downgrade(&inner), roots.subscribe());
+        }
+        Ok(ClientSession {
+            inner,
+            options: CallOptions::default(),
+        })
     }
 
     /// The revision negotiated with the server.
@@ -153,7 +214,18 @@ impl ClientSession {
         self.inner.version
     }
 
-    /// The server's implementation info.
+    /// Whether the session was negotiated with `initialize` or is stateless (`server/discover`,
+    /// per-request `_meta`).
+    pub fn era(&self) -> Era {
+        self.inner.version.era()
+    }
+
+    fn is_stateless(&self) -> bool {
+        self.era() == Era::Stateless
+    }
+
+    /// The server's implementation info. A stateless server gives it in its discover result's
+    /// `_meta` (a SHOULD); when it does not, both fields are empty.
     pub fn server_info(&self) -> &Implementation {
         &self.inner.init.server_info
     }
@@ -168,9 +240,15 @@ impl ClientSession {
         self.inner.init.instructions.as_deref()
     }
 
-    /// The full `initialize` result.
+    /// The full `initialize` result. On a stateless session there is none: this is assembled
+    /// from the `server/discover` result (version, capabilities, server info, instructions).
     pub fn initialize_result(&self) -> &InitializeResult {
         &self.inner.init
+    }
+
+    /// The `server/discover` result the session was negotiated with (stateless sessions only).
+    pub fn discover_result(&self) -> Option<&DiscoverResult> {
+        self.inner.discover.as_ref()
     }
 
     /// A bounded receiver of the server's notifications from now on (see [`Notifications`]).
@@ -282,18 +360,76 @@ impl ClientSession {
         method: &'static str,
         params: Option<Value>,
     ) -> Result<R, CallError> {
-        let raw = self
-            .inner
-            .rpc
-            .request(
-                method,
-                params,
-                self.timeout(),
-                self.options.progress.clone(),
-                true,
-            )
-            .await?;
+        let raw = self.send_raw(method, params).await?;
         serde_json::from_str(raw.get()).map_err(CallError::Decode)
+    }
+
+    /// Sends a request; on a stateless session, with the request `_meta` added, and retried
+    /// once when the server refuses the version with `-32022` but lists it as supported (a
+    /// server may refuse a first request that way).
+    async fn send_raw(
+        &self,
+        method: &'static str,
+        params: Option<Value>,
+    ) -> Result<Box<RawValue>, CallError> {
+        let stateless = self.is_stateless();
+        let params = if stateless {
+            Some(self.stamp(params))
+        } else {
+            params
+        };
+        let params = params
+            .map(|p| mcp_jsonrpc::to_raw(&p))
+            .transpose()
+            .map_err(CallError::Decode)?;
+        let mut retried = false;
+        loop {
+            let outcome = self
+                .inner
+                .rpc
+                .request_raw(
+                    method,
+                    params.clone(),
+                    self.timeout(),
+                    self.options.progress.clone(),
+                    true,
+                )
+                .await;
+            match outcome {
+                Err(mcp_jsonrpc::CallError::Rpc(error))
+                    if stateless
+                        && !retried
+                        && error.code == UNSUPPORTED_PROTOCOL_VERSION
+                        && lifecycle::supported_versions(&error)
+                            .iter()
+                            .any(|v| v == self.inner.version.as_str()) =>
+                {
+                    tracing::debug!(
+                        method,
+                        "version refused but listed as supported; retrying once"
+                    );
+                    retried = true;
+                }
+                other => return other.map_err(Into::into),
+            }
+        }
+    }
+
+    /// `params` with the stateless request `_meta`.
+    fn stamp(&self, params: Option<Value>) -> Value {
+        let level = *self
+            .inner
+            .log_level
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match level {
+            Some(level) => {
+                let mut meta = self.inner.meta.clone();
+                meta.insert(META_LOG_LEVEL.into(), json!(level));
+                lifecycle::with_meta(params, &meta)
+            }
+            None => lifecycle::with_meta(params, &self.inner.meta),
+        }
     }
 
     /// Projects model params onto the negotiated revision and encodes them.
@@ -316,7 +452,23 @@ impl ClientSession {
         cursor: Option<String>,
     ) -> Result<P, CallError> {
         self.check(method, Some(capability))?;
-        self.send(method, Some(cursor_params(cursor))).await
+        let cached = self
+            .inner
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.get(method, cursor.as_deref()));
+        let page: P = match cached {
+            Some(text) => serde_json::from_str(&text).map_err(CallError::Decode)?,
+            None => {
+                let key = cursor.clone();
+                let raw = self.send_raw(method, Some(cursor_params(cursor))).await?;
+                if let Some(cache) = &self.inner.cache {
+                    cache.put(method, key.as_deref(), raw.get());
+                }
+                serde_json::from_str(raw.get()).map_err(CallError::Decode)?
+            }
+        };
+        Ok(page.checked(self))
     }
 
     fn pages<P: Page + Send + 'static>(
@@ -394,6 +546,24 @@ impl ClientSession {
         let session = self.clone();
         self.pages::<ListToolsResult>("tools/list", ("tools", &["tools"]))
             .inspect_ok(move |tool| session.remember_output_schemas(std::slice::from_ref(tool)))
+    }
+
+    /// Drops, with a warning, the tools whose `x-mcp-header` annotations break the rules of
+    /// 2026-07-28: a client must not offer them (their calls could not carry correct
+    /// `Mcp-Param-*` headers). Earlier revisions know no such annotation.
+    fn drop_invalid_tools(&self, tools: &mut Vec<Tool>) {
+        if !self.is_stateless() {
+            return;
+        }
+        tools.retain(|tool| {
+            match mcp_types::x_mcp_header::param_headers(&tool.input_schema.extra) {
+                Ok(_) => true,
+                Err(error) => {
+                    tracing::warn!(tool = %tool.name, %error, "ignoring a tool with an invalid x-mcp-header annotation");
+                    false
+                }
+            }
+        });
     }
 
     fn remember_output_schemas(&self, tools: &[Tool]) {
@@ -481,6 +651,13 @@ impl ClientSession {
     }
 
     /// `tools/call` with spec-shaped params.
+    ///
+    /// On a stateless session an `input_required` answer is resolved here: the client's
+    /// handlers answer each of the server's `inputRequests` and the call is repeated with the
+    /// answers and the server's `requestState`, for at most
+    /// [`ClientBuilder::max_input_rounds`](crate::ClientBuilder::max_input_rounds) rounds
+    /// ([`CallError::RoundsExceeded`] after). [`ClientSession::call_tool_once`] leaves that to
+    /// the caller.
     pub async fn call_tool_with(
         &self,
         params: CallToolRequestParams,
@@ -488,9 +665,147 @@ impl ClientSession {
         self.check("tools/call", Some(("tools", &["tools"])))?;
         let name = params.name.clone();
         let params = self.encode(params)?;
-        let result: CallToolResult = self.send("tools/call", Some(params)).await?;
+        let result: CallToolResult = self.drive("tools/call", params).await?;
         self.validate_structured(&name, &result)?;
         Ok(result)
+    }
+
+    /// One round of `tools/call`: the result, or the server's request for input (stateless
+    /// sessions only; a session-era server always gives the result). To continue, set
+    /// `input_responses` (see [`ClientSession::answer_input_requests`]) and `request_state` on
+    /// the same params and call again.
+    ///
+    /// ```no_run
+    /// # async fn f(session: mcp_client::ClientSession) -> Result<(), mcp_client::CallError> {
+    /// use mcp_client::Outcome;
+    /// use mcp_types::CallToolRequestParams;
+    ///
+    /// let mut params: CallToolRequestParams =
+    ///     serde_json::from_value(serde_json::json!({"name": "deploy"})).unwrap();
+    /// let result = loop {
+    ///     match session.call_tool_once(params.clone()).await? {
+    ///         Outcome::Complete(result) => break result,
+    ///         Outcome::InputRequired(input) => {
+    ///             let requests = input.input_requests.clone().unwrap_or_default();
+    ///             params.input_responses = Some(session.answer_input_requests(&requests).await?);
+    ///             params.request_state = input.request_state;
+    ///         }
+    ///         _ => unreachable!("no other outcome"),
+    ///     }
+    /// };
+    /// # let _ = result; Ok(()) }
+    /// ```
+    pub async fn call_tool_once(
+        &self,
+        params: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, CallError> {
+        self.check("tools/call", Some(("tools", &["tools"])))?;
+        let name = params.name.clone();
+        let params = self.encode(params)?;
+        let outcome: Outcome<CallToolResult> = self.round("tools/call", &params).await?;
+        if let Outcome::Complete(result) = &outcome {
+            self.validate_structured(&name, result)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Answers a server's `inputRequests` with this client's handlers (sampling, elicitation,
+    /// roots), as [`ClientSession::call_tool_once`] callers need for the retry.
+    pub async fn answer_input_requests(
+        &self,
+        requests: &InputRequests,
+    ) -> Result<InputResponses, CallError> {
+        let mut responses = InputResponses::new();
+        for (key, answer) in self.answer_inputs(requests).await? {
+            let response: InputResponse =
+                serde_json::from_value(answer).map_err(CallError::Decode)?;
+            responses.insert(key, response);
+        }
+        Ok(responses)
+    }
+
+    async fn answer_inputs(
+        &self,
+        requests: &InputRequests,
+    ) -> Result<Map<String, Value>, CallError> {
+        let mut answers = Map::new();
+        for (key, request) in requests {
+            let request = serde_json::to_value(request).map_err(CallError::Decode)?;
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let params = request.get("params").cloned();
+            let answer = self
+                .inner
+                .incoming
+                .request(&method, params)
+                .await
+                .map_err(|error| CallError::InputRequest {
+                    key: key.clone(),
+                    method: method.clone(),
+                    error,
+                })?;
+            answers.insert(key.clone(), answer);
+        }
+        Ok(answers)
+    }
+
+    /// One round of a request that may need input: the outcome of sending `params` once.
+    async fn round<R: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: &Value,
+    ) -> Result<Outcome<R>, CallError> {
+        if !self.is_stateless() {
+            return self
+                .send(method, Some(params.clone()))
+                .await
+                .map(Outcome::Complete);
+        }
+        let raw = match self.send_raw(method, Some(params.clone())).await {
+            // The server expects `Mcp-Param-*` headers the transport did not send: the tool's
+            // schema changed. Listing the tools again teaches the transport the new ones.
+            Err(CallError::Rpc(error))
+                if method == "tools/call" && error.code == HEADER_MISMATCH =>
+            {
+                tracing::debug!(message = %error.message, "header mismatch; listing the tools again and retrying once");
+                if let Some(cache) = &self.inner.cache {
+                    cache.invalidate("tools/list");
+                }
+                let _ = self.list_all_tools().await?;
+                self.send_raw(method, Some(params.clone())).await?
+            }
+            other => other?,
+        };
+        decode_outcome(&raw)
+    }
+
+    /// Sends `params` and resolves `input_required` rounds until the final result.
+    async fn drive<R: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> Result<R, CallError> {
+        let max = self.inner.client.shared.max_input_rounds;
+        let mut params = params;
+        let mut rounds = 0;
+        loop {
+            let input: InputRequiredResult = match self.round(method, &params).await? {
+                Outcome::Complete(result) => return Ok(result),
+                Outcome::InputRequired(input) => input,
+            };
+            if rounds >= max {
+                return Err(CallError::RoundsExceeded { method, rounds });
+            }
+            rounds += 1;
+            let answers = match &input.input_requests {
+                Some(requests) => self.answer_inputs(requests).await?,
+                None => Map::new(),
+            };
+            params = retry_params(&params, answers, input.request_state.as_deref());
+        }
     }
 
     fn validate_structured(&self, tool: &str, result: &CallToolResult) -> Result<(), CallError> {
@@ -592,14 +907,25 @@ impl ClientSession {
             .await
     }
 
-    /// `resources/read` with spec-shaped params.
+    /// `resources/read` with spec-shaped params; `input_required` rounds are resolved as for
+    /// [`ClientSession::call_tool_with`].
     pub async fn read_resource_with(
         &self,
         params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, CallError> {
         self.check("resources/read", Some(("resources", &["resources"])))?;
         let params = self.encode(params)?;
-        self.send("resources/read", Some(params)).await
+        self.drive("resources/read", params).await
+    }
+
+    /// One round of `resources/read` (see [`ClientSession::call_tool_once`]).
+    pub async fn read_resource_once(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<Outcome<ReadResourceResult>, CallError> {
+        self.check("resources/read", Some(("resources", &["resources"])))?;
+        let params = self.encode(params)?;
+        self.round("resources/read", &params).await
     }
 
     /// `resources/subscribe`: the server then sends
@@ -667,14 +993,25 @@ impl ClientSession {
         self.get_prompt_with(model(params)?).await
     }
 
-    /// `prompts/get` with spec-shaped params.
+    /// `prompts/get` with spec-shaped params; `input_required` rounds are resolved as for
+    /// [`ClientSession::call_tool_with`].
     pub async fn get_prompt_with(
         &self,
         params: GetPromptRequestParams,
     ) -> Result<GetPromptResult, CallError> {
         self.check("prompts/get", Some(("prompts", &["prompts"])))?;
         let params = self.encode(params)?;
-        self.send("prompts/get", Some(params)).await
+        self.drive("prompts/get", params).await
+    }
+
+    /// One round of `prompts/get` (see [`ClientSession::call_tool_once`]).
+    pub async fn get_prompt_once(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<Outcome<GetPromptResult>, CallError> {
+        self.check("prompts/get", Some(("prompts", &["prompts"])))?;
+        let params = self.encode(params)?;
+        self.round("prompts/get", &params).await
     }
 
     /// `completion/complete`: argument suggestions for a prompt or resource template.
@@ -695,7 +1032,25 @@ impl ClientSession {
     }
 
     /// `logging/setLevel`: the server then sends log messages at `level` and above.
+    ///
+    /// A stateless session has no such method; there the level is remembered and every later
+    /// request made through this session (and its clones) asks for it in its `_meta`
+    /// (`io.modelcontextprotocol/logLevel`), with the same effect on the requests' streams.
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), CallError> {
+        if self.is_stateless() {
+            if !self.has_capability(&["logging"]) {
+                return Err(CallError::MissingCapability {
+                    method: "logging/setLevel",
+                    capability: "logging",
+                });
+            }
+            *self
+                .inner
+                .log_level
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(level);
+            return Ok(());
+        }
         self.check("logging/setLevel", Some(("logging", &["logging"])))?;
         let _: Value = self
             .send("logging/setLevel", Some(json!({ "level": level })))
@@ -703,8 +1058,133 @@ impl ClientSession {
         Ok(())
     }
 
+    /// `server/discover` (stateless sessions): the server's versions, capabilities and info. With
+    /// a response cache it is answered from the cache while its `ttlMs` lasts.
+    pub async fn discover(&self) -> Result<DiscoverResult, CallError> {
+        const METHOD: &str = "server/discover";
+        self.check(METHOD, None)?;
+        let text = match self.inner.cache.as_ref().and_then(|c| c.get(METHOD, None)) {
+            Some(text) => text,
+            None => {
+                let raw = self.send_raw(METHOD, None).await?;
+                if let Some(cache) = &self.inner.cache {
+                    cache.put(METHOD, None, raw.get());
+                }
+                raw.get().to_owned()
+            }
+        };
+        lifecycle::parse_discover(&text).map_err(CallError::InvalidResponse)
+    }
+
+    /// Drops every cached result (see
+    /// [`ClientBuilder::response_cache`](crate::ClientBuilder::response_cache)).
+    pub fn clear_cache(&self) {
+        if let Some(cache) = &self.inner.cache {
+            cache.clear();
+        }
+    }
+
+    /// `subscriptions/listen` (stateless sessions): opens a subscription to the change
+    /// notifications `filter` opts in to and returns once the server has acknowledged it.
+    /// Its notifications also reach [`ClientSession::notifications`] and the notification
+    /// callback. On a session-era server use [`ClientSession::notifications`] and
+    /// [`ClientSession::subscribe`] instead.
+    ///
+    /// ```no_run
+    /// # async fn f(session: mcp_client::ClientSession) -> Result<(), mcp_client::CallError> {
+    /// use mcp_client::ServerNotification;
+    /// use mcp_types::SubscriptionFilter;
+    ///
+    /// let filter = SubscriptionFilter { tools_list_changed: Some(true), ..Default::default() };
+    /// let mut changes = session.listen(filter).await?;
+    /// while let Some(change) = changes.recv().await {
+    ///     if matches!(change, ServerNotification::ToolListChanged) {
+    ///         let tools = session.list_all_tools().await?;
+    ///         # let _ = tools;
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, CallError> {
+        const METHOD: &str = "subscriptions/listen";
+        self.check(METHOD, None)?;
+        let _gate = self.inner.listen_gate.lock().await;
+        let subscriptions = self.inner.incoming.subscriptions().clone();
+        let (tx, rx) = mpsc::channel(self.inner.client.shared.subscription_buffer);
+        let (ack_tx, ack_rx) = oneshot::channel();
+        let end = Arc::new(Notify::new());
+        let key = Arc::new(OnceLock::new());
+        subscriptions.expect(PendingListen {
+            tx,
+            ack: ack_tx,
+            end: end.clone(),
+            key: key.clone(),
+        });
+        let key_slot = key.clone();
+        let params = json!({ "notifications": filter });
+        let (done_tx, done_rx) = oneshot::channel::<CallError>();
+        // The listen request lives as long as the subscription: no timeout.
+        let listener = self.with_timeout(None);
+        let task = {
+            let subscriptions = subscriptions.clone();
+            let end = end.clone();
+            tokio::spawn(async move {
+                let outcome = tokio::select! {
+                    outcome = listener.send_raw(METHOD, Some(params)) => outcome.err(),
+                    () = end.notified() => None,
+                };
+                match key.get() {
+                    Some(key) => subscriptions.remove(key),
+                    None => subscriptions.abandon(&end),
+                }
+                if let Some(error) = outcome {
+                    tracing::debug!(%error, "subscriptions/listen ended with an error");
+                    let _ = done_tx.send(error);
+                }
+            })
+        };
+        let acknowledged = async {
+            tokio::select! {
+                ack = ack_rx => ack.map_err(|_| {
+                    CallError::InvalidResponse(
+                        "the listen request ended before the server acknowledged it".into(),
+                    )
+                }),
+                error = done_rx => Err(error.unwrap_or_else(|_| {
+                    CallError::InvalidResponse(
+                        "the listen request ended before the server acknowledged it".into(),
+                    )
+                })),
+            }
+        };
+        let acknowledged = match self.timeout() {
+            Some(limit) => tokio::time::timeout(limit, acknowledged)
+                .await
+                .unwrap_or(Err(CallError::Timeout)),
+            None => acknowledged.await,
+        };
+        match acknowledged {
+            Ok(filter) => {
+                let key = key_slot.get().cloned().unwrap_or_default();
+                Ok(Subscription {
+                    acknowledged: filter,
+                    key,
+                    rx,
+                    subscriptions,
+                    task,
+                })
+            }
+            Err(error) => {
+                subscriptions.abandon(&end);
+                task.abort();
+                Err(error)
+            }
+        }
+    }
+
     /// Sends any request the negotiated revision defines, with raw JSON params: the escape hatch
-    /// for methods without a typed call. The capability check is the caller's.
+    /// for methods without a typed call. The capability check is the caller's. On a stateless
+    /// session the request `_meta` is added.
     pub async fn request_raw(
         &self,
         method: &'static str,
@@ -713,75 +1193,6 @@ impl ClientSession {
         self.check(method, None)?;
         self.send(method, params).await
     }
-}
-
-/// `initialize`, then `notifications/initialized`. Kept in one place so that other lifecycles
-/// (the stateless `server/discover`) slot in here.
-async fn negotiate(
-    client: &Client,
-    rpc: &Rpc,
-) -> Result<(ProtocolVersion, InitializeResult), ConnectError> {
-    let shared = &client.shared;
-    let requested = shared.protocol_version;
-    let mut params = Map::new();
-    params.insert("protocolVersion".into(), json!(requested));
-    let mut capabilities: mcp_types::ClientCapabilities = client.capabilities();
-    capabilities.project(requested);
-    params.insert(
-        "capabilities".into(),
-        serde_json::to_value(capabilities).unwrap_or_else(|_| json!({})),
-    );
-    let mut info = shared.info.clone();
-    info.project(requested);
-    params.insert(
-        "clientInfo".into(),
-        serde_json::to_value(info).map_err(ConnectError::InvalidInitializeResult)?,
-    );
-    let raw = rpc
-        .request(
-            "initialize",
-            Some(Value::Object(params)),
-            Some(shared.initialize_timeout),
-            None,
-            // The specification forbids cancelling `initialize`.
-            false,
-        )
-        .await
-        .map_err(|error| ConnectError::Initialize(error.into()))?;
-    let value: Value =
-        serde_json::from_str(raw.get()).map_err(ConnectError::InvalidInitializeResult)?;
-    let answered = value
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let version = match answered.parse::<ProtocolVersion>() {
-        Ok(version)
-            if version.era() == Era::Session
-                && version >= shared.min_protocol_version
-                && version <= requested =>
-        {
-            version
-        }
-        _ => {
-            return Err(ConnectError::UnsupportedVersion {
-                requested,
-                min: shared.min_protocol_version,
-                answered,
-            });
-        }
-    };
-    let init: InitializeResult =
-        serde_json::from_value(value).map_err(ConnectError::InvalidInitializeResult)?;
-    rpc.notify("notifications/initialized", None)
-        .await
-        .map_err(ConnectError::Initialized)?;
-    tracing::debug!(
-        server = %init.server_info.name,
-        version = %version,
-        "connected"
-    );
-    Ok((version, init))
 }
 
 fn spawn_roots_watcher(

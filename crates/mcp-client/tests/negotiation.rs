@@ -96,9 +96,15 @@ async fn accepts_an_older_revision_and_sends_initialized() {
     assert_eq!(session.protocol_version(), ProtocolVersion::V2024_11_05);
     assert_eq!(session.instructions(), Some("be nice"));
     session.ping().await.unwrap();
+    // The default range includes 2026-07-28: `server/discover` first, `-32601`, fallback.
     assert_eq!(
         server.seen(),
-        ["initialize", "notifications/initialized", "ping"]
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "ping"
+        ]
     );
 }
 
@@ -115,7 +121,7 @@ async fn refuses_an_unknown_revision_and_closes() {
     peer.closed().await;
     assert_eq!(
         server.seen(),
-        ["initialize"],
+        ["server/discover", "initialize"],
         "no initialized after a refusal"
     );
 }
@@ -137,7 +143,13 @@ async fn refuses_a_newer_revision_than_asked() {
 async fn undeclared_capabilities_and_missing_methods_never_reach_the_wire() {
     let server = Scripted::new("2024-11-05", json!({"tools": {}}));
     let (connection, _peer) = start(server.clone());
-    let session = client().connect(connection).await.unwrap();
+    // A session-era range: no `server/discover`.
+    let session = Client::builder(Implementation::new("test", "1"))
+        .protocol_version(ProtocolVersion::V2025_11_25)
+        .build()
+        .connect(connection)
+        .await
+        .unwrap();
     assert!(matches!(
         session.list_prompts(None).await,
         Err(CallError::MissingCapability {

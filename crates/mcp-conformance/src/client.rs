@@ -1,20 +1,28 @@
 //! The client side of the conformance run: what `everything-client` does for each client
-//! scenario, on the HTTP client transport, the JSON-RPC engine and `mcp-auth`.
+//! scenario, with `mcp-client` over the HTTP client transport (and `mcp-auth` for the
+//! `auth/*` scenarios).
+//!
+//! Everything protocol-level is the SDK's: negotiation (`initialize` up to 2025-11-25,
+//! `server/discover` and per-request `_meta` on 2026-07-28, the retry after `-32022`),
+//! `input_required` rounds, dropping tools with invalid `x-mcp-header` annotations, and the
+//! HTTP headers. This module only says which calls each scenario makes and how the user
+//! answers the server's questions.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::{
-    CallError, Engine, ErrorObject, Handler, Peer, Request, RequestContext, RequestOptions,
+use mcp_client::{
+    CallError, Client, ClientSession, ConnectError, ElicitationAnswer, ElicitationRequest,
+    HandlerError, Roots,
 };
-use serde_json::value::RawValue;
+use mcp_transport_http::client::{HttpClientHandle, StreamableHttpClient};
+use mcp_types::{
+    CreateMessageRequestParams, CreateMessageResult, Era, Implementation, ProtocolVersion, Root,
+};
 use serde_json::{Map, Value, json};
 
 /// The client name sent in `clientInfo`.
 pub const CLIENT_NAME: &str = "mcp-conformance-everything-client";
-
-/// The first revision without the `initialize` handshake.
-pub const STATELESS_REVISION: &str = "2026-07-28";
 
 /// The redirect URI registered with authorization servers (never followed).
 pub const REDIRECT_URI: &str = "http://localhost:3000/callback";
@@ -24,6 +32,9 @@ pub const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-met
 
 /// Most multi round-trip rounds one call may take.
 pub const MAX_ROUNDS: usize = 8;
+
+/// How long one request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// What the conformance harness hands the client.
 #[derive(Debug, Clone)]
@@ -50,6 +61,9 @@ pub enum RunError {
     /// OAuth set-up failed.
     #[error("auth: {0}")]
     Auth(#[from] mcp_auth::AuthError),
+    /// Connecting (negotiation) failed.
+    #[error("connect: {0}")]
+    Connect(#[from] ConnectError),
     /// A request failed.
     #[error("{method}: {source}")]
     Call {
@@ -58,9 +72,6 @@ pub enum RunError {
         /// Why it failed.
         source: CallError,
     },
-    /// The server kept asking for input past [`MAX_ROUNDS`].
-    #[error("{0}: too many input rounds")]
-    Rounds(String),
 }
 
 impl Run {
@@ -97,8 +108,11 @@ impl Run {
         })
     }
 
-    fn stateless(&self) -> bool {
-        self.protocol_version.as_str() >= STATELESS_REVISION
+    /// The revision to speak: the one asked for, or the newest known for an unknown date.
+    fn version(&self) -> ProtocolVersion {
+        self.protocol_version
+            .parse()
+            .unwrap_or(ProtocolVersion::LATEST)
     }
 
     fn context_str(&self, key: &str) -> Option<&str> {
@@ -106,57 +120,19 @@ impl Run {
     }
 }
 
-/// The capabilities this client declares.
-fn capabilities() -> Value {
-    json!({"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}})
-}
-
-/// Answers the server's requests: elicitation (accepting with every schema default filled in),
-/// sampling (a fixed text) and roots.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Answers;
-
-impl Answers {
-    /// The result for one server-to-client request (also used for `inputRequests`).
-    ///
-    /// # Errors
-    ///
-    /// `-32601` for a method this client does not serve.
-    pub fn answer(method: &str, params: &Value) -> Result<Value, ErrorObject> {
-        match method {
-            "elicitation/create" => Ok(elicit(params)),
-            "sampling/createMessage" => Ok(json!({
-                "role": "assistant",
-                "content": {"type": "text", "text": "This is a test response from the client."},
-                "model": "test-model",
-                "stopReason": "endTurn"
-            })),
-            "roots/list" => {
-                Ok(json!({"roots": [{"uri": "file:///test/root", "name": "Test Root"}]}))
-            }
-            "ping" => Ok(json!({})),
-            other => Err(ErrorObject::method_not_found(other)),
-        }
-    }
-}
-
-/// Accepts an elicitation with a value for every property that has a `default`, plus a plain
-/// value for required properties without one.
-fn elicit(params: &Value) -> Value {
-    let schema = params.get("requestedSchema").cloned().unwrap_or_default();
-    let required: Vec<&str> = schema
+/// What the simulated user types into a form: nothing for fields with a `default` (the client
+/// fills those in from the schema, SEP-1034), and a plain value for each required field
+/// without one.
+pub fn form_answer(requested_schema: &Value) -> Map<String, Value> {
+    let required: Vec<&str> = requested_schema
         .get("required")
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     let mut content = Map::new();
-    if let Some(Value::Object(props)) = schema.get("properties") {
+    if let Some(Value::Object(props)) = requested_schema.get("properties") {
         for (name, prop) in props {
-            if let Some(default) = prop.get("default") {
-                content.insert(name.clone(), default.clone());
-                continue;
-            }
-            if !required.contains(&name.as_str()) {
+            if prop.get("default").is_some() || !required.contains(&name.as_str()) {
                 continue;
             }
             let value = match prop.get("type").and_then(Value::as_str) {
@@ -171,166 +147,46 @@ fn elicit(params: &Value) -> Value {
             content.insert(name.clone(), value);
         }
     }
-    json!({"action": "accept", "content": content})
+    content
 }
 
-impl Handler for Answers {
-    async fn handle_request(
-        &self,
-        request: Request,
-        _cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
-        let params: Value = match &request.params {
-            Some(raw) => serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)?,
-            None => json!({}),
-        };
-        let result = Self::answer(&request.method, &params)?;
-        mcp_jsonrpc::to_raw(&result).map_err(ErrorObject::internal_error)
-    }
+/// The sampling answer: a fixed text.
+fn sample() -> Result<CreateMessageResult, HandlerError> {
+    serde_json::from_value(json!({
+        "role": "assistant",
+        "content": {"type": "text", "text": "This is a test response from the client."},
+        "model": "test-model",
+        "stopReason": "endTurn"
+    }))
+    .map_err(|e| HandlerError::internal(e.to_string()))
 }
 
-/// A connected session: the engine's peer and what the lifecycle negotiated.
-struct Session {
-    peer: Peer,
-    handle: mcp_transport_http::client::HttpClientHandle,
-    run: Run,
-    version: String,
-}
-
-impl Session {
-    /// Adds the stateless `_meta` to `params` when speaking 2026-07-28.
-    fn params(&self, params: Value) -> Value {
-        if !self.run.stateless() {
-            return params;
-        }
-        let mut params = match params {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        let meta = params.entry("_meta").or_insert_with(|| json!({}));
-        if let Value::Object(meta) = meta {
-            meta.insert(
-                "io.modelcontextprotocol/protocolVersion".into(),
-                json!(self.version),
-            );
-            meta.insert(
-                "io.modelcontextprotocol/clientCapabilities".into(),
-                capabilities(),
-            );
-            meta.insert(
-                "io.modelcontextprotocol/clientInfo".into(),
-                json!({"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")}),
-            );
-        }
-        Value::Object(params)
-    }
-
-    async fn call_once(&self, method: &str, params: Value) -> Result<Value, RunError> {
-        let params = self.params(params);
-        self.peer
-            .call::<Value, Value>(method, &params, RequestOptions::new())
-            .await
-            .map_err(|source| RunError::Call {
-                method: method.to_owned(),
-                source,
+/// The client: accepts every elicitation (see [`form_answer`]), samples a fixed text, exposes
+/// one root.
+pub fn client(run: &Run) -> Client {
+    let version = run.version();
+    let root: Option<Root> =
+        serde_json::from_value(json!({"uri": "file:///test/root", "name": "Test Root"})).ok();
+    let mut builder = Client::builder(Implementation::new(CLIENT_NAME, env!("CARGO_PKG_VERSION")))
+        .on_elicit(|request: ElicitationRequest| async move {
+            Ok(match request {
+                ElicitationRequest::Form {
+                    requested_schema, ..
+                } => ElicitationAnswer::Accept(form_answer(&requested_schema)),
+                _ => ElicitationAnswer::Accept(Map::new()),
             })
+        })
+        .on_sample(|_request: CreateMessageRequestParams| async move { sample() })
+        .roots(Roots::new(root.into_iter().collect()))
+        .protocol_version(version)
+        .request_timeout(Some(REQUEST_TIMEOUT))
+        .initialize_timeout(REQUEST_TIMEOUT)
+        .max_input_rounds(MAX_ROUNDS);
+    if version.era() == Era::Stateless {
+        // The scenario says which wire to speak: no fallback to `initialize`.
+        builder = builder.min_protocol_version(version);
     }
-
-    /// Calls `method`, retrying once with a supported version on `-32022` (stateless), and
-    /// resolving `input_required` rounds with [`Answers`].
-    async fn call(&mut self, method: &str, params: Value) -> Result<Value, RunError> {
-        let mut params = params;
-        for _ in 0..MAX_ROUNDS {
-            let result = match self.call_once(method, params.clone()).await {
-                Err(RunError::Call {
-                    source: CallError::Rpc(e),
-                    ..
-                }) if e.code == -32022 && self.run.stateless() => {
-                    let supported = e
-                        .data
-                        .as_deref()
-                        .and_then(|d| serde_json::from_str::<Value>(d.get()).ok())
-                        .and_then(|d| d.get("supported").cloned())
-                        .and_then(|s| s.as_array().cloned())
-                        .unwrap_or_default();
-                    let next = supported
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .find(|v| *v != self.version)
-                        .or_else(|| supported.iter().filter_map(Value::as_str).next())
-                        .map(str::to_owned);
-                    match next {
-                        Some(v) => {
-                            self.version = v;
-                            continue;
-                        }
-                        None => {
-                            return Err(RunError::Call {
-                                method: method.to_owned(),
-                                source: CallError::Rpc(e),
-                            });
-                        }
-                    }
-                }
-                other => other?,
-            };
-            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                return Ok(result);
-            }
-            let mut responses = Map::new();
-            if let Some(Value::Object(requests)) = result.get("inputRequests") {
-                for (key, request) in requests {
-                    let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-                    let params = request.get("params").cloned().unwrap_or_default();
-                    match Answers::answer(method, &params) {
-                        Ok(answer) => {
-                            responses.insert(key.clone(), answer);
-                        }
-                        Err(e) => {
-                            tracing::warn!(key, method, error = %e.message, "cannot answer an input request")
-                        }
-                    }
-                }
-            }
-            let mut next = match params {
-                Value::Object(map) => map,
-                _ => Map::new(),
-            };
-            next.remove("requestState");
-            next.insert("inputResponses".into(), Value::Object(responses));
-            if let Some(state) = result.get("requestState") {
-                next.insert("requestState".into(), state.clone());
-            }
-            params = Value::Object(next);
-        }
-        Err(RunError::Rounds(method.to_owned()))
-    }
-
-    /// `tools/list`, all pages (at most 100).
-    async fn list_tools(&mut self) -> Result<Vec<Value>, RunError> {
-        let mut tools = Vec::new();
-        let mut cursor: Option<Value> = None;
-        for _ in 0..100 {
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            let page = self.call("tools/list", params).await?;
-            if let Some(Value::Array(items)) = page.get("tools") {
-                tools.extend(items.iter().cloned());
-            }
-            cursor = page.get("nextCursor").filter(|c| !c.is_null()).cloned();
-            if cursor.is_none() {
-                break;
-            }
-        }
-        Ok(tools)
-    }
-
-    async fn call_tool(&mut self, name: &str, arguments: Value) -> Result<Value, RunError> {
-        self.call("tools/call", json!({"name": name, "arguments": arguments}))
-            .await
-    }
+    builder.build()
 }
 
 fn auth_provider(run: &Run) -> Result<Arc<dyn mcp_auth::AuthProvider>, RunError> {
@@ -378,8 +234,8 @@ fn auth_provider(run: &Run) -> Result<Arc<dyn mcp_auth::AuthProvider>, RunError>
     Ok(Arc::new(builder.build()?))
 }
 
-async fn connect(run: &Run) -> Result<Session, RunError> {
-    use mcp_transport_http::client::StreamableHttpClient;
+/// Opens the HTTP transport and negotiates a session over it.
+async fn connect(run: &Run) -> Result<(ClientSession, HttpClientHandle), RunError> {
     // `sse-retry` counts any GET as the reconnection it times, so no standalone GET stream
     // there; elsewhere it carries server requests unrelated to any POST (the TS-SDK mocks send
     // `elicitation/create` that way).
@@ -388,46 +244,27 @@ async fn connect(run: &Run) -> Result<Session, RunError> {
     if run.scenario.starts_with("auth/") {
         builder = builder.auth(auth_provider(run)?);
     }
-    let client = builder
+    let transport = builder
         .build()
         .map_err(|e| RunError::Transport(e.to_string()))?;
-    let (connection, handle) = client
+    let (connection, handle) = transport
         .connect()
         .await
         .map_err(|e| RunError::Transport(e.to_string()))?;
-    let (peer, _driver) = Engine::builder()
-        .request_timeout(Some(Duration::from_secs(20)))
-        .spawn(connection, Answers);
-    let mut session = Session {
-        peer,
-        handle,
-        run: run.clone(),
-        version: run.protocol_version.clone(),
-    };
-    if !run.stateless() {
-        let result = session
-            .call_once(
-                "initialize",
-                json!({
-                    "protocolVersion": run.protocol_version,
-                    "capabilities": capabilities(),
-                    "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")}
-                }),
-            )
-            .await?;
-        if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
-            session.version = v.to_owned();
-        }
-        session
-            .peer
-            .notify_with("notifications/initialized", &json!({}))
-            .await
-            .map_err(|source| RunError::Call {
-                method: "notifications/initialized".into(),
-                source,
-            })?;
+    let session = client(run).connect(connection).await?;
+    tracing::info!(
+        version = %session.protocol_version(),
+        server = %session.server_info().name,
+        "connected"
+    );
+    Ok((session, handle))
+}
+
+fn failed(method: &str) -> impl FnOnce(CallError) -> RunError + '_ {
+    move |source| RunError::Call {
+        method: method.to_owned(),
+        source,
     }
-    Ok(session)
 }
 
 /// The arguments to call a listed tool with: the scenario context's `toolCalls` entry, the
@@ -454,99 +291,128 @@ fn arguments_for(run: &Run, tool: &str) -> Value {
 ///
 /// The first step that failed; negative scenarios (the client must give up) end here too.
 pub async fn run(run: Run) -> Result<(), RunError> {
-    let mut session = connect(&run).await?;
-    let scenario = run.scenario.as_str();
-    match scenario {
-        "initialize" => {}
+    let (session, handle) = connect(&run).await?;
+    let outcome = scenario(&run, &session).await;
+    session.close().await;
+    handle.close().await;
+    outcome
+}
+
+async fn scenario(run: &Run, session: &ClientSession) -> Result<(), RunError> {
+    match run.scenario.as_str() {
+        "initialize" => Ok(()),
         "tools_call" => {
-            session.list_tools().await?;
             session
-                .call_tool("add_numbers", json!({"a": 5, "b": 3}))
-                .await?;
+                .list_all_tools()
+                .await
+                .map_err(failed("tools/list"))?;
+            call(session, "add_numbers", json!({"a": 5, "b": 3})).await
         }
         "elicitation-sep1034-client-defaults" => {
-            session.list_tools().await?;
             session
-                .call_tool("test_client_elicitation_defaults", json!({}))
-                .await?;
+                .list_all_tools()
+                .await
+                .map_err(failed("tools/list"))?;
+            call(session, "test_client_elicitation_defaults", json!({})).await
         }
         "sse-retry" => {
-            session.list_tools().await?;
-            session.call_tool("test_reconnection", json!({})).await?;
+            session
+                .list_all_tools()
+                .await
+                .map_err(failed("tools/list"))?;
+            call(session, "test_reconnection", json!({})).await
         }
         "json-schema-ref-no-deref" => {
-            session.list_tools().await?;
+            session
+                .list_all_tools()
+                .await
+                .map_err(failed("tools/list"))?;
+            Ok(())
         }
         "json-schema-2020-12-preservation" => {
-            let tools = session.list_tools().await?;
-            let schema = tools
-                .iter()
-                .find(|t| t.get("name").and_then(Value::as_str) == Some("json_schema_2020_12_tool"))
+            // The schema exactly as the server sent it, not as the client's model re-renders it.
+            let page = session
+                .request_raw("tools/list", Some(json!({})))
+                .await
+                .map_err(failed("tools/list"))?;
+            let schema = page
+                .get("tools")
+                .and_then(Value::as_array)
+                .and_then(|tools| {
+                    tools.iter().find(|t| {
+                        t.get("name").and_then(Value::as_str) == Some("json_schema_2020_12_tool")
+                    })
+                })
                 .and_then(|t| t.get("inputSchema").cloned())
                 .unwrap_or_default();
-            session
-                .call_tool("json_schema_echo", json!({"schema": schema}))
-                .await?;
+            call(session, "json_schema_echo", json!({"schema": schema})).await
         }
         "http-standard-headers" => {
-            call_every_tool(&mut session).await?;
-            let resources = session.call("resources/list", json!({})).await?;
-            for uri in names(&resources, "resources", "uri") {
-                session.call("resources/read", json!({"uri": uri})).await?;
-            }
-            let prompts = session.call("prompts/list", json!({})).await?;
-            for name in names(&prompts, "prompts", "name") {
+            call_every_tool(run, session).await?;
+            let resources = session
+                .list_all_resources()
+                .await
+                .map_err(failed("resources/list"))?;
+            for resource in resources {
                 session
-                    .call("prompts/get", json!({"name": name, "arguments": {}}))
-                    .await?;
+                    .read_resource(resource.uri)
+                    .await
+                    .map_err(failed("resources/read"))?;
             }
+            let prompts = session
+                .list_all_prompts()
+                .await
+                .map_err(failed("prompts/list"))?;
+            for prompt in prompts {
+                session
+                    .get_prompt(prompt.name, Vec::<(String, String)>::new())
+                    .await
+                    .map_err(failed("prompts/get"))?;
+            }
+            Ok(())
         }
         "auth/scope-step-up" | "auth/scope-retry-limit" => {
-            let tools = session.list_tools().await?;
-            if let Some(name) = tools
-                .first()
-                .and_then(|t| t.get("name"))
-                .and_then(Value::as_str)
-            {
-                let args = arguments_for(&run, name);
-                session.call_tool(name, args).await?;
+            let tools = session
+                .list_all_tools()
+                .await
+                .map_err(failed("tools/list"))?;
+            if let Some(tool) = tools.first() {
+                let args = arguments_for(run, &tool.name);
+                call(session, &tool.name, args).await?;
             }
+            Ok(())
         }
         "auth/authorization-server-migration" => {
-            session.list_tools().await?;
-            session.list_tools().await?;
+            for _ in 0..2 {
+                session
+                    .list_all_tools()
+                    .await
+                    .map_err(failed("tools/list"))?;
+            }
+            Ok(())
         }
-        _ => {
-            call_every_tool(&mut session).await?;
-        }
+        _ => call_every_tool(run, session).await,
     }
-    session.handle.close().await;
-    session.peer.close();
+}
+
+async fn call(session: &ClientSession, tool: &str, arguments: Value) -> Result<(), RunError> {
+    session
+        .call_tool(tool, arguments)
+        .await
+        .map_err(failed("tools/call"))?;
     Ok(())
 }
 
-fn names(list: &Value, key: &str, field: &str) -> Vec<String> {
-    list.get(key)
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|i| i.get(field).and_then(Value::as_str).map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Lists the tools and calls each once (a failing call is logged, not fatal).
-async fn call_every_tool(session: &mut Session) -> Result<(), RunError> {
-    let tools = session.list_tools().await?;
+async fn call_every_tool(run: &Run, session: &ClientSession) -> Result<(), RunError> {
+    let tools = session
+        .list_all_tools()
+        .await
+        .map_err(failed("tools/list"))?;
     for tool in tools {
-        let Some(name) = tool.get("name").and_then(Value::as_str) else {
-            continue;
-        };
-        let args = arguments_for(&session.run, name);
-        if let Err(e) = session.call_tool(name, args).await {
-            tracing::warn!(tool = name, error = %e, "tool call failed");
+        let args = arguments_for(run, &tool.name);
+        if let Err(e) = call(session, &tool.name, args).await {
+            tracing::warn!(tool = %tool.name, error = %e, "tool call failed");
         }
     }
     Ok(())
@@ -557,34 +423,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn elicitation_is_accepted_with_every_default() {
-        let params = json!({
-            "message": "m",
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "default": "John Doe"},
-                    "age": {"type": "integer", "default": 30},
-                    "status": {"type": "string", "enum": ["a", "b"], "default": "b"},
-                    "email": {"type": "string"},
-                    "note": {"type": "string"}
-                },
-                "required": ["email"]
-            }
+    fn forms_get_values_for_required_fields_and_leave_defaults_to_the_client() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "default": "John Doe"},
+                "age": {"type": "integer", "default": 30},
+                "email": {"type": "string"},
+                "count": {"type": "integer"},
+                "kind": {"type": "string", "enum": ["a", "b"]},
+                "note": {"type": "string"}
+            },
+            "required": ["email", "count", "kind"]
         });
-        let answer = Answers::answer("elicitation/create", &params).unwrap();
-        assert_eq!(answer["action"], "accept");
-        assert_eq!(answer["content"]["name"], "John Doe");
-        assert_eq!(answer["content"]["age"], 30);
-        assert_eq!(answer["content"]["status"], "b");
-        assert_eq!(answer["content"]["email"], "test@example.com");
-        assert!(answer["content"].get("note").is_none());
+        let content = form_answer(&schema);
+        assert_eq!(content["email"], "test@example.com");
+        assert_eq!(content["count"], 1);
+        assert_eq!(content["kind"], "a");
+        assert!(
+            content.get("name").is_none(),
+            "defaults are the client's job"
+        );
+        assert!(content.get("note").is_none(), "optional fields stay empty");
     }
 
     #[test]
-    fn unknown_server_requests_are_refused() {
-        let err = Answers::answer("tools/list", &json!({}));
-        assert_eq!(err.map_err(|e| e.code), Err(-32601));
+    fn the_wire_follows_the_requested_revision() {
+        let mut run = Run {
+            scenario: "tools_call".into(),
+            protocol_version: "2026-07-28".into(),
+            context: json!({}),
+            url: "http://localhost/mcp".into(),
+        };
+        let stateless = client(&run);
+        assert_eq!(stateless.info().name, CLIENT_NAME);
+        assert_eq!(run.version(), ProtocolVersion::V2026_07_28);
+        run.protocol_version = "2025-11-25".into();
+        assert_eq!(run.version(), ProtocolVersion::V2025_11_25);
+        let caps = serde_json::to_value(client(&run).capabilities()).unwrap();
+        assert!(caps.get("sampling").is_some());
+        assert!(caps.get("elicitation").is_some());
+        assert_eq!(caps["roots"]["listChanged"], true);
     }
 
     #[test]
@@ -597,6 +476,9 @@ mod tests {
         };
         assert_eq!(arguments_for(&run, "add_numbers"), json!({"a": 1, "b": 2}));
         assert_eq!(arguments_for(&run, "other"), json!({}));
-        assert!(run.stateless());
+        assert_eq!(
+            arguments_for(&run, "valid_tool"),
+            json!({"region": "us-west1"})
+        );
     }
 }

@@ -14,8 +14,14 @@
 //!   the `initialize` response, the `protocolVersion` of the `initialize` result (sent as
 //!   `MCP-Protocol-Version` from then on), and, for stateless (2026-07-28) requests, the version
 //!   in `params._meta` plus the `Mcp-Method` and `Mcp-Name` headers;
-//! * after `notifications/initialized` it opens the standalone GET stream (a `405` means the
-//!   server offers none);
+//! * it learns each tool's `x-mcp-header` parameters from the `tools/list` results it carries
+//!   and mirrors their values into `Mcp-Param-<Name>` headers of stateless `tools/call`
+//!   requests (plain text when header-safe, `=?base64?...?=` otherwise);
+//! * once `notifications/initialized` is accepted it opens the standalone GET stream and lets
+//!   the next message wait until the server has answered that GET (a `405` means the server
+//!   offers none; a broken stream is resumed with `Last-Event-ID`, with bounded backoff);
+//! * a stateless request is cancelled by closing its response stream, without a
+//!   `notifications/cancelled` POST;
 //! * a broken SSE stream that carried event ids is resumed with a GET carrying
 //!   `Last-Event-ID`, after the server's `retry` delay (or the [`Reconnect`] backoff);
 //! * a `404` to a request carrying the session id ends the connection with
@@ -163,7 +169,9 @@ pub(crate) struct Config {
     channel_capacity: usize,
     reconnect: Reconnect,
     standalone_stream: bool,
+    standalone_open_timeout: Duration,
     ack_timeout: Duration,
+    max_tools: usize,
 }
 
 impl Default for Config {
@@ -177,7 +185,9 @@ impl Default for Config {
             channel_capacity: 64,
             reconnect: Reconnect::default(),
             standalone_stream: true,
+            standalone_open_timeout: Duration::from_secs(5),
             ack_timeout: Duration::from_secs(30),
+            max_tools: 4096,
         }
     }
 }
@@ -272,9 +282,29 @@ impl StreamableHttpClientBuilder {
         self
     }
 
-    /// Whether to open the standalone GET stream after initialization (default `true`).
+    /// Whether to open the standalone GET stream once `notifications/initialized` is accepted
+    /// (default `true`). It carries the server's requests and notifications that belong to no
+    /// request (the specification lets a client open it; many servers send elicitations and
+    /// list changes there). A `405` means the server has none; a stream that breaks is resumed
+    /// with `Last-Event-ID` under the [`Reconnect`] policy. Stateless (2026-07-28) connections
+    /// never open it.
     pub fn standalone_stream(mut self, enabled: bool) -> Self {
         self.config.standalone_stream = enabled;
+        self
+    }
+
+    /// How long the first message after `notifications/initialized` waits for the server to
+    /// answer the standalone stream's GET (default 5 s), so that nothing the server sends there
+    /// in reaction to that message is lost.
+    pub fn standalone_open_timeout(mut self, timeout: Duration) -> Self {
+        self.config.standalone_open_timeout = timeout;
+        self
+    }
+
+    /// How many tools' `x-mcp-header` parameters the connection remembers from `tools/list`
+    /// results for the `Mcp-Param-*` headers of stateless `tools/call` requests (default 4096).
+    pub fn max_tools(mut self, tools: usize) -> Self {
+        self.config.max_tools = tools.max(1);
         self
     }
 

@@ -17,11 +17,11 @@ use mcp_jsonrpc::{
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::error::HttpError;
-use super::headers::encode_header_value;
+use super::headers::{ToolHeaders, encode_header_value};
 use super::net::{self, Exchange, Net};
 use super::sse::{SseDecoder, SseEvent};
 use super::{ClientMode, Config, Transport};
@@ -45,9 +45,21 @@ pub(crate) struct Shared {
     /// Cancelled once the driver has finished its shutdown (DELETE sent).
     pub finished: CancellationToken,
     /// Request ids whose response is being read, to stop reading when the client cancels.
-    inflight: Mutex<HashMap<Id, CancellationToken>>,
+    inflight: Mutex<HashMap<Id, Inflight>>,
+    /// What the transport learned from `tools/list` results: each tool's `x-mcp-header`
+    /// parameters, mirrored into `Mcp-Param-*` headers of stateless `tools/call` requests.
+    tool_headers: Mutex<ToolHeaders>,
     /// Why the transport stopped, when it failed: the sink reports it to later writers.
     cause: Mutex<Option<Cause>>,
+}
+
+/// A request whose response is being read.
+struct Inflight {
+    /// Cancelled to stop reading (and so close the response stream).
+    token: CancellationToken,
+    /// Whether it was a stateless (2026-07-28) request: closing its stream is the whole
+    /// cancellation, no `notifications/cancelled` is POSTed for it.
+    stateless: bool,
 }
 
 /// Why a transport stopped on its own.
@@ -79,6 +91,7 @@ impl Shared {
         config: Config,
         inbound: mpsc::Sender<InboundItem>,
     ) -> Arc<Self> {
+        let max_tools = config.max_tools;
         Arc::new(Shared {
             net,
             url,
@@ -88,6 +101,7 @@ impl Shared {
             cancel: CancellationToken::new(),
             finished: CancellationToken::new(),
             inflight: Mutex::new(HashMap::new()),
+            tool_headers: Mutex::new(ToolHeaders::new(max_tools)),
             cause: Mutex::new(None),
         })
     }
@@ -120,8 +134,24 @@ impl Shared {
             .get_or_insert(cause);
     }
 
-    fn inflight(&self) -> MutexGuard<'_, HashMap<Id, CancellationToken>> {
+    fn inflight(&self) -> MutexGuard<'_, HashMap<Id, Inflight>> {
         self.inflight.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn tool_headers(&self) -> MutexGuard<'_, ToolHeaders> {
+        self.tool_headers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the connection speaks the stateless era: no `initialize` was answered and the
+    /// requests name a stateless revision in their `_meta`.
+    fn is_stateless(&self) -> bool {
+        let st = self.state();
+        st.protocol_version.is_none()
+            && st.legacy_endpoint.is_none()
+            && st
+                .meta_version
+                .as_deref()
+                .is_some_and(|v| !SESSION_ERA.contains(&v))
     }
 
     /// Hands one item to the connection's inbound stream (waiting for room).
@@ -141,6 +171,14 @@ impl Shared {
     /// Hands one decoded message inbound, sniffing the negotiated protocol version from the
     /// `initialize` result first so that the next POST already carries it.
     async fn push_message(&self, msg: Message) {
+        if let Message::Response(RpcResponse {
+            id: Some(id),
+            result: Ok(raw),
+            ..
+        }) = &msg
+        {
+            self.tool_headers().learn(id, raw);
+        }
         if let Message::Response(resp) = &msg {
             let mut st = self.state();
             if resp.id.is_some() && resp.id == st.init_id {
@@ -254,10 +292,20 @@ impl Shared {
             // Cancellations act before waiting for a permit: the request they cancel may be
             // holding the last one.
             let info = FrameInfo::of(&out.frame);
+            let mut stateless_cancel = info.only_cancel;
             for id in &info.cancelled {
-                if let Some(token) = self.inflight().remove(id) {
-                    token.cancel();
+                match self.inflight().remove(id) {
+                    Some(inflight) => {
+                        inflight.token.cancel();
+                        stateless_cancel &= inflight.stateless;
+                    }
+                    None => stateless_cancel &= self.is_stateless(),
                 }
+            }
+            if stateless_cancel && !info.cancelled.is_empty() {
+                // 2026-07-28 over HTTP: closing the response stream is the cancellation.
+                tracing::debug!("request cancelled by closing its stream");
+                continue;
             }
             let permit = tokio::select! {
                 biased;
@@ -344,13 +392,17 @@ impl Shared {
                 st.init_id = Some(init_id.clone());
                 st.session_id = None;
                 st.protocol_version = None;
+                // A failed stateless probe (`server/discover`) must not tag `initialize` as a
+                // stateless request.
+                st.meta_version = None;
                 st.standalone_started = false;
             }
             self.send_initialize(init_id, body, info, permit).await;
             return;
         }
 
-        let (headers, session_sent) = self.post_headers(&info);
+        self.tool_headers().expect_lists(&info.tools_lists);
+        let (headers, session_sent, stateless) = self.post_headers(&info);
         if info.requests.is_empty() {
             // Notifications and responses are cheap: wait for the 202 so that they reach the
             // server in order (`notifications/initialized` before the next request).
@@ -369,7 +421,7 @@ impl Shared {
                     let ok = resp.status().is_success();
                     self.spawn_response(resp, HashSet::new(), session_sent, permit);
                     if ok && info.initialized {
-                        self.maybe_start_standalone();
+                        self.open_standalone().await;
                     }
                 }
                 Err(e) => {
@@ -383,7 +435,13 @@ impl Shared {
         {
             let mut inflight = self.inflight();
             for id in &info.requests {
-                inflight.insert(id.clone(), token.clone());
+                inflight.insert(
+                    id.clone(),
+                    Inflight {
+                        token: token.clone(),
+                        stateless,
+                    },
+                );
             }
         }
         let this = self.clone();
@@ -414,7 +472,7 @@ impl Shared {
 
     /// Headers for a POST of `info`'s frame: session id and negotiated version for the
     /// session era; version, `Mcp-Method` and `Mcp-Name` for stateless requests.
-    fn post_headers(&self, info: &FrameInfo) -> (HeaderMap, Option<String>) {
+    fn post_headers(&self, info: &FrameInfo) -> (HeaderMap, Option<String>, bool) {
         let mut h = HeaderMap::new();
         h.insert(
             http::header::ACCEPT,
@@ -433,7 +491,9 @@ impl Shared {
             _ => None,
         };
         let mut session_sent = None;
+        let stateless = stateless_version.is_some();
         if let Some(version) = stateless_version {
+            drop(st);
             if let Ok(v) = HeaderValue::from_str(&version) {
                 h.insert(net::PROTOCOL_VERSION, v);
             }
@@ -442,6 +502,10 @@ impl Shared {
             }
             if let Some(n) = info.name.as_deref().and_then(encode_header_value) {
                 h.insert(net::MCP_NAME, n);
+            }
+            if let (Some("tools/call"), Some(tool)) = (info.method.as_deref(), &info.name) {
+                self.tool_headers()
+                    .mirror(tool, info.arguments.as_deref(), &mut h);
             }
         } else {
             if let Some(sid) = &st.session_id {
@@ -458,7 +522,7 @@ impl Shared {
                 h.insert(net::PROTOCOL_VERSION, v);
             }
         }
-        (h, session_sent)
+        (h, session_sent, stateless)
     }
 
     /// POSTs `initialize` and waits for the response head: it carries the session id every
@@ -471,7 +535,7 @@ impl Shared {
         info: FrameInfo,
         permit: OwnedSemaphorePermit,
     ) {
-        let (headers, _) = self.post_headers(&info);
+        let (headers, _, _) = self.post_headers(&info);
         let ex = Exchange {
             method: Method::POST,
             uri: &self.url,
@@ -558,7 +622,7 @@ impl Shared {
             }
             if media == net::EVENT_STREAM {
                 return self
-                    .follow_stream(Some(resp.into_body()), pending, StreamKind::Request)
+                    .follow_stream(Some(resp.into_body()), pending, StreamKind::Request, None)
                     .await;
             }
             if media != "application/json" {
@@ -631,17 +695,27 @@ impl Shared {
     }
 
     /// Reads an SSE stream, resuming it with `Last-Event-ID` after the server's `retry` delay
-    /// when it breaks. A request stream ends once every pending response has arrived; the
-    /// standalone stream lives until the transport closes or reconnecting keeps failing.
+    /// (or the backoff) when it breaks. A request stream ends once every pending response has
+    /// arrived; the standalone stream lives until the transport closes, the server says it has
+    /// none (`405`), or reconnecting keeps failing. Without a `body` the stream is opened with a
+    /// GET at once; `opened` is signalled when that first GET has been answered, whatever the
+    /// answer.
     async fn follow_stream(
         &self,
         mut body: Option<Body>,
         mut pending: HashSet<Id>,
         kind: StreamKind,
+        mut opened: Option<oneshot::Sender<()>>,
     ) {
         let policy = &self.config.reconnect;
         let mut cursor = Cursor::default();
         let mut attempts: u32 = 0;
+        let mut reconnecting = body.is_some();
+        let mut signal = move || {
+            if let Some(tx) = opened.take() {
+                let _ = tx.send(());
+            }
+        };
         loop {
             if let Some(b) = body.take() {
                 let mut reader = SseReader::new(b, self.config.max_event_size);
@@ -660,22 +734,25 @@ impl Shared {
                 attempts = 0;
                 cursor.progressed = false;
             }
-            if kind == StreamKind::Request && cursor.last_id.is_none() {
-                let err =
-                    HttpError::Protocol("the SSE stream ended before the response".to_owned());
-                return self.fail(pending, &err).await;
+            if reconnecting {
+                if kind == StreamKind::Request && cursor.last_id.is_none() {
+                    let err =
+                        HttpError::Protocol("the SSE stream ended before the response".to_owned());
+                    return self.fail(pending, &err).await;
+                }
+                attempts += 1;
+                if attempts > policy.max_attempts {
+                    let err = HttpError::Protocol(format!(
+                        "gave up resuming the SSE stream after {} attempts",
+                        policy.max_attempts
+                    ));
+                    tracing::warn!(?kind, error = %err);
+                    return self.fail(pending, &err).await;
+                }
+                let delay = cursor.retry.unwrap_or_else(|| policy.backoff(attempts));
+                tokio::time::sleep(delay).await;
             }
-            attempts += 1;
-            if attempts > policy.max_attempts {
-                let err = HttpError::Protocol(format!(
-                    "gave up resuming the SSE stream after {} attempts",
-                    policy.max_attempts
-                ));
-                tracing::warn!(?kind, error = %err);
-                return self.fail(pending, &err).await;
-            }
-            let delay = cursor.retry.unwrap_or_else(|| policy.backoff(attempts));
-            tokio::time::sleep(delay).await;
+            reconnecting = true;
 
             let (mut headers, session_sent) = self.session_headers();
             headers.extend(net::accept_event_stream());
@@ -692,7 +769,9 @@ impl Shared {
                 headers,
                 body: None,
             };
-            match self.send_timed(ex).await {
+            let answer = self.send_timed(ex).await;
+            signal();
+            match answer {
                 Ok(resp)
                     if resp.status().is_success()
                         && net::media_type(&resp) == net::EVENT_STREAM =>
@@ -716,9 +795,9 @@ impl Shared {
                 }
                 Ok(resp) => {
                     let err = net::status_error(resp).await;
-                    tracing::debug!(?kind, error = %err, "reconnecting the SSE stream failed");
+                    tracing::debug!(?kind, error = %err, "opening the SSE stream failed");
                 }
-                Err(e) => tracing::debug!(?kind, error = %e, "reconnecting the SSE stream failed"),
+                Err(e) => tracing::debug!(?kind, error = %e, "opening the SSE stream failed"),
             }
         }
     }
@@ -768,7 +847,12 @@ impl Shared {
         Ok(())
     }
 
-    fn maybe_start_standalone(self: &Arc<Self>) {
+    /// Opens the standalone GET stream (unless disabled, already open, or on HTTP+SSE) and
+    /// waits, at most [`standalone_open_timeout`](super::StreamableHttpClientBuilder::standalone_open_timeout),
+    /// for the server to answer the GET: a server may send requests unrelated to any POST on
+    /// it as soon as the session is initialized, and those are lost while the stream is not
+    /// open. The driver sends nothing else meanwhile.
+    async fn open_standalone(self: &Arc<Self>) {
         if !self.config.standalone_stream {
             return;
         }
@@ -779,49 +863,22 @@ impl Shared {
             }
             st.standalone_started = true;
         }
+        let (opened_tx, opened_rx) = oneshot::channel();
         let this = self.clone();
         tokio::spawn(async move {
-            let (mut headers, session_sent) = this.session_headers();
-            headers.extend(net::accept_event_stream());
-            let ex = Exchange {
-                method: Method::GET,
-                uri: &this.url,
-                headers,
-                body: None,
-            };
-            let work = async {
-                match this.send_timed(ex).await {
-                    Ok(resp)
-                        if resp.status().is_success()
-                            && net::media_type(&resp) == net::EVENT_STREAM =>
-                    {
-                        this.follow_stream(
-                            Some(resp.into_body()),
-                            HashSet::new(),
-                            StreamKind::Standalone,
-                        )
-                        .await
-                    }
-                    Ok(resp)
-                        if resp.status() == StatusCode::NOT_FOUND && session_sent.is_some() =>
-                    {
-                        if let Some(sid) = session_sent {
-                            this.expire(sid).await
-                        }
-                    }
-                    Ok(resp) => {
-                        tracing::debug!(status = %resp.status(), "no standalone SSE stream")
-                    }
-                    Err(e) => {
-                        tracing::debug!(error = %e, "could not open the standalone SSE stream")
-                    }
-                }
-            };
             tokio::select! {
                 _ = this.cancel.cancelled() => {}
-                _ = work => {}
+                _ = this.follow_stream(None, HashSet::new(), StreamKind::Standalone, Some(opened_tx)) => {}
             }
         });
+        tokio::select! {
+            _ = self.cancel.cancelled() => {}
+            r = tokio::time::timeout(self.config.standalone_open_timeout, opened_rx) => {
+                if r.is_err() {
+                    tracing::debug!("the standalone SSE stream is slow to open; sending on");
+                }
+            }
+        }
     }
 
     // ------------------------------------------------------------------ 2024-11-05 HTTP+SSE
@@ -1008,6 +1065,12 @@ struct FrameInfo {
     name: Option<String>,
     /// `params._meta["io.modelcontextprotocol/protocolVersion"]`.
     meta_version: Option<String>,
+    /// `params.arguments` of a single `tools/call`, for the `Mcp-Param-*` headers.
+    arguments: Option<Box<RawValue>>,
+    /// Ids of the `tools/list` requests in the frame.
+    tools_lists: Vec<Id>,
+    /// Whether the frame is one `notifications/cancelled` and nothing else.
+    only_cancel: bool,
 }
 
 #[derive(Deserialize)]
@@ -1022,6 +1085,8 @@ struct ParamsProbe<'a> {
     task_id: Option<&'a RawValue>,
     #[serde(rename = "requestId", default, borrow)]
     request_id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
 }
 
 impl FrameInfo {
@@ -1041,10 +1106,14 @@ impl FrameInfo {
                 if r.method == "initialize" {
                     self.initialize = Some(r.id.clone());
                 }
+                if r.method == "tools/list" {
+                    self.tools_lists.push(r.id.clone());
+                }
                 (&r.method, r.params.as_deref())
             }
             Message::Notification(n) => {
                 self.initialized |= n.method == "notifications/initialized";
+                self.only_cancel = single && n.method == "notifications/cancelled";
                 (&n.method, n.params.as_deref())
             }
             Message::Response(_) => return,
@@ -1079,6 +1148,9 @@ impl FrameInfo {
                 "tasks/get" | "tasks/update" | "tasks/cancel" => string(probe.task_id),
                 _ => None,
             };
+            if method == "tools/call" {
+                self.arguments = probe.arguments.map(|raw| raw.to_owned());
+            }
         }
     }
 }

@@ -1,0 +1,436 @@
+//! Negotiation: `server/discover` for the stateless era, falling back to the `initialize`
+//! handshake of the session era, and the per-request `_meta` of stateless requests.
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::error_codes::{
+    HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+};
+use mcp_types::{
+    CacheScope, DiscoverResult, Era, Implementation, InitializeResult, Project, ProtocolVersion,
+};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::client::Client;
+use crate::error::{CallError, ConnectError};
+use crate::rpc::Rpc;
+
+/// `_meta` key of a stateless request's protocol version.
+pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of a stateless request's client capabilities.
+pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of a stateless request's client info.
+pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key of a stateless request's wanted log level.
+pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// `_meta` key of the server's info on stateless results.
+pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// How many times `server/discover` is retried after `-32022` before giving up.
+const MAX_VERSION_RETRIES: usize = 3;
+
+/// What negotiation settled on.
+pub(crate) enum Negotiated {
+    /// `initialize` succeeded.
+    Session {
+        version: ProtocolVersion,
+        init: InitializeResult,
+    },
+    /// `server/discover` succeeded.
+    Stateless {
+        version: ProtocolVersion,
+        discover: Box<DiscoverResult>,
+        /// The discover result's raw text, to seed the response cache.
+        raw: String,
+        server_info: Implementation,
+    },
+}
+
+/// The `_meta` members every stateless request of this client carries at `version`.
+pub(crate) fn stateless_meta(client: &Client, version: ProtocolVersion) -> Map<String, Value> {
+    let mut capabilities = client.capabilities();
+    capabilities.project(version);
+    let mut info = client.shared.info.clone();
+    info.project(version);
+    let mut meta = Map::new();
+    meta.insert(META_PROTOCOL_VERSION.into(), json!(version));
+    meta.insert(
+        META_CLIENT_CAPABILITIES.into(),
+        serde_json::to_value(capabilities).unwrap_or_else(|_| json!({})),
+    );
+    if let Ok(info) = serde_json::to_value(info) {
+        meta.insert(META_CLIENT_INFO.into(), info);
+    }
+    meta
+}
+
+/// `params` (an object, or none) with `meta` merged into its `_meta`; members the caller put in
+/// `_meta` itself win.
+pub(crate) fn with_meta(params: Option<Value>, meta: &Map<String, Value>) -> Value {
+    let mut params = match params {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    let slot = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    if let Value::Object(existing) = slot {
+        for (key, value) in meta {
+            existing.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
+    Value::Object(params)
+}
+
+/// The versions listed in an `UnsupportedProtocolVersion` error's `data.supported`.
+pub(crate) fn supported_versions(error: &ErrorObject) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Data {
+        #[serde(default)]
+        supported: Vec<Value>,
+    }
+    error
+        .data
+        .as_deref()
+        .and_then(|raw| serde_json::from_str::<Data>(raw.get()).ok())
+        .map(|data| {
+            data.supported
+                .into_iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The newest revision in `offered` the client speaks within its configured range.
+fn best_mutual(client: &Client, offered: &[String]) -> Option<ProtocolVersion> {
+    let shared = &client.shared;
+    offered
+        .iter()
+        .filter_map(|v| v.parse::<ProtocolVersion>().ok())
+        .filter(|v| *v >= shared.min_protocol_version && *v <= shared.protocol_version)
+        .max()
+}
+
+/// The newest revision of `era` within the client's range.
+fn newest_in_range(client: &Client, era: Era) -> Option<ProtocolVersion> {
+    let shared = &client.shared;
+    ProtocolVersion::ALL
+        .iter()
+        .copied()
+        .filter(|v| {
+            v.era() == era && *v >= shared.min_protocol_version && *v <= shared.protocol_version
+        })
+        .max()
+}
+
+/// Whether an error is one only a stateless-era server sends, which rules out a fallback.
+fn is_modern_error(code: i64) -> bool {
+    matches!(
+        code,
+        HEADER_MISMATCH | MISSING_REQUIRED_CLIENT_CAPABILITY | UNSUPPORTED_PROTOCOL_VERSION
+    )
+}
+
+/// How one `server/discover` attempt ended.
+enum Probe {
+    Found(Negotiated),
+    /// `-32022`, with the versions the server offered.
+    Unsupported(Vec<String>, ErrorObject),
+    /// Anything that says the server is from before the stateless era.
+    Legacy(String),
+}
+
+/// Negotiates as [`Client::connect`] documents.
+pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, ConnectError> {
+    let shared = &client.shared;
+    if let Some(mut version) = newest_in_range(client, Era::Stateless) {
+        let mut retries = 0;
+        loop {
+            match discover(client, rpc, version).await? {
+                Probe::Found(negotiated) => return Ok(negotiated),
+                Probe::Legacy(reason) => {
+                    tracing::debug!(%reason, "server/discover not understood; falling back to initialize");
+                    break;
+                }
+                Probe::Unsupported(offered, error) => {
+                    let Some(mutual) = best_mutual(client, &offered) else {
+                        return Err(ConnectError::UnsupportedVersion {
+                            requested: version,
+                            min: shared.min_protocol_version,
+                            answered: offered.join(", "),
+                        });
+                    };
+                    if mutual.era() == Era::Session {
+                        return initialize(client, rpc, mutual).await;
+                    }
+                    retries += 1;
+                    if retries > MAX_VERSION_RETRIES {
+                        return Err(ConnectError::Discover(CallError::Rpc(error)));
+                    }
+                    tracing::debug!(%mutual, "retrying server/discover with a version the server supports");
+                    version = mutual;
+                }
+            }
+        }
+    }
+    match newest_in_range(client, Era::Session) {
+        Some(version) => initialize(client, rpc, version).await,
+        None => Err(ConnectError::UnsupportedVersion {
+            requested: shared.protocol_version,
+            min: shared.min_protocol_version,
+            answered: "no answer to server/discover".into(),
+        }),
+    }
+}
+
+/// One `server/discover` at `version`.
+async fn discover(
+    client: &Client,
+    rpc: &Rpc,
+    version: ProtocolVersion,
+) -> Result<Probe, ConnectError> {
+    let params = with_meta(None, &stateless_meta(client, version));
+    let raw = match rpc
+        .request(
+            "server/discover",
+            Some(params),
+            Some(client.shared.discover_timeout),
+            None,
+            true,
+        )
+        .await
+    {
+        Ok(raw) => raw,
+        Err(mcp_jsonrpc::CallError::Rpc(error)) if error.code == UNSUPPORTED_PROTOCOL_VERSION => {
+            return Ok(Probe::Unsupported(supported_versions(&error), error));
+        }
+        Err(mcp_jsonrpc::CallError::Rpc(error)) if is_modern_error(error.code) => {
+            return Err(ConnectError::Discover(CallError::Rpc(error)));
+        }
+        Err(mcp_jsonrpc::CallError::Rpc(error)) => {
+            return Ok(Probe::Legacy(format!(
+                "error {}: {}",
+                error.code, error.message
+            )));
+        }
+        Err(mcp_jsonrpc::CallError::Timeout) => {
+            return Ok(Probe::Legacy("no answer in time".into()));
+        }
+        Err(mcp_jsonrpc::CallError::InvalidResponse(reason)) => {
+            return Ok(Probe::Legacy(reason));
+        }
+        Err(other) => return Err(ConnectError::Discover(other.into())),
+    };
+    match decode_discover(raw.get(), version) {
+        Ok(found) => Ok(Probe::Found(found)),
+        Err(reason) => Ok(Probe::Legacy(reason)),
+    }
+}
+
+/// Reads a discover result leniently: only `supportedVersions` is required; the other members
+/// the schema requires get their neutral values when a server leaves them out. The server info
+/// comes from `_meta` (or a top-level `serverInfo`, which some servers send).
+fn parse(text: &str) -> Result<(DiscoverResult, Implementation), String> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(rename = "supportedVersions")]
+        supported_versions: Vec<String>,
+        #[serde(default)]
+        capabilities: Option<Value>,
+        #[serde(default)]
+        instructions: Option<String>,
+        #[serde(rename = "_meta", default)]
+        meta: Option<Map<String, Value>>,
+        #[serde(rename = "ttlMs", default)]
+        ttl_ms: Option<i64>,
+        #[serde(rename = "cacheScope", default)]
+        cache_scope: Option<CacheScope>,
+        #[serde(rename = "serverInfo", default)]
+        server_info: Option<Value>,
+    }
+    let probe: Probe = serde_json::from_str(text)
+        .map_err(|e| format!("the answer to server/discover is not a discover result: {e}"))?;
+    let server_info = probe
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get(META_SERVER_INFO).cloned())
+        .or(probe.server_info)
+        .and_then(|info| serde_json::from_value::<Implementation>(info).ok())
+        .unwrap_or_else(|| Implementation::new("", ""));
+    let mut model = json!({
+        "supportedVersions": probe.supported_versions,
+        "capabilities": probe.capabilities.unwrap_or_else(|| json!({})),
+        "resultType": "complete",
+        "ttlMs": probe.ttl_ms.unwrap_or(0).max(0),
+        "cacheScope": probe.cache_scope.unwrap_or(CacheScope::Private),
+    });
+    if let Some(instructions) = probe.instructions {
+        model["instructions"] = json!(instructions);
+    }
+    if let Some(meta) = probe.meta {
+        model["_meta"] = Value::Object(meta);
+    }
+    let discover: DiscoverResult = serde_json::from_value(model)
+        .map_err(|e| format!("the discover result does not decode: {e}"))?;
+    Ok((discover, server_info))
+}
+
+/// A discover result, as [`ClientSession::discover`](crate::ClientSession::discover) returns it.
+pub(crate) fn parse_discover(text: &str) -> Result<DiscoverResult, String> {
+    parse(text).map(|(discover, _)| discover)
+}
+
+fn decode_discover(text: &str, version: ProtocolVersion) -> Result<Negotiated, String> {
+    let (discover, server_info) = parse(text)?;
+    if !discover
+        .supported_versions
+        .iter()
+        .any(|v| v == version.as_str())
+    {
+        tracing::debug!(
+            supported = ?discover.supported_versions,
+            %version,
+            "the server answered server/discover without listing the version it accepted"
+        );
+    }
+    Ok(Negotiated::Stateless {
+        version,
+        discover: Box::new(discover),
+        raw: text.to_owned(),
+        server_info,
+    })
+}
+
+/// `initialize` asking for `requested`, then `notifications/initialized`.
+async fn initialize(
+    client: &Client,
+    rpc: &Rpc,
+    requested: ProtocolVersion,
+) -> Result<Negotiated, ConnectError> {
+    let shared = &client.shared;
+    let mut params = Map::new();
+    params.insert("protocolVersion".into(), json!(requested));
+    let mut capabilities = client.capabilities();
+    capabilities.project(requested);
+    params.insert(
+        "capabilities".into(),
+        serde_json::to_value(capabilities).unwrap_or_else(|_| json!({})),
+    );
+    let mut info = shared.info.clone();
+    info.project(requested);
+    params.insert(
+        "clientInfo".into(),
+        serde_json::to_value(info).map_err(ConnectError::InvalidInitializeResult)?,
+    );
+    let raw = rpc
+        .request(
+            "initialize",
+            Some(Value::Object(params)),
+            Some(shared.initialize_timeout),
+            None,
+            // The specification forbids cancelling `initialize`.
+            false,
+        )
+        .await
+        .map_err(|error| ConnectError::Initialize(error.into()))?;
+    let value: Value =
+        serde_json::from_str(raw.get()).map_err(ConnectError::InvalidInitializeResult)?;
+    let answered = value
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let version = match answered.parse::<ProtocolVersion>() {
+        Ok(version)
+            if version.era() == Era::Session
+                && version >= shared.min_protocol_version
+                && version <= requested =>
+        {
+            version
+        }
+        _ => {
+            return Err(ConnectError::UnsupportedVersion {
+                requested,
+                min: shared.min_protocol_version,
+                answered,
+            });
+        }
+    };
+    let init: InitializeResult =
+        serde_json::from_value(value).map_err(ConnectError::InvalidInitializeResult)?;
+    rpc.notify("notifications/initialized", None)
+        .await
+        .map_err(ConnectError::Initialized)?;
+    Ok(Negotiated::Session { version, init })
+}
+
+/// The `InitializeResult`-shaped view of a stateless session, for code written against
+/// [`ClientSession::initialize_result`](crate::ClientSession::initialize_result).
+pub(crate) fn synthesized_init(
+    version: ProtocolVersion,
+    discover: &DiscoverResult,
+    server_info: &Implementation,
+) -> InitializeResult {
+    InitializeResult {
+        meta: None,
+        capabilities: discover.capabilities.clone(),
+        instructions: discover.instructions.clone(),
+        protocol_version: version.as_str().to_owned(),
+        server_info: server_info.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_merges_without_overwriting_the_callers_members() {
+        let mut meta = Map::new();
+        meta.insert(META_PROTOCOL_VERSION.into(), json!("2026-07-28"));
+        meta.insert("progressToken".into(), json!(1));
+        let merged = with_meta(
+            Some(json!({"name": "x", "_meta": {"progressToken": "mine"}})),
+            &meta,
+        );
+        assert_eq!(merged["_meta"]["progressToken"], "mine");
+        assert_eq!(merged["_meta"][META_PROTOCOL_VERSION], "2026-07-28");
+        assert_eq!(merged["name"], "x");
+        let fresh = with_meta(None, &meta);
+        assert_eq!(fresh["_meta"][META_PROTOCOL_VERSION], "2026-07-28");
+    }
+
+    #[test]
+    fn discover_results_decode_leniently() {
+        let found = decode_discover(
+            r#"{"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "top", "version": "1"}}"#,
+            ProtocolVersion::V2026_07_28,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let Negotiated::Stateless {
+            discover,
+            server_info,
+            ..
+        } = found
+        else {
+            panic!("not stateless")
+        };
+        assert_eq!(server_info.name, "top");
+        assert_eq!(discover.ttl_ms, 0);
+        assert!(decode_discover(r#"{"tools": []}"#, ProtocolVersion::V2026_07_28).is_err());
+    }
+
+    #[test]
+    fn unsupported_version_data_is_read() {
+        let error = ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, "no")
+            .with_data(&json!({"supported": ["2026-07-28", 3], "requested": "x"}))
+            .unwrap();
+        assert_eq!(supported_versions(&error), vec!["2026-07-28".to_owned()]);
+        assert!(supported_versions(&ErrorObject::new(1, "x")).is_empty());
+    }
+}
