@@ -130,6 +130,28 @@ impl ClientMetadata {
 enum Grant {
     AuthorizationCode,
     ClientCredentials(ClientCredentials),
+    JwtBearer(JwtBearer),
+}
+
+/// The `grant_type` of the JWT bearer grant (RFC 7523 section 2.1).
+const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// Produces the assertion of a JWT bearer token request.
+type AssertionFn = Arc<dyn Fn() -> Result<String, AuthError> + Send + Sync>;
+
+/// The JWT bearer grant: the client and where its assertions come from.
+#[derive(Clone)]
+struct JwtBearer {
+    credentials: ClientCredentials,
+    assertion: AssertionFn,
+}
+
+impl std::fmt::Debug for JwtBearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JwtBearer")
+            .field("credentials", &self.credentials)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -240,6 +262,37 @@ impl OAuthClientBuilder {
     /// of the authorization code flow.
     pub fn client_credentials_grant(mut self, credentials: ClientCredentials) -> Self {
         self.config.grant = Grant::ClientCredentials(credentials);
+        self
+    }
+
+    /// Uses the JWT bearer grant (RFC 7523 section 2.1) instead of the authorization code flow,
+    /// as workload identity federation does: every token request sends the JWT that
+    /// `assertion` returns (a workload identity token, read afresh each time so that a rotated
+    /// one is picked up) as `assertion`, with `credentials` authenticating the client
+    /// ([`ClientCredentials::public`] for none). A token endpoint error is reported as it is:
+    /// the client neither retries the assertion nor falls back to another grant.
+    ///
+    /// ```
+    /// use mcp_auth::{ClientCredentials, ClientMetadata, OAuthClient};
+    ///
+    /// let oauth = OAuthClient::builder(ClientMetadata::new("worker", "http://localhost/unused"))
+    ///     .jwt_bearer_grant(ClientCredentials::public("worker"), || {
+    ///         std::fs::read_to_string("/var/run/secrets/tokens/mcp")
+    ///             .map(|t| t.trim().to_owned())
+    ///             .map_err(|e| mcp_auth::AuthError::Config(format!("workload token: {e}")))
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// ```
+    pub fn jwt_bearer_grant(
+        mut self,
+        credentials: ClientCredentials,
+        assertion: impl Fn() -> Result<String, AuthError> + Send + Sync + 'static,
+    ) -> Self {
+        self.config.grant = Grant::JwtBearer(JwtBearer {
+            credentials,
+            assertion: Arc::new(assertion),
+        });
         self
     }
 
@@ -1038,6 +1091,44 @@ impl OAuthClient {
         self.token_request(d, &client, form, scopes, None).await
     }
 
+    /// A token by the JWT bearer grant (RFC 7523 section 2.1).
+    async fn jwt_bearer(
+        &self,
+        d: &Discovered,
+        grant: &JwtBearer,
+        scopes: &[String],
+    ) -> Result<TokenSet, AuthError> {
+        let assertion = (grant.assertion)()?;
+        let client = ResolvedClient {
+            credentials: grant.credentials.clone(),
+            assigned_method: None,
+        };
+        let mut form = vec![
+            ("grant_type", JWT_BEARER_GRANT.to_owned()),
+            ("assertion", assertion),
+        ];
+        if !scopes.is_empty() {
+            form.push(("scope", scopes.join(" ")));
+        }
+        form.push(("resource", d.resource.clone()));
+        self.token_request(d, &client, form, scopes, None).await
+    }
+
+    /// A token by the grant configured for machine-to-machine use, if any.
+    async fn machine_grant(
+        &self,
+        d: &Discovered,
+        scopes: &[String],
+    ) -> Option<Result<TokenSet, AuthError>> {
+        match &self.inner.config.grant {
+            Grant::AuthorizationCode => None,
+            Grant::ClientCredentials(creds) => {
+                Some(self.client_credentials(d, creds, scopes).await)
+            }
+            Grant::JwtBearer(grant) => Some(self.jwt_bearer(d, grant, scopes).await),
+        }
+    }
+
     /// Checks what the authorization code flow needs before anything is registered.
     fn check_code_flow(&self, d: &Discovered) -> Result<(), AuthError> {
         if !d.meta.supports_s256() {
@@ -1205,8 +1296,8 @@ impl OAuthClient {
         }
         let mut stored = self.inner.store.load(&d.issuer).await?.unwrap_or_default();
 
-        if let Grant::ClientCredentials(creds) = &self.inner.config.grant {
-            let tokens = self.client_credentials(&d, creds, &scopes).await?;
+        if let Some(tokens) = self.machine_grant(&d, &scopes).await {
+            let tokens = tokens?;
             self.save_tokens(&d, &mut stored, &tokens).await?;
             self.set_state(
                 resource_url,
@@ -1328,6 +1419,7 @@ impl OAuthClient {
         let mut stored = self.inner.store.load(&d.issuer).await?.unwrap_or_default();
         let tokens = match &self.inner.config.grant {
             Grant::ClientCredentials(creds) => self.client_credentials(&d, creds, &scopes).await?,
+            Grant::JwtBearer(grant) => self.jwt_bearer(&d, grant, &scopes).await?,
             Grant::AuthorizationCode => {
                 let client = match &previous.client {
                     Some(c) => c.clone(),

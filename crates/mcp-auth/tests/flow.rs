@@ -533,6 +533,102 @@ async fn client_credentials_with_secret() {
     );
 }
 
+const WORKLOAD_KEY: &[u8] = b"workload-identity-key";
+
+fn workload_jwt(audience: &str, exp_offset: i64) -> String {
+    let claims = serde_json::json!({
+        "iss": "https://idp.example.com", "sub": "workload", "aud": audience,
+        "exp": support::now() as i64 + exp_offset,
+    });
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(WORKLOAD_KEY),
+    )
+    .unwrap()
+}
+
+fn workload_as() -> AsConfig {
+    AsConfig {
+        registration: false,
+        jwt_bearer_key: Some(WORKLOAD_KEY.to_vec()),
+        ..AsConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn jwt_bearer_grant_sends_the_workload_assertion() {
+    let (auth, rs) = pair(
+        workload_as(),
+        RsConfig {
+            required_scopes: vec!["mcp:read".into()],
+            ..RsConfig::default()
+        },
+    )
+    .await;
+    let jwt = workload_jwt(&auth.issuer, 300);
+    let assertion = jwt.clone();
+    let oauth = OAuthClient::builder(ClientMetadata::new("worker", REDIRECT))
+        .jwt_bearer_grant(ClientCredentials::public("worker"), move || {
+            Ok(assertion.clone())
+        })
+        .build()
+        .unwrap();
+    assert_eq!(call(&oauth, &rs.url, None).await.unwrap(), 200);
+    let log = auth.log();
+    assert!(log.authorizations.is_empty() && log.registrations.is_empty());
+    assert_eq!(log.tokens.len(), 1);
+    let (form, header) = &log.tokens[0];
+    assert_eq!(
+        form["grant_type"],
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    );
+    assert_eq!(form["assertion"], jwt);
+    assert_eq!(form["client_id"], "worker");
+    assert_eq!(form["scope"], "mcp:read");
+    assert_eq!(form["resource"], rs.resource);
+    assert!(header.is_none(), "a public client sends no credentials");
+}
+
+#[tokio::test]
+async fn a_rejected_jwt_bearer_assertion_is_reported_without_retry_or_fallback() {
+    let (auth, rs) = pair(workload_as(), RsConfig::default()).await;
+    for jwt in [
+        workload_jwt(&auth.issuer, -120),
+        workload_jwt("https://wrong.example", 300),
+    ] {
+        let before = auth.log().tokens.len();
+        let oauth = OAuthClient::builder(ClientMetadata::new("worker", REDIRECT))
+            .jwt_bearer_grant(ClientCredentials::public("worker"), move || Ok(jwt.clone()))
+            .build()
+            .unwrap();
+        let err = call(&oauth, &rs.url, None).await.unwrap_err();
+        assert!(
+            matches!(&err, AuthError::Endpoint { error: Some(e), .. } if e == "invalid_grant"),
+            "{err:?}"
+        );
+        let log = auth.log();
+        assert_eq!(log.tokens.len(), before + 1, "one token request, no retry");
+        assert!(
+            log.authorizations.is_empty(),
+            "no fallback to another grant"
+        );
+    }
+    // An assertion that cannot be produced is reported before anything is sent.
+    let oauth = OAuthClient::builder(ClientMetadata::new("worker", REDIRECT))
+        .jwt_bearer_grant(ClientCredentials::public("worker"), || {
+            Err(AuthError::Config("no workload token".into()))
+        })
+        .build()
+        .unwrap();
+    let before = auth.log().tokens.len();
+    assert!(matches!(
+        call(&oauth, &rs.url, None).await,
+        Err(AuthError::Config(_))
+    ));
+    assert_eq!(auth.log().tokens.len(), before);
+}
+
 const EC_PRIVATE: &str = "-----BEGIN PRIVATE KEY-----
 MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgKYlD67QePC3AAnQ6
 I4bSnkbHaulx5kqE555rxZXzlImhRANCAARejnuDoiv90VZ2W1TFFtN4aksqdM0s

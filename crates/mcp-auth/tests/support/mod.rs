@@ -141,6 +141,8 @@ pub struct AsConfig {
     pub dcr_client_id: String,
     /// Public key (PEM) to verify `private_key_jwt` assertions with.
     pub assertion_key: Option<Vec<u8>>,
+    /// HMAC key to verify JWT bearer grant assertions with (audience: the issuer).
+    pub jwt_bearer_key: Option<Vec<u8>>,
 }
 
 impl Default for AsConfig {
@@ -162,6 +164,7 @@ impl Default for AsConfig {
             dcr_method: None,
             dcr_client_id: "dcr-client".into(),
             assertion_key: None,
+            jwt_bearer_key: None,
         }
     }
 }
@@ -396,6 +399,22 @@ fn token(
                 }
             } else if auth.is_none() && !f.contains_key("client_secret") {
                 return token_error(401, "invalid_client");
+            }
+            (
+                f.get("resource").cloned().unwrap_or_default(),
+                f.get("scope").cloned().unwrap_or_default(),
+            )
+        }
+        "urn:ietf:params:oauth:grant-type:jwt-bearer" if config.jwt_bearer_key.is_some() => {
+            let key = DecodingKey::from_secret(config.jwt_bearer_key.as_deref().unwrap_or(b""));
+            let mut v = jsonwebtoken::Validation::new(Algorithm::HS256);
+            v.set_audience(&[issuer]);
+            v.leeway = 0;
+            let Some(assertion) = f.get("assertion") else {
+                return token_error(400, "invalid_request");
+            };
+            if jsonwebtoken::decode::<Value>(assertion, &key, &v).is_err() {
+                return token_error(400, "invalid_grant");
             }
             (
                 f.get("resource").cloned().unwrap_or_default(),
