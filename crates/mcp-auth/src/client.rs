@@ -136,14 +136,80 @@ enum Grant {
 /// The `grant_type` of the JWT bearer grant (RFC 7523 section 2.1).
 const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
+/// The `grant_type` of a token exchange (RFC 8693 section 2.1).
+const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// The token type of an Identity Assertion JWT Authorization Grant (ID-JAG).
+const ID_JAG_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
+/// The token type of an OpenID Connect ID token (RFC 8693 section 3).
+const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
+
 /// Produces the assertion of a JWT bearer token request.
 type AssertionFn = Arc<dyn Fn() -> Result<String, AuthError> + Send + Sync>;
+
+/// Where the assertions of the JWT bearer grant come from.
+#[derive(Clone)]
+enum AssertionSource {
+    /// The application's function (a workload identity token).
+    Fn(AssertionFn),
+    /// A token exchange at the enterprise identity provider (an ID-JAG).
+    Enterprise(EnterpriseIdp),
+}
 
 /// The JWT bearer grant: the client and where its assertions come from.
 #[derive(Clone)]
 struct JwtBearer {
     credentials: ClientCredentials,
-    assertion: AssertionFn,
+    assertion: AssertionSource,
+}
+
+/// The enterprise identity provider of enterprise-managed authorization (SEP-990): the client
+/// exchanges the user's ID token there for an Identity Assertion JWT Authorization Grant
+/// (ID-JAG, RFC 8693 token exchange) addressed to the MCP server's authorization server, then
+/// presents it with the JWT bearer grant.
+///
+/// ```
+/// use mcp_auth::{ClientCredentials, ClientMetadata, EnterpriseIdp, OAuthClient};
+///
+/// let idp = EnterpriseIdp::new(
+///     "https://idp.example.com/oauth2/token",
+///     ClientCredentials::with_secret("mcp-client-at-idp", "idp-secret"),
+///     "eyJhbGciOi...the user's ID token",
+/// );
+/// let oauth = OAuthClient::builder(ClientMetadata::new("agent", "http://localhost/unused"))
+///     .enterprise_grant(ClientCredentials::with_secret("agent", "as-secret"), idp)
+///     .build()
+///     .unwrap();
+/// ```
+#[derive(Clone)]
+pub struct EnterpriseIdp {
+    token_endpoint: String,
+    client: ClientCredentials,
+    id_token: String,
+}
+
+impl std::fmt::Debug for EnterpriseIdp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnterpriseIdp")
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EnterpriseIdp {
+    /// The identity provider's token endpoint, how the client authenticates there, and the
+    /// user's ID token (the `subject_token` of the exchange).
+    pub fn new(
+        token_endpoint: impl Into<String>,
+        client: ClientCredentials,
+        id_token: impl Into<String>,
+    ) -> Self {
+        Self {
+            token_endpoint: token_endpoint.into(),
+            client,
+            id_token: id_token.into(),
+        }
+    }
 }
 
 impl std::fmt::Debug for JwtBearer {
@@ -291,7 +357,21 @@ impl OAuthClientBuilder {
     ) -> Self {
         self.config.grant = Grant::JwtBearer(JwtBearer {
             credentials,
-            assertion: Arc::new(assertion),
+            assertion: AssertionSource::Fn(Arc::new(assertion)),
+        });
+        self
+    }
+
+    /// Uses enterprise-managed authorization (SEP-990) instead of the authorization code flow:
+    /// for every token, the user's ID token is exchanged at `idp` for an ID-JAG whose audience
+    /// is the MCP server's authorization server and whose resource is the MCP server, which is
+    /// then presented with the JWT bearer grant, `credentials` authenticating the client at
+    /// the authorization server. Errors of either step are reported without retry or
+    /// fallback.
+    pub fn enterprise_grant(mut self, credentials: ClientCredentials, idp: EnterpriseIdp) -> Self {
+        self.config.grant = Grant::JwtBearer(JwtBearer {
+            credentials,
+            assertion: AssertionSource::Enterprise(idp),
         });
         self
     }
@@ -1098,7 +1178,10 @@ impl OAuthClient {
         grant: &JwtBearer,
         scopes: &[String],
     ) -> Result<TokenSet, AuthError> {
-        let assertion = (grant.assertion)()?;
+        let assertion = match &grant.assertion {
+            AssertionSource::Fn(f) => f()?,
+            AssertionSource::Enterprise(idp) => self.id_jag(d, idp, scopes).await?,
+        };
         let client = ResolvedClient {
             credentials: grant.credentials.clone(),
             assigned_method: None,
@@ -1112,6 +1195,85 @@ impl OAuthClient {
         }
         form.push(("resource", d.resource.clone()));
         self.token_request(d, &client, form, scopes, None).await
+    }
+
+    /// Exchanges the user's ID token at the enterprise identity provider for an ID-JAG
+    /// addressed to the authorization server `d.issuer` for the resource `d.resource`
+    /// (RFC 8693 token exchange, SEP-990).
+    async fn id_jag(
+        &self,
+        d: &Discovered,
+        idp: &EnterpriseIdp,
+        scopes: &[String],
+    ) -> Result<String, AuthError> {
+        crate::uri::check_endpoint(&idp.token_endpoint, self.inner.config.allow_insecure_http)
+            .map_err(|reason| AuthError::InvalidUrl {
+                url: idp.token_endpoint.clone(),
+                reason,
+            })?;
+        let mut form = vec![
+            ("grant_type", TOKEN_EXCHANGE_GRANT.to_owned()),
+            ("requested_token_type", ID_JAG_TOKEN_TYPE.to_owned()),
+            ("audience", d.issuer.clone()),
+            ("resource", d.resource.clone()),
+            ("subject_token", idp.id_token.clone()),
+            ("subject_token_type", ID_TOKEN_TYPE.to_owned()),
+        ];
+        if !scopes.is_empty() {
+            form.push(("scope", scopes.join(" ")));
+        }
+        // Client authentication at the identity provider: assertions are addressed to its token
+        // endpoint (RFC 7523 section 3 allows it as the audience).
+        let at_idp = Discovered {
+            resource: d.resource.clone(),
+            issuer: idp.token_endpoint.clone(),
+            prm_scopes: None,
+            meta: AuthorizationServerMetadata::default(),
+        };
+        let client = ResolvedClient {
+            credentials: idp.client.clone(),
+            assigned_method: None,
+        };
+        let auth = self.authenticate_client(&client, &at_idp, &mut form)?;
+        let body = {
+            let mut body = form_urlencoded::Serializer::new(String::new());
+            for (k, v) in &form {
+                body.append_pair(k, v);
+            }
+            body.finish().into_bytes()
+        };
+        let url = idp.token_endpoint.as_str();
+        let response = self
+            .post(url, "application/x-www-form-urlencoded", body, auth)
+            .await?;
+        if !response.status().is_success() {
+            return Err(Self::endpoint_error(
+                "token exchange",
+                response.status(),
+                response.body(),
+            ));
+        }
+        #[derive(serde::Deserialize)]
+        struct Exchanged {
+            access_token: String,
+            issued_token_type: Option<String>,
+        }
+        let invalid = |detail: String| AuthError::InvalidResponse {
+            what: "token exchange response",
+            url: url.to_owned(),
+            detail,
+        };
+        let exchanged: Exchanged =
+            serde_json::from_slice(response.body()).map_err(|e| invalid(e.to_string()))?;
+        match exchanged.issued_token_type.as_deref() {
+            Some(ID_JAG_TOKEN_TYPE) if !exchanged.access_token.is_empty() => {
+                Ok(exchanged.access_token)
+            }
+            Some(other) if other != ID_JAG_TOKEN_TYPE => Err(invalid(format!(
+                "issued_token_type is {other:?}, not an ID-JAG"
+            ))),
+            _ => Err(invalid("no ID-JAG in the response".to_owned())),
+        }
     }
 
     /// A token by the grant configured for machine-to-machine use, if any.

@@ -155,7 +155,8 @@ pub enum AuthError {
     /// An OAuth endpoint (token, registration) answered with an error.
     #[error("{endpoint} endpoint answered {status}: {}", error.as_deref().unwrap_or("no error code"))]
     Endpoint {
-        /// `"token"` or `"registration"`.
+        /// `"token"`, `"registration"` or `"token exchange"` (at an enterprise identity
+        /// provider).
         endpoint: &'static str,
         /// The HTTP status.
         status: u16,

@@ -60,7 +60,8 @@ pub use metadata::{AuthorizationServerMetadata, ProtectedResourceMetadata};
 pub use assertion::{ClientAuth, ClientCredentials, PrivateKeyJwt, SigningAlgorithm};
 #[cfg(feature = "client")]
 pub use client::{
-    ApplicationType, AuthProvider, ClientMetadata, OAuthClient, OAuthClientBuilder, StaticToken,
+    ApplicationType, AuthProvider, ClientMetadata, EnterpriseIdp, OAuthClient, OAuthClientBuilder,
+    StaticToken,
 };
 #[cfg(feature = "client")]
 pub use handler::{

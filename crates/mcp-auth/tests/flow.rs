@@ -6,10 +6,12 @@ mod support;
 
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
 use mcp_auth::{
-    ApplicationType, AuthError, AuthProvider, ClientCredentials, ClientMetadata, FileTokenStore,
-    HeadlessRedirect, HttpClient, HyperHttpClient, OAuthClient, OAuthClientBuilder, PrivateKeyJwt,
-    SigningAlgorithm, TokenStore,
+    ApplicationType, AuthError, AuthProvider, ClientCredentials, ClientMetadata, EnterpriseIdp,
+    FileTokenStore, HeadlessRedirect, HttpClient, HyperHttpClient, OAuthClient, OAuthClientBuilder,
+    PrivateKeyJwt, SigningAlgorithm, TokenStore,
 };
 use support::{AsConfig, IssMode, RsConfig, TestAs, TestRs, basic, call};
 
@@ -627,6 +629,130 @@ async fn a_rejected_jwt_bearer_assertion_is_reported_without_retry_or_fallback()
         Err(AuthError::Config(_))
     ));
     assert_eq!(auth.log().tokens.len(), before);
+}
+
+/// An enterprise identity provider: exchanges `the-id-token` for an ID-JAG signed with the
+/// workload key (so the test authorization server accepts it), addressed to the `audience`.
+async fn start_idp() -> (
+    support::Served,
+    Arc<std::sync::Mutex<Vec<HashMap<String, String>>>>,
+) {
+    let (served, slot) = support::bind().await;
+    let seen: Arc<std::sync::Mutex<Vec<HashMap<String, String>>>> = Arc::default();
+    let s = seen.clone();
+    *slot.lock().unwrap() = Some(Arc::new(move |req: http::Request<bytes::Bytes>| {
+        let f = support::form(req.body());
+        s.lock().unwrap().push(f.clone());
+        let ok = f.get("grant_type").map(String::as_str)
+            == Some("urn:ietf:params:oauth:grant-type:token-exchange")
+            && f.get("subject_token").map(String::as_str) == Some("the-id-token")
+            && f.get("subject_token_type").map(String::as_str)
+                == Some("urn:ietf:params:oauth:token-type:id_token")
+            && f.get("requested_token_type").map(String::as_str)
+                == Some("urn:ietf:params:oauth:token-type:id-jag");
+        let body = if ok {
+            let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+            header.typ = Some("oauth-id-jag+jwt".into());
+            let claims = serde_json::json!({
+                "iss": "https://idp.example.com", "sub": "alice", "aud": f["audience"],
+                "resource": f["resource"], "client_id": "agent",
+                "exp": support::now() + 300,
+            });
+            let jag = jsonwebtoken::encode(
+                &header,
+                &claims,
+                &jsonwebtoken::EncodingKey::from_secret(WORKLOAD_KEY),
+            )
+            .unwrap();
+            serde_json::json!({"access_token": jag, "token_type": "N_A",
+                "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag"})
+        } else {
+            serde_json::json!({"error": "invalid_grant"})
+        };
+        http::Response::builder()
+            .status(if ok { 200 } else { 400 })
+            .header("content-type", "application/json")
+            .body(bytes::Bytes::from(body.to_string()))
+            .unwrap()
+    }));
+    (served, seen)
+}
+
+#[tokio::test]
+async fn enterprise_managed_authorization_exchanges_the_id_token_for_an_id_jag() {
+    let (auth, rs) = pair(
+        AsConfig {
+            auth_methods: vec!["client_secret_basic".into()],
+            ..workload_as()
+        },
+        RsConfig {
+            required_scopes: vec!["mcp:read".into()],
+            ..RsConfig::default()
+        },
+    )
+    .await;
+    let (idp, exchanges) = start_idp().await;
+    let oauth = OAuthClient::builder(ClientMetadata::new("agent", REDIRECT))
+        .enterprise_grant(
+            ClientCredentials::with_secret("agent", "as-secret"),
+            EnterpriseIdp::new(
+                format!("{}/token", idp.base),
+                ClientCredentials::public("agent-at-idp"),
+                "the-id-token",
+            ),
+        )
+        .build()
+        .unwrap();
+    assert_eq!(call(&oauth, &rs.url, None).await.unwrap(), 200);
+
+    let exchanges = exchanges.lock().unwrap().clone();
+    assert_eq!(exchanges.len(), 1);
+    let x = &exchanges[0];
+    assert_eq!(
+        x["audience"], auth.issuer,
+        "the ID-JAG is for the MCP server's AS"
+    );
+    assert_eq!(x["resource"], rs.resource);
+    assert_eq!(x["scope"], "mcp:read");
+    assert_eq!(x["client_id"], "agent-at-idp");
+
+    let log = auth.log();
+    assert!(log.authorizations.is_empty() && log.registrations.is_empty());
+    let (form, header) = &log.tokens[0];
+    assert_eq!(
+        form["grant_type"],
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    );
+    assert_eq!(
+        basic(header.as_deref().unwrap()),
+        ("agent".into(), "as-secret".into())
+    );
+    let jag = jsonwebtoken::decode_header(&form["assertion"]).unwrap();
+    assert_eq!(jag.typ.as_deref(), Some("oauth-id-jag+jwt"));
+}
+
+#[tokio::test]
+async fn a_failed_token_exchange_is_reported_before_the_authorization_server_is_asked() {
+    let (auth, rs) = pair(workload_as(), RsConfig::default()).await;
+    let (idp, exchanges) = start_idp().await;
+    let oauth = OAuthClient::builder(ClientMetadata::new("agent", REDIRECT))
+        .enterprise_grant(
+            ClientCredentials::with_secret("agent", "as-secret"),
+            EnterpriseIdp::new(
+                format!("{}/token", idp.base),
+                ClientCredentials::public("agent-at-idp"),
+                "a-stale-id-token",
+            ),
+        )
+        .build()
+        .unwrap();
+    let err = call(&oauth, &rs.url, None).await.unwrap_err();
+    assert!(
+        matches!(&err, AuthError::Endpoint { endpoint: "token exchange", error: Some(e), .. } if e == "invalid_grant"),
+        "{err:?}"
+    );
+    assert_eq!(exchanges.lock().unwrap().len(), 1, "no retry");
+    assert!(auth.log().tokens.is_empty());
 }
 
 const EC_PRIVATE: &str = "-----BEGIN PRIVATE KEY-----
