@@ -37,6 +37,7 @@ mod version;
 
 pub mod error_codes;
 pub mod methods;
+pub mod wire;
 
 pub use generated::model::*;
 pub use generated::tag;
