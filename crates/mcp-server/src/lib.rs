@@ -43,6 +43,9 @@ mod registry;
 mod schema;
 mod server;
 mod session;
+// Wired into request handling by the dual-era server; until then only the sealer is public.
+#[allow(dead_code)]
+mod stateless;
 pub mod uri_template;
 mod validate;
 
@@ -56,6 +59,10 @@ pub use handler::{
 pub use output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult, Structured};
 pub use registry::{NoArgs, Prompt, Resource, ResourceTemplate, Tool};
 pub use server::{Server, ServerBuilder, ServerOptions};
+pub use stateless::mrtr::InputRequired;
+pub use stateless::seal::{
+    Binding, KeyError, RequestStateSealer, SealError, SealedState, SealingKey, StateError,
+};
 pub use uri_template::{TemplateVars, UriTemplate};
 
 /// Re-exported so handler code can derive `JsonSchema` without naming the version.
