@@ -10,5 +10,6 @@ async fn main() -> std::io::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
-    everything_server::build().serve_stdio().await
+    everything_server::build().serve_stdio().await?;
+    Ok(())
 }

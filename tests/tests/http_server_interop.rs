@@ -4,10 +4,8 @@
 //! request, DELETE. Requires `node` and `npm ci --prefix tests/interop` (done by
 //! `scripts/test`); the test fails, never skips, when they are missing.
 //!
-//! Until `mcp-server` serves an `mcp_jsonrpc::Connection` directly, each HTTP session is bridged
-//! to `Server::serve_io` over an in-memory pipe. The bridge loses the `related` tag of outbound
-//! frames, so the server's progress and requests travel on the standalone GET stream here
-//! rather than on the POST's own stream (the raw transport tests cover that routing).
+//! Each HTTP session runs `Server::serve` on the transport's connection, so the server's
+//! progress and requests for a call travel on the POST's own SSE stream.
 
 #[path = "../../crates/mcp-server/examples/support/everything_server.rs"]
 mod everything_server;
@@ -15,53 +13,8 @@ mod everything_server;
 use std::path::Path;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
-use mcp_jsonrpc::codec::{CodecConfig, Framing};
-use mcp_jsonrpc::{Connection, Frame, Inbound, Outbound};
-use mcp_server::Server;
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
-
-/// Serves one HTTP session with `Server::serve_io` through a newline-framed in-memory pipe.
-async fn serve_bridged(server: Server, connection: Connection) {
-    let (near, far) = tokio::io::duplex(1 << 16);
-    let (near_read, near_write) = tokio::io::split(near);
-    let pipe = Connection::framed(near_read, near_write, Framing::Line, CodecConfig::default());
-    let (far_read, far_write) = tokio::io::split(far);
-    let (mut http_in, mut http_out) = connection.into_parts();
-    let (mut pipe_in, mut pipe_out) = pipe.into_parts();
-    let up = async move {
-        while let Some(Ok(incoming)) = http_in.next().await {
-            let frame = match incoming.frame {
-                Ok(Inbound::Single(m)) => Frame::Single(m),
-                Ok(Inbound::Batch(items)) => Frame::Batch(items.into_iter().flatten().collect()),
-                Err(_) => continue,
-            };
-            if pipe_out.send(Outbound::new(frame)).await.is_err() {
-                break;
-            }
-        }
-        let _ = pipe_out.close().await;
-    };
-    let down = async move {
-        while let Some(Ok(incoming)) = pipe_in.next().await {
-            let frame = match incoming.frame {
-                Ok(Inbound::Single(m)) => Frame::Single(m),
-                Ok(Inbound::Batch(items)) => Frame::Batch(items.into_iter().flatten().collect()),
-                Err(_) => continue,
-            };
-            if http_out.send(Outbound::new(frame)).await.is_err() {
-                break;
-            }
-        }
-    };
-    let serve = async move {
-        if let Err(e) = server.serve_io(far_read, far_write).await {
-            eprintln!("session ended with an error: {e}");
-        }
-    };
-    tokio::join!(up, down, serve);
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_streamable_http_client_talks_to_our_server() {
@@ -73,7 +26,7 @@ async fn typescript_streamable_http_client_talks_to_our_server() {
         "the TypeScript SDK is not installed: run `npm ci --prefix tests/interop` (scripts/test does)"
     );
     let server = everything_server::build();
-    let service = StreamableHttpService::builder(move |conn| serve_bridged(server.clone(), conn))
+    let service = StreamableHttpService::builder(server.connection_handler())
         .config(HttpServerConfig::default().path("/mcp"))
         .build();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

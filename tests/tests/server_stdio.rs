@@ -1,6 +1,6 @@
 //! The `everything` server driven through real stdio pipes with raw JSON lines, for each of the
 //! four stateful revisions: every feature, the refusals and the bad-input cases, and that the
-//! server stays up after each.
+//! server stays up after each. One session speaks `Content-Length` framing instead.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -240,7 +240,13 @@ fn lifecycle_and_refusals_in_every_revision() {
         let e = s.wait_for("oversized", |v| {
             v["error"]["code"] == -32600 && v["id"].is_null()
         });
-        assert!(e["error"]["message"].as_str().unwrap().contains("limit"));
+        assert!(
+            e["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("maximum size"),
+            "{e}"
+        );
         s.assert_alive();
         s.shutdown();
     }
@@ -716,4 +722,114 @@ fn refused_envelopes_do_not_leak_request_ids() {
     let batch = s.wait_for("batch", Value::is_array);
     assert_eq!(batch.as_array().unwrap().len(), 2);
     s.shutdown();
+}
+
+/// Reads one `Content-Length` framed message.
+fn read_framed(reader: &mut impl BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':')?;
+        if name.eq_ignore_ascii_case("content-length") {
+            length = value.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    std::io::Read::read_exact(reader, &mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+fn write_framed(stdin: &mut ChildStdin, message: &Value) {
+    let body = message.to_string();
+    write!(stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).expect("write");
+    stdin.flush().expect("flush");
+}
+
+#[test]
+fn content_length_framing_is_detected_and_answered_in_kind() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_everything-stdio"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the everything server");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        while let Some(message) = read_framed(&mut reader) {
+            if tx.send(message).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |what: &str| {
+        rx.recv_timeout(WAIT)
+            .unwrap_or_else(|e| panic!("no framed answer for {what}: {e}"))
+    };
+
+    write_framed(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "framed", "version": "1"}}}),
+    );
+    let init = next("initialize");
+    assert_eq!(init["id"], 1);
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    write_framed(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    // Progress notifications are framed too, and arrive before the result.
+    write_framed(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "slow", "arguments": {"steps": 2}, "_meta": {"progressToken": 9}}}),
+    );
+    let mut progress = 0;
+    let result = loop {
+        let m = next("slow");
+        if m["method"] == "notifications/progress" {
+            assert_eq!(m["params"]["progressToken"], 9);
+            progress += 1;
+        } else if m["id"] == 2 {
+            break m;
+        }
+    };
+    assert_eq!(progress, 2);
+    assert_eq!(text_of(&result["result"]), "done after 2 steps");
+    // Invalid JSON in a well-formed frame is answered (framed) and the session goes on.
+    let garbage = "{not json";
+    write!(stdin, "Content-Length: {}\r\n\r\n{garbage}", garbage.len()).unwrap();
+    stdin.flush().unwrap();
+    let e = next("parse error");
+    assert_eq!(e["error"]["code"], -32700);
+    write_framed(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "echo", "arguments": {"text": "framed"}}}),
+    );
+    let echo = next("echo");
+    assert_eq!(echo["id"], 3);
+    assert_eq!(text_of(&echo["result"]), "framed");
+
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            assert!(status.success(), "server exited with {status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "server did not exit after EOF");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

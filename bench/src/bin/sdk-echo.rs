@@ -1,14 +1,19 @@
 //! The echo server written with the SDK, the way its documentation shows: one typed tool
 //! `echo` (input `{text}`, output the text as one text content block).
 //!
-//! Usage: `sdk-echo --stdio|--stdio-pipes [--threads N]` (`--threads 0`: a single-threaded runtime; default:
-//! tokio's multi-threaded runtime with one worker per available core, like `#[tokio::main]`).
+//! Usage: `sdk-echo --stdio|--stdio-pipes|--http ADDR [--stateless] [--threads N]` (`--threads 0`:
+//! a single-threaded runtime; default: tokio's multi-threaded runtime with one worker per
+//! available core, like `#[tokio::main]`). `--http` serves Streamable HTTP at `http://ADDR/mcp`
+//! with `StreamableHttpService` and `Server::connection_handler`; `--stateless` (2026-07-28
+//! clients) is refused until the server serves the stateless revision.
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use mcp_bench::args::{ArgError, Args};
 use mcp_server::model::Implementation;
 use mcp_server::{Server, Tool, ToolContext};
+use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct EchoArgs {
@@ -31,6 +36,8 @@ enum Mode {
     /// stdin/stdout registered with the runtime's reactor as non-blocking pipes (they must be
     /// pipes), instead of tokio's stdin/stdout which hop through the blocking thread pool.
     StdioPipes,
+    /// Streamable HTTP on this address.
+    Http(SocketAddr),
 }
 
 struct Config {
@@ -45,9 +52,17 @@ fn config() -> Result<Config, ArgError> {
         Mode::Stdio
     } else if args.flag("--stdio-pipes") {
         Mode::StdioPipes
+    } else if let Some(addr) = args.parsed_opt::<SocketAddr>("--http")? {
+        if args.flag("--stateless") {
+            return Err(ArgError(
+                "--stateless: the SDK server does not serve the stateless 2026-07-28 revision yet"
+                    .into(),
+            ));
+        }
+        Mode::Http(addr)
     } else {
         return Err(ArgError(
-            "give --stdio or --stdio-pipes (HTTP waits for mcp-server to serve an mcp_jsonrpc::Connection)".into(),
+            "give --stdio, --stdio-pipes or --http ADDR".into(),
         ));
     };
     let config = Config {
@@ -86,14 +101,21 @@ fn main() -> ExitCode {
     let result = runtime.and_then(|runtime| {
         runtime.block_on(async {
             match config.mode {
-                Mode::Stdio => server.serve_stdio().await,
+                Mode::Stdio => Ok(server.serve_stdio().await?),
                 Mode::StdioPipes => {
                     use std::os::fd::AsFd;
                     let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
                     let stdout = std::io::stdout().as_fd().try_clone_to_owned()?;
                     let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(stdin)?;
                     let writer = tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?;
-                    server.serve_io(reader, writer).await
+                    Ok(server.serve_io(reader, writer).await?)
+                }
+                Mode::Http(addr) => {
+                    StreamableHttpService::builder(server.connection_handler())
+                        .config(HttpServerConfig::default().path("/mcp"))
+                        .build()
+                        .serve(addr)
+                        .await
                 }
             }
         })

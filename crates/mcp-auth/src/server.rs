@@ -19,6 +19,14 @@ use crate::challenge::{quote, split_scopes};
 use crate::http_types::BoxFuture;
 use crate::metadata::ProtectedResourceMetadata;
 
+/// The root well-known path of Protected Resource Metadata (RFC 9728 section 3).
+const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
+/// Whether a query string has an `access_token` parameter (RFC 6750 section 2.3).
+fn has_access_token_param(query: &str) -> bool {
+    form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == "access_token")
+}
+
 /// Who made an authenticated request, as established by a [`BearerVerifier`].
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
@@ -50,6 +58,26 @@ impl Principal {
     /// Whether `scope` was granted.
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
+    }
+
+    /// A stable key naming who this is: the issuer (the `iss` claim), the subject and the
+    /// client, none of them supplied by the request itself. Bind server-side state to it, as
+    /// the specification's session-hijacking mitigation asks (`<user_id>:<session_id>`):
+    /// another token of the same user and client yields the same key, a token of anyone else a
+    /// different one.
+    ///
+    /// ```
+    /// use mcp_auth::Principal;
+    ///
+    /// let alice = Principal::new("alice", ["mcp:read"]);
+    /// let alice_more = Principal::new("alice", ["mcp:read", "mcp:write"]);
+    /// assert_eq!(alice.identity(), alice_more.identity());
+    /// assert_ne!(alice.identity(), Principal::new("bob", ["mcp:read"]).identity());
+    /// ```
+    pub fn identity(&self) -> String {
+        let issuer = self.claims.get("iss").and_then(Value::as_str);
+        // A JSON array keeps the parts apart whatever characters they contain.
+        serde_json::to_string(&(issuer, &self.subject, &self.client_id)).unwrap_or_default()
     }
 }
 
@@ -360,9 +388,20 @@ pub struct ResourceServer {
     metadata: ProtectedResourceMetadata,
     metadata_json: Bytes,
     metadata_url: String,
+    metadata_paths: Vec<String>,
     verifier: Arc<dyn BearerVerifier>,
     required_scopes: Vec<String>,
+    operation_scopes: Vec<(Operation, Vec<String>)>,
     max_token_len: usize,
+}
+
+/// What a per-operation scope rule applies to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Operation {
+    /// Every request of a JSON-RPC method.
+    Method(String),
+    /// `tools/call` of one tool.
+    Tool(String),
 }
 
 impl std::fmt::Debug for ResourceServer {
@@ -371,6 +410,7 @@ impl std::fmt::Debug for ResourceServer {
             .field("metadata", &self.metadata)
             .field("metadata_url", &self.metadata_url)
             .field("required_scopes", &self.required_scopes)
+            .field("operation_scopes", &self.operation_scopes)
             .finish_non_exhaustive()
     }
 }
@@ -385,12 +425,31 @@ impl ResourceServer {
         verifier: Arc<dyn BearerVerifier>,
     ) -> Self {
         let metadata_json = Bytes::from(serde_json::to_vec(&metadata).unwrap_or_default());
+        let metadata_url = metadata_url.into();
+        // Where clients look (RFC 9728 section 3.1 and the MCP discovery order): the advertised
+        // URL, the well-known URL with the resource's path inserted, and the root one.
+        let mut metadata_paths = vec![
+            crate::uri::path_of(&metadata_url)
+                .filter(|p| !p.is_empty())
+                .unwrap_or(WELL_KNOWN)
+                .to_owned(),
+        ];
+        for url in crate::uri::protected_resource_metadata_urls(&metadata.resource)
+            .unwrap_or_else(|| vec![WELL_KNOWN.to_owned()])
+        {
+            let path = crate::uri::path_of(&url).unwrap_or(WELL_KNOWN).to_owned();
+            if !metadata_paths.contains(&path) {
+                metadata_paths.push(path);
+            }
+        }
         Self {
             metadata,
             metadata_json,
-            metadata_url: metadata_url.into(),
+            metadata_url,
+            metadata_paths,
             verifier,
             required_scopes: Vec::new(),
+            operation_scopes: Vec::new(),
             max_token_len: 16 * 1024,
         }
     }
@@ -403,6 +462,36 @@ impl ResourceServer {
         S: Into<String>,
     {
         self.required_scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Scopes needed, on top of the required ones, for every request of the JSON-RPC `method`
+    /// (for example `resources/read`). A token lacking one gets `403 insufficient_scope`
+    /// from [`authorize_operation`](Self::authorize_operation), so clients can start with a
+    /// small scope set and step up when they first use a privileged operation.
+    pub fn with_method_scopes<I, S>(mut self, method: impl Into<String>, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.operation_scopes.push((
+            Operation::Method(method.into()),
+            scopes.into_iter().map(Into::into).collect(),
+        ));
+        self
+    }
+
+    /// Scopes needed, on top of the required ones, to call the tool `name` (`tools/call` with
+    /// that `name`), like [`with_method_scopes`](Self::with_method_scopes).
+    pub fn with_tool_scopes<I, S>(mut self, name: impl Into<String>, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.operation_scopes.push((
+            Operation::Tool(name.into()),
+            scopes.into_iter().map(Into::into).collect(),
+        ));
         self
     }
 
@@ -419,9 +508,35 @@ impl ResourceServer {
 
     /// The path of the metadata URL, to route `GET` requests to [`metadata_response`](Self::metadata_response).
     pub fn metadata_path(&self) -> &str {
-        crate::uri::path_of(&self.metadata_url)
-            .filter(|p| !p.is_empty())
-            .unwrap_or("/.well-known/oauth-protected-resource")
+        &self.metadata_paths[0]
+    }
+
+    /// Every path the metadata document is served at: the path of the metadata URL, the
+    /// well-known path with the resource's path inserted (RFC 9728 section 3.1), and the root
+    /// well-known path clients fall back to.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp_auth::{JwtVerifier, ProtectedResourceMetadata, ResourceServer};
+    ///
+    /// let rs = ResourceServer::new(
+    ///     ProtectedResourceMetadata::new("https://mcp.example.com/public/mcp", "https://auth.example.com"),
+    ///     "https://mcp.example.com/.well-known/oauth-protected-resource/public/mcp",
+    ///     Arc::new(JwtVerifier::new("https://auth.example.com", "https://mcp.example.com/public/mcp")),
+    /// );
+    /// assert_eq!(rs.metadata_paths(), [
+    ///     "/.well-known/oauth-protected-resource/public/mcp",
+    ///     "/.well-known/oauth-protected-resource",
+    /// ]);
+    /// assert!(rs.is_metadata_path("/.well-known/oauth-protected-resource"));
+    /// ```
+    pub fn metadata_paths(&self) -> &[String] {
+        &self.metadata_paths
+    }
+
+    /// Whether `path` is one of the [`metadata_paths`](Self::metadata_paths).
+    pub fn is_metadata_path(&self, path: &str) -> bool {
+        self.metadata_paths.iter().any(|p| p == path)
     }
 
     /// The `200` response carrying the metadata document.
@@ -455,8 +570,18 @@ impl ResourceServer {
     }
 
     /// Authenticates a request from its `Authorization: Bearer` header (the only place a
-    /// token is accepted from) and checks the required scopes.
+    /// token is accepted from) and checks the required scopes. A request carrying an
+    /// `access_token` in its query string is refused with `400 invalid_request` (MCP forbids
+    /// tokens in URIs, where logs and referrers keep them), whatever its header holds.
     pub async fn authenticate(&self, parts: &Parts) -> Result<Principal, AuthChallenge> {
+        if parts.uri.query().is_some_and(has_access_token_param) {
+            return Err(self.challenge(
+                StatusCode::BAD_REQUEST,
+                Some(BearerError::InvalidRequest),
+                Some("access tokens are not accepted in the query string".into()),
+                &[],
+            ));
+        }
         let mut values = parts.headers.get_all(AUTHORIZATION).iter();
         let Some(value) = values.next() else {
             return Err(self.unauthorized());
@@ -500,6 +625,43 @@ impl ResourceServer {
         })?;
         self.require_scopes(&principal, &self.required_scopes)?;
         Ok(principal)
+    }
+
+    /// The scopes an operation needs beyond the required ones: those of the JSON-RPC `method`
+    /// and, for `tools/call`, those of the tool `tool`.
+    pub fn operation_scopes(&self, method: &str, tool: Option<&str>) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for (op, scopes) in &self.operation_scopes {
+            let applies = match op {
+                Operation::Method(m) => m == method,
+                Operation::Tool(t) => method == "tools/call" && tool == Some(t.as_str()),
+            };
+            if applies {
+                for s in scopes {
+                    if !out.contains(&s.as_str()) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Checks that `principal` may perform an operation (see
+    /// [`with_method_scopes`](Self::with_method_scopes) and
+    /// [`with_tool_scopes`](Self::with_tool_scopes)); otherwise the `403 insufficient_scope`
+    /// challenge of [`require_scopes`](Self::require_scopes).
+    pub fn authorize_operation(
+        &self,
+        principal: &Principal,
+        method: &str,
+        tool: Option<&str>,
+    ) -> Result<(), AuthChallenge> {
+        let needed = self.operation_scopes(method, tool);
+        if needed.is_empty() {
+            return Ok(());
+        }
+        self.require_scopes(principal, &needed)
     }
 
     /// Checks that `principal` holds every scope in `scopes`; otherwise a `403

@@ -144,10 +144,84 @@ async fn missing_token_gets_a_401_with_metadata_and_scope() {
 }
 
 #[tokio::test]
-async fn tokens_in_the_query_string_are_ignored() {
-    let uri = format!("{RESOURCE}?access_token={}", token(good_claims()));
+async fn tokens_in_the_query_string_are_refused() {
+    let good = token(good_claims());
+    let uri = format!("{RESOURCE}?access_token={good}");
     let c = server().authenticate(&parts(&[], &uri)).await.unwrap_err();
-    assert_eq!(c.status(), 401);
+    assert_eq!(c.status(), 400);
+    assert_eq!(c.error(), Some(BearerError::InvalidRequest));
+    // Even beside a valid header: a token in the URI has leaked already.
+    let h = format!("Bearer {good}");
+    let uri = format!("{RESOURCE}?sessionId=x&access_token=y");
+    let c = server()
+        .authenticate(&parts(&[("authorization", &h)], &uri))
+        .await
+        .unwrap_err();
+    assert_eq!(c.status(), 400);
+    // Other query parameters are fine.
+    let uri = format!("{RESOURCE}?sessionId=x&not_access_token=y");
+    assert!(
+        server()
+            .authenticate(&parts(&[("authorization", &h)], &uri))
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn per_operation_scopes_challenge_for_what_is_missing() {
+    let rs = server()
+        .with_method_scopes("resources/read", ["mcp:resources"])
+        .with_tool_scopes("delete", ["mcp:admin", "mcp:write"]);
+    let mut c = good_claims();
+    c["scope"] = json!("mcp:read mcp:write");
+    let h = format!("Bearer {}", token(c));
+    let principal = rs
+        .authenticate(&parts(&[("authorization", &h)], RESOURCE))
+        .await
+        .unwrap();
+    assert!(
+        rs.authorize_operation(&principal, "tools/list", None)
+            .is_ok()
+    );
+    assert!(
+        rs.authorize_operation(&principal, "tools/call", Some("echo"))
+            .is_ok()
+    );
+    assert_eq!(
+        rs.operation_scopes("tools/call", Some("delete")),
+        ["mcp:admin", "mcp:write"]
+    );
+    let ch = rs
+        .authorize_operation(&principal, "tools/call", Some("delete"))
+        .unwrap_err();
+    assert_eq!(ch.status(), 403);
+    assert_eq!(ch.error(), Some(BearerError::InsufficientScope));
+    // The required scope first, then everything the operation needs.
+    assert_eq!(ch.scope(), Some("mcp:read mcp:admin mcp:write"));
+    let ch = rs
+        .authorize_operation(&principal, "resources/read", None)
+        .unwrap_err();
+    assert_eq!(ch.scope(), Some("mcp:read mcp:resources"));
+    // A tool rule does not apply to another method that happens to carry the name.
+    assert!(
+        rs.authorize_operation(&principal, "prompts/get", Some("delete"))
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn identity_names_issuer_subject_and_client() {
+    let p = verifier().verify(&token(good_claims())).await.unwrap();
+    let mut other_client = good_claims();
+    other_client["client_id"] = json!("other-app");
+    let q = verifier().verify(&token(other_client)).await.unwrap();
+    let mut more_scopes = good_claims();
+    more_scopes["scope"] = json!("mcp:read mcp:write mcp:admin");
+    let r = verifier().verify(&token(more_scopes)).await.unwrap();
+    assert_ne!(p.identity(), q.identity());
+    assert_eq!(p.identity(), r.identity());
+    assert!(p.identity().contains(ISSUER));
 }
 
 #[tokio::test]
@@ -240,6 +314,14 @@ fn metadata_document() {
         rs.metadata_path(),
         "/.well-known/oauth-protected-resource/mcp"
     );
+    assert_eq!(
+        rs.metadata_paths(),
+        [
+            "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-protected-resource"
+        ]
+    );
+    assert!(!rs.is_metadata_path("/mcp"));
     let resp = rs.metadata_response();
     assert_eq!(resp.headers()["content-type"], "application/json");
     let body: Value = serde_json::from_slice(resp.body()).unwrap();

@@ -3,13 +3,7 @@
 
 use std::time::Duration;
 
-use mcp_server::model::{
-    ContentBlock, CreateMessageRequest, ElicitAction, Implementation, LoggingLevel, PromptMessage,
-    ResourceContents, SamplingMessage,
-};
-use mcp_server::{
-    NoArgs, Prompt, Resource, ResourceTemplate, Server, Tool, ToolContext, ToolError,
-};
+use mcp_server::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -82,19 +76,16 @@ async fn with_progress(cx: ToolContext, _args: NoArgs) -> &'static str {
 }
 
 async fn sampling(cx: ToolContext, args: SamplingArgs) -> Result<String, ToolError> {
-    let request = CreateMessageRequest {
-        messages: vec![SamplingMessage::user_text(args.prompt)],
-        max_tokens: 100,
-        ..CreateMessageRequest::default()
-    };
+    let request = CreateMessageRequestParams::user_text(args.prompt, 100);
     let answer = cx
         .sample("sample", request)
         .await
         .map_err(ToolError::execution)?;
-    Ok(format!(
-        "LLM response: {}",
-        answer.text().unwrap_or_else(|| answer.content.to_string())
-    ))
+    let text = match answer.text() {
+        Some(text) => text,
+        None => serde_json::to_string(&answer.content).map_err(ToolError::execution)?,
+    };
+    Ok(format!("LLM response: {text}"))
 }
 
 async fn elicit(cx: &ToolContext, message: &str, schema: Value) -> Result<String, ToolError> {
@@ -102,12 +93,11 @@ async fn elicit(cx: &ToolContext, message: &str, schema: Value) -> Result<String
         .elicit_with_schema("input", message, schema)
         .await
         .map_err(ToolError::execution)?;
-    let action = match answer.action {
-        ElicitAction::Accept => "accept",
-        ElicitAction::Decline => "decline",
-        ElicitAction::Cancel => "cancel",
+    let (action, content) = match answer {
+        Elicitation::Accepted(content) => ("accept", Value::Object(content)),
+        Elicitation::Declined => ("decline", json!({})),
+        Elicitation::Cancelled => ("cancel", json!({})),
     };
-    let content = Value::Object(answer.content.unwrap_or_default());
     Ok(format!("User response: action={action}, content={content}"))
 }
 
@@ -255,7 +245,7 @@ pub fn try_build() -> Result<Server, mcp_server::BuildError> {
             Tool::new("test_embedded_resource").description("Tests embedded resource content response"),
             |_cx: ToolContext, _args: NoArgs| async {
                 ContentBlock::embedded(
-                    ResourceContents::text(
+                    ResourceContentsKind::text(
                         "test://embedded-resource",
                         "This is an embedded resource content.",
                     )
@@ -271,7 +261,7 @@ pub fn try_build() -> Result<Server, mcp_server::BuildError> {
                     ContentBlock::text("Multiple content types test:"),
                     ContentBlock::image(PNG, "image/png"),
                     ContentBlock::embedded(
-                        ResourceContents::text(
+                        ResourceContentsKind::text(
                             "test://mixed-content-resource",
                             r#"{"test":"data","value":123}"#,
                         )
@@ -369,7 +359,7 @@ pub fn try_build() -> Result<Server, mcp_server::BuildError> {
             |_cx, args: EmbeddedPromptArgs| async move {
                 vec![
                     PromptMessage::user(ContentBlock::embedded(
-                        ResourceContents::text(
+                        ResourceContentsKind::text(
                             args.resource_uri,
                             "Embedded resource content for testing.",
                         )

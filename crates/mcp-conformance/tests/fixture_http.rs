@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_conformance::{bridge, fixture};
+use mcp_conformance::fixture;
 use mcp_jsonrpc::{Engine, Peer, RequestOptions};
 use mcp_transport_http::client::StreamableHttpClient;
 use mcp_transport_http::server::{HostPolicy, HttpServerConfig, StreamableHttpService};
@@ -10,15 +10,13 @@ use serde_json::{Value, json};
 
 async fn start() -> String {
     let server = fixture::build();
-    let service = StreamableHttpService::builder(move |connection| {
-        bridge::serve_connection(server.clone(), connection)
-    })
-    .config(
-        HttpServerConfig::default()
-            .path("/mcp")
-            .host_policy(HostPolicy::Loopback),
-    )
-    .build();
+    let service = StreamableHttpService::builder(server.connection_handler())
+        .config(
+            HttpServerConfig::default()
+                .path("/mcp")
+                .host_policy(HostPolicy::Loopback),
+        )
+        .build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(service.serve_with_listener(listener, std::future::pending()));

@@ -18,5 +18,6 @@ async fn main() -> std::io::Result<()> {
         .tool(Tool::new("greet").description("Greets someone"), greet)
         .build()
         .expect("valid server");
-    server.serve_stdio().await
+    server.serve_stdio().await?;
+    Ok(())
 }

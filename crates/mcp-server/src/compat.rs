@@ -18,16 +18,17 @@
 
 use std::collections::HashMap;
 
+use mcp_jsonrpc::ErrorObject;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::context::{BoxFuture, Extensions};
-use crate::error::ErrorData;
+use crate::context::BoxFuture;
 use crate::handler::{Middleware, Next, Request};
-use crate::model::ProtocolVersion;
+use crate::session::latest_session_version;
 use crate::uri_template::UriTemplate;
 
 /// The error code of a failed `mcp/tool/execute`.
-pub const LEGACY_TOOL_FAILED: i32 = -32000;
+pub const LEGACY_TOOL_FAILED: i64 = -32000;
 
 /// Most pages a legacy list walks before giving up (bounds a misbehaving handler).
 const MAX_PAGES: usize = 1000;
@@ -44,22 +45,30 @@ const LEGACY: [&str; 5] = [
     "mcp/resource/read",
 ];
 
-fn inner(req: &Request, method: &str, params: Value) -> Request {
-    Request {
-        id: req.id.clone(),
-        method: method.to_owned(),
-        params: Some(params),
-        protocol_version: req.protocol_version,
-        extensions: Extensions::new(),
+fn inner(req: &Request, method: &str, params: Value) -> Result<Request, ErrorObject> {
+    let raw = mcp_jsonrpc::to_raw(&params).map_err(ErrorObject::internal_error)?;
+    Ok(Request::derived(req, method, Some(raw)))
+}
+
+/// Runs an inner request and reads its (projected) result as JSON.
+async fn run(next: Next<'_>, request: Request) -> Result<Value, ErrorObject> {
+    let raw = next.run(request).await?;
+    mcp_jsonrpc::from_raw(&raw).map_err(ErrorObject::internal_error)
+}
+
+fn obj(params: Option<&RawValue>) -> Result<Map<String, Value>, ErrorObject> {
+    let Some(raw) = params else {
+        return Ok(Map::new());
+    };
+    match mcp_jsonrpc::from_raw::<Value>(raw) {
+        Ok(Value::Null) => Ok(Map::new()),
+        Ok(Value::Object(m)) => Ok(m),
+        _ => Err(ErrorObject::invalid_params("params must be an object")),
     }
 }
 
-fn obj(params: &Option<Value>) -> Result<Map<String, Value>, ErrorData> {
-    match params {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(m)) => Ok(m.clone()),
-        Some(_) => Err(ErrorData::invalid_params("params must be an object")),
-    }
+fn to_raw(value: &Value) -> Result<Box<RawValue>, ErrorObject> {
+    mcp_jsonrpc::to_raw(value).map_err(ErrorObject::internal_error)
 }
 
 async fn all_pages(
@@ -67,7 +76,7 @@ async fn all_pages(
     next: Next<'_>,
     method: &str,
     key: &str,
-) -> Result<Vec<Value>, ErrorData> {
+) -> Result<Vec<Value>, ErrorObject> {
     let mut items = Vec::new();
     let mut cursor: Option<Value> = None;
     for _ in 0..MAX_PAGES {
@@ -75,7 +84,7 @@ async fn all_pages(
             Some(c) => json!({"cursor": c}),
             None => json!({}),
         };
-        let mut page = next.run(inner(req, method, params)).await?;
+        let mut page = run(next, inner(req, method, params)?).await?;
         if let Some(Value::Array(list)) = page.get_mut(key).map(Value::take) {
             items.extend(list);
         }
@@ -84,29 +93,27 @@ async fn all_pages(
             _ => return Ok(items),
         }
     }
-    Err(ErrorData::internal("too many pages"))
+    Err(ErrorObject::internal_error("too many pages"))
 }
 
 impl LegacyMethods {
-    async fn run(&self, req: Request, next: Next<'_>) -> Result<Value, ErrorData> {
-        let params = obj(&req.params)?;
+    async fn run(&self, req: Request, next: Next<'_>) -> Result<Box<RawValue>, ErrorObject> {
+        let params = obj(req.params.as_deref())?;
         match req.method.as_str() {
             "mcp/initialize" => {
                 let mut p = params;
                 p.entry("protocolVersion")
-                    .or_insert_with(|| json!(ProtocolVersion::LATEST.as_str()));
+                    .or_insert_with(|| json!(latest_session_version().as_str()));
                 p.entry("capabilities").or_insert_with(|| json!({}));
                 p.entry("clientInfo")
                     .or_insert_with(|| json!({"name": "legacy-client", "version": "0"}));
-                let mut result = next
-                    .run(inner(&req, "initialize", Value::Object(p)))
-                    .await?;
+                let mut result = run(next, inner(&req, "initialize", Value::Object(p))?).await?;
                 result["methods"] = json!(LEGACY);
-                Ok(result)
+                to_raw(&result)
             }
             "mcp/listTools" => {
                 let tools = all_pages(&req, next, "tools/list", "tools").await?;
-                Ok(Value::Array(
+                to_raw(&Value::Array(
                     tools
                         .into_iter()
                         .map(|mut t| {
@@ -142,78 +149,86 @@ impl LegacyMethods {
                     t["querySchema"] = json!({"type": "object", "properties": props});
                     out.push(t);
                 }
-                Ok(Value::Array(out))
+                to_raw(&Value::Array(out))
             }
             "mcp/tool/execute" => {
                 let Some(Value::String(tool)) = params.get("toolId") else {
-                    return Err(ErrorData::invalid_params("`toolId` (a string) is required"));
+                    return Err(ErrorObject::invalid_params(
+                        "`toolId` (a string) is required",
+                    ));
                 };
                 let inputs = match params.get("inputs") {
                     None | Some(Value::Null) => json!({}),
                     Some(v @ Value::Object(_)) => v.clone(),
-                    Some(_) => return Err(ErrorData::invalid_params("`inputs` must be an object")),
+                    Some(_) => {
+                        return Err(ErrorObject::invalid_params("`inputs` must be an object"));
+                    }
                 };
-                let result = next
-                    .run(inner(
-                        &req,
-                        "tools/call",
-                        json!({"name": tool, "arguments": inputs}),
-                    ))
-                    .await?;
+                let call = inner(
+                    &req,
+                    "tools/call",
+                    json!({"name": tool, "arguments": inputs}),
+                )?;
+                let result = run(next, call).await?;
                 if result.get("isError") == Some(&Value::Bool(true)) {
                     let text = result["content"]
                         .as_array()
                         .and_then(|c| c.iter().find_map(|b| b.get("text")?.as_str()))
                         .unwrap_or("tool execution failed")
                         .to_owned();
-                    return Err(ErrorData::new(LEGACY_TOOL_FAILED, text).with_data(result));
+                    return Err(crate::error::with_data(
+                        ErrorObject::new(LEGACY_TOOL_FAILED, text),
+                        &result,
+                    ));
                 }
-                Ok(match result.get("structuredContent") {
-                    Some(s) => s.clone(),
-                    None => result.get("content").cloned().unwrap_or_else(|| json!([])),
+                let empty = json!([]);
+                to_raw(match result.get("structuredContent") {
+                    Some(s) => s,
+                    None => result.get("content").unwrap_or(&empty),
                 })
             }
             "mcp/resource/read" => {
                 let Some(Value::String(id)) = params.get("resourceId") else {
-                    return Err(ErrorData::invalid_params(
+                    return Err(ErrorObject::invalid_params(
                         "`resourceId` (a string) is required",
                     ));
                 };
                 let uri = match params.get("query") {
                     None | Some(Value::Null) => id.clone(),
                     Some(Value::Object(q)) => with_query(id, q)?,
-                    Some(_) => return Err(ErrorData::invalid_params("`query` must be an object")),
+                    Some(_) => {
+                        return Err(ErrorObject::invalid_params("`query` must be an object"));
+                    }
                 };
-                let result = next
-                    .run(inner(&req, "resources/read", json!({"uri": uri})))
-                    .await?;
-                Ok(result.get("contents").cloned().unwrap_or_else(|| json!([])))
+                let result = run(next, inner(&req, "resources/read", json!({"uri": uri}))?).await?;
+                let empty = json!([]);
+                to_raw(result.get("contents").unwrap_or(&empty))
             }
             _ => next.run(req).await,
         }
     }
 }
 
-fn scalar_string(v: &Value) -> Result<String, ErrorData> {
+fn scalar_string(v: &Value) -> Result<String, ErrorObject> {
     match v {
         Value::String(s) => Ok(s.clone()),
         Value::Number(n) => Ok(n.to_string()),
         Value::Bool(b) => Ok(b.to_string()),
-        _ => Err(ErrorData::invalid_params(
+        _ => Err(ErrorObject::invalid_params(
             "`query` values must be strings, numbers or booleans",
         )),
     }
 }
 
 /// Expands a template `resourceId` with `query`, or appends `query` to a plain URI.
-fn with_query(id: &str, query: &Map<String, Value>) -> Result<String, ErrorData> {
+fn with_query(id: &str, query: &Map<String, Value>) -> Result<String, ErrorObject> {
     let mut values = HashMap::new();
     for (k, v) in query {
         values.insert(k.clone(), scalar_string(v)?);
     }
     if id.contains('{') {
         let t = UriTemplate::parse(id)
-            .map_err(|e| ErrorData::invalid_params(format!("invalid resourceId: {e}")))?;
+            .map_err(|e| ErrorObject::invalid_params(format!("invalid resourceId: {e}")))?;
         return Ok(t.expand(&values));
     }
     if values.is_empty() {
@@ -223,7 +238,7 @@ fn with_query(id: &str, query: &Map<String, Value>) -> Result<String, ErrorData>
     keys.sort();
     let spec: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
     let t = UriTemplate::parse(&format!("{{?{}}}", spec.join(",")))
-        .map_err(|e| ErrorData::invalid_params(format!("invalid query: {e}")))?;
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid query: {e}")))?;
     let q = t.expand(&values);
     let q = if id.contains('?') {
         q.replacen('?', "&", 1)
@@ -238,7 +253,7 @@ impl Middleware for LegacyMethods {
         &'a self,
         request: Request,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<Value, ErrorData>> {
+    ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
         Box::pin(self.run(request, next))
     }
 }

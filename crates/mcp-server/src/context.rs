@@ -1,5 +1,13 @@
 //! The context a handler receives: who the client is, progress, logging, cancellation, app state
 //! and requests back to the client (sampling, elicitation, roots).
+//!
+//! Two seams keep handler code independent of the era and the transport:
+//!
+//! * [`ClientScope`]: the revision, client info and capabilities of *one request*. A stateful
+//!   session shares the one it built from `initialize`; a stateless request brings its own.
+//! * [`ClientChannel`]: how a request reaches its client. A stateful session sends real
+//!   requests and notifications on its connection, tagged with the inbound request id; other
+//!   backends implement the same operations differently.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -9,104 +17,100 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use mcp_jsonrpc::{Extensions, Id};
+use mcp_types::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams,
+    ElicitRequestURLParams, ElicitResultAction, Implementation, JsonObject, ListRootsResult,
+    LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams, ProgressToken,
+    Project, ProtocolVersion, Root,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::CallError;
-use crate::model::{
-    CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitResult, Elicitation,
-    Implementation, LoggingLevel, ProtocolVersion, Root,
-};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A map from type to value, for application state and per-request extensions.
+/// Application state given to the builder: a map from type to shared value.
 #[derive(Default)]
-pub struct Extensions {
+pub(crate) struct StateMap {
     map: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
 }
 
-impl fmt::Debug for Extensions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Extensions")
-            .field("len", &self.map.len())
-            .finish()
-    }
-}
-
-impl Extensions {
-    /// An empty map.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Inserts a value, replacing any previous value of the same type.
-    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
+impl StateMap {
+    pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
         self.map.insert(TypeId::of::<T>(), Arc::new(value));
     }
 
-    /// The value of type `T`, if present.
-    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.map
-            .get(&TypeId::of::<T>())
-            .and_then(|v| v.downcast_ref::<T>())
-    }
-
-    /// A shared handle to the value of type `T`, if present.
-    pub fn get_arc<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
         self.map
             .get(&TypeId::of::<T>())
             .and_then(|v| Arc::clone(v).downcast::<T>().ok())
     }
 }
 
-/// How requests and notifications reach the client. A stateful session sends them on its
-/// connection; other backends (the stateless revision) implement the same operations differently,
-/// so handler code never depends on the transport or the era.
+/// How one request reaches its client. A stateful session sends requests and notifications on
+/// its connection; another backend (the stateless revision, where asks travel in the result)
+/// implements the same two operations, so handler code never depends on the transport or era.
 pub(crate) trait ClientChannel: Send + Sync + 'static {
-    /// Sends a request to the client and waits for its result.
+    /// Sends a request to the client and waits for its result. `key` names the ask within the
+    /// request (handlers pass it to `elicit`, `sample` and `roots`); a session ignores it.
     fn request(
         &self,
+        key: &str,
         method: &'static str,
-        params: Value,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<Value, CallError>>;
+        params: Option<Box<RawValue>>,
+        cancel: &CancellationToken,
+    ) -> BoxFuture<'static, Result<Box<RawValue>, CallError>>;
 
-    /// Sends a notification to the client.
-    fn notify(&self, method: &'static str, params: Value) -> BoxFuture<'static, ()>;
+    /// Sends a notification to the client about this request (progress, log messages).
+    fn notify(&self, method: &'static str, params: Box<RawValue>) -> BoxFuture<'static, ()>;
 }
 
-/// What the server knows about the client of a session.
-#[derive(Debug, Clone)]
-pub(crate) struct ClientInfo {
-    pub(crate) version: ProtocolVersion,
-    pub(crate) implementation: Implementation,
-    pub(crate) capabilities: Value,
-}
-
-/// The session-wide logging threshold; `u8::MAX` means "send nothing".
+/// A log threshold; `u8::MAX` lets nothing through.
 #[derive(Debug)]
 pub(crate) struct LogThreshold(AtomicU8);
 
-impl LogThreshold {
-    pub(crate) fn new(level: Option<LoggingLevel>) -> Self {
-        Self(AtomicU8::new(level.map_or(u8::MAX, |l| l as u8)))
-    }
-    pub(crate) fn set(&self, level: LoggingLevel) {
-        self.0.store(level as u8, Ordering::Relaxed);
-    }
-    pub(crate) fn allows(&self, level: LoggingLevel) -> bool {
-        (level as u8) >= self.0.load(Ordering::Relaxed)
+/// Severity of a level, least severe first (RFC 5424 order; the enum's own order is
+/// alphabetical).
+pub(crate) fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
     }
 }
 
-pub(crate) struct SessionHandle {
-    pub(crate) client: ClientInfo,
-    pub(crate) log_level: Arc<LogThreshold>,
-    pub(crate) channel: Arc<dyn ClientChannel>,
+impl LogThreshold {
+    pub(crate) fn new(level: Option<LoggingLevel>) -> Self {
+        Self(AtomicU8::new(level.map_or(u8::MAX, severity)))
+    }
+    pub(crate) fn set(&self, level: LoggingLevel) {
+        self.0.store(severity(level), Ordering::Relaxed);
+    }
+    pub(crate) fn allows(&self, level: LoggingLevel) -> bool {
+        severity(level) >= self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// What the server knows about the client of one request: its revision, name and capabilities,
+/// and the logging threshold that applies. Stateful sessions build one at `initialize` and share
+/// it; a stateless request carries its own.
+#[derive(Debug)]
+pub(crate) struct ClientScope {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) info: Implementation,
+    pub(crate) capabilities: ClientCapabilities,
+    pub(crate) log: LogThreshold,
 }
 
 /// The context of one request: identical for tools, resources, prompts and completions, and the
@@ -126,13 +130,13 @@ pub(crate) struct SessionHandle {
 /// ```
 #[derive(Clone)]
 pub struct RequestContext {
-    pub(crate) session: Arc<SessionHandle>,
-    pub(crate) request_id: Value,
-    pub(crate) progress_token: Option<Value>,
+    pub(crate) scope: Arc<ClientScope>,
+    pub(crate) channel: Arc<dyn ClientChannel>,
+    pub(crate) request_id: Id,
+    pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) cancel: CancellationToken,
-    pub(crate) state: Arc<Extensions>,
     pub(crate) extensions: Arc<Extensions>,
-    pub(crate) uri: Option<String>,
+    pub(crate) uri: Option<Arc<str>>,
     pub(crate) server: crate::Server,
 }
 
@@ -143,47 +147,98 @@ impl fmt::Debug for RequestContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestContext")
             .field("request_id", &self.request_id)
-            .field("protocol_version", &self.session.client.version)
-            .field("client", &self.session.client.implementation.name)
+            .field("protocol_version", &self.scope.version)
+            .field("client", &self.scope.info.name)
             .finish_non_exhaustive()
     }
 }
 
-fn has_capability(caps: &Value, path: &[&str]) -> bool {
-    let mut cur = caps;
-    for p in path {
-        match cur.get(p) {
-            Some(v) if !v.is_null() => cur = v,
-            _ => return false,
-        }
-    }
-    true
+/// The answer to an elicitation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicitation<T> {
+    /// The user submitted the form (or completed the URL flow).
+    Accepted(T),
+    /// The user declined.
+    Declined,
+    /// The user dismissed the request.
+    Cancelled,
+}
+
+/// The client's raw answer to `elicitation/create`, read leniently: form values are checked
+/// against the schema the server sent rather than against a fixed value type.
+#[derive(serde::Deserialize)]
+struct RawElicitResult {
+    action: ElicitResultAction,
+    #[serde(default)]
+    content: Option<JsonObject>,
+}
+
+fn encode<T: Serialize + Project>(
+    mut value: T,
+    version: ProtocolVersion,
+) -> Result<Box<RawValue>, CallError> {
+    value.project(version);
+    mcp_jsonrpc::to_raw(&value).map_err(|e| CallError::InvalidRequest(e.to_string()))
+}
+
+fn decode<T: DeserializeOwned>(raw: &RawValue) -> Result<T, CallError> {
+    mcp_jsonrpc::from_raw(raw).map_err(|e| CallError::InvalidResponse(e.to_string()))
 }
 
 impl RequestContext {
-    /// The protocol revision negotiated with the client.
+    /// The protocol revision of this request (negotiated by the session).
     pub fn protocol_version(&self) -> ProtocolVersion {
-        self.session.client.version
+        self.scope.version
     }
 
     /// The client's name and version, as it sent them.
     pub fn client_info(&self) -> &Implementation {
-        &self.session.client.implementation
+        &self.scope.info
     }
 
-    /// The capabilities the client declared, as JSON.
-    pub fn client_capabilities(&self) -> &Value {
-        &self.session.client.capabilities
+    /// The capabilities the client declared.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.scope.capabilities
     }
 
     /// Whether the client declared a capability, by path (`["sampling"]`,
     /// `["elicitation", "url"]`, `["roots"]`).
     pub fn client_supports(&self, path: &[&str]) -> bool {
-        has_capability(&self.session.client.capabilities, path)
+        let caps = &self.scope.capabilities;
+        match path {
+            [] => true,
+            ["sampling"] => caps.sampling.is_some(),
+            ["sampling", "tools"] => caps.sampling.as_ref().is_some_and(|s| s.tools.is_some()),
+            ["sampling", "context"] => caps.sampling.as_ref().is_some_and(|s| s.context.is_some()),
+            ["roots"] => caps.roots.is_some(),
+            ["roots", "listChanged"] => caps
+                .roots
+                .as_ref()
+                .is_some_and(|r| r.get("listChanged") == Some(&Value::Bool(true))),
+            ["elicitation"] => caps.elicitation.is_some(),
+            ["elicitation", "form"] => caps.elicitation.as_ref().is_some_and(|e| {
+                // An empty `elicitation: {}` means form mode only.
+                e.form.is_some() || (e.form.is_none() && e.url.is_none())
+            }),
+            ["elicitation", "url"] => caps.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
+            _ => {
+                // Anything else (experimental, extensions, tasks): walk the JSON form.
+                let Ok(mut cur) = serde_json::to_value(caps) else {
+                    return false;
+                };
+                for p in path {
+                    match cur.get_mut(*p) {
+                        Some(v) if !v.is_null() => cur = v.take(),
+                        _ => return false,
+                    }
+                }
+                true
+            }
+        }
     }
 
     /// The JSON-RPC id of the request.
-    pub fn request_id(&self) -> &Value {
+    pub fn request_id(&self) -> &Id {
         &self.request_id
     }
 
@@ -200,11 +255,21 @@ impl RequestContext {
 
     /// Application state given to [`ServerBuilder::with_state`](crate::ServerBuilder::with_state).
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        self.state.get_arc::<T>()
+        self.server.inner.state.get::<T>()
     }
 
-    /// Per-request extensions (for example the HTTP request parts or an authenticated principal
-    /// set by a transport).
+    /// What the transport (and any middleware) attached to the request: for example the HTTP
+    /// request's parts, the session id or an authenticated principal.
+    ///
+    /// ```
+    /// # async fn f(cx: mcp_server::RequestContext) {
+    /// #[derive(Debug)]
+    /// struct Principal(String);
+    /// if let Some(who) = cx.extensions().get::<Principal>() {
+    ///     tracing::info!(?who, "authenticated call");
+    /// }
+    /// # }
+    /// ```
     pub fn extensions(&self) -> &Extensions {
         &self.extensions
     }
@@ -231,66 +296,65 @@ impl RequestContext {
         let Some(token) = &self.progress_token else {
             return;
         };
-        let mut params = json!({"progressToken": token, "progress": progress});
-        if let Some(total) = total {
-            params["total"] = json!(total);
+        let params = ProgressNotificationParams {
+            meta: None,
+            message: message.map(str::to_owned),
+            progress,
+            progress_token: token.clone(),
+            total,
+        };
+        match encode(params, self.scope.version) {
+            Ok(raw) => self.channel.notify("notifications/progress", raw).await,
+            Err(e) => tracing::warn!(error = %e, "progress not sent"),
         }
-        if let Some(message) = message {
-            if self.protocol_version() >= ProtocolVersion::V2025_03_26 {
-                params["message"] = json!(message);
-            }
-        }
-        self.session
-            .channel
-            .notify("notifications/progress", params)
-            .await;
     }
 
-    /// Sends a log message (`notifications/message`) if the session's level lets it through.
+    /// Sends a log message (`notifications/message`) if the client's level lets it through.
     pub async fn log(&self, level: LoggingLevel, data: impl Serialize) {
         self.log_to(level, None, data).await
     }
 
     /// Like [`log`](Self::log), naming the logger.
     pub async fn log_to(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) {
-        if !self.session.log_level.allows(level) {
+        if !self.scope.log.allows(level) {
             return;
         }
         let data = serde_json::to_value(data).unwrap_or_else(|e| json!(e.to_string()));
-        let mut params = json!({"level": level, "data": data});
-        if let Some(logger) = logger {
-            params["logger"] = json!(logger);
+        let params = LoggingMessageNotificationParams {
+            meta: None,
+            data,
+            level,
+            logger: logger.map(str::to_owned),
+        };
+        match encode(params, self.scope.version) {
+            Ok(raw) => self.channel.notify("notifications/message", raw).await,
+            Err(e) => tracing::warn!(error = %e, "log message not sent"),
         }
-        self.session
-            .channel
-            .notify("notifications/message", params)
-            .await;
     }
 
     /// Asks the user for input through the client, with a form generated from `T` (flat
-    /// primitive fields only: strings, numbers, booleans, enums). `key` names the ask; it keeps
-    /// the answer apart from other asks when a handler is replayed under the stateless revision.
+    /// primitive fields only: strings, numbers, booleans, enums). `key` names the ask within the
+    /// request; it keeps the answer apart from other asks when a handler is replayed under the
+    /// stateless revision.
     ///
     /// Fails with [`CallError::MissingCapability`] when the client did not declare elicitation
-    /// (or speaks a revision without it).
+    /// and with [`CallError::NotInRevision`] before 2025-06-18.
     pub async fn elicit<T>(&self, key: &str, message: &str) -> Result<Elicitation<T>, CallError>
     where
         T: DeserializeOwned + schemars::JsonSchema,
     {
         let schema = crate::schema::elicitation_schema_for::<T>().map_err(|e| {
-            CallError::InvalidResponse(format!("the requested type is not a flat form: {e}"))
+            CallError::InvalidRequest(format!("the requested type is not a flat form: {e}"))
         })?;
-        let answer = self.elicit_with_schema(key, message, schema).await?;
-        match answer.action {
-            ElicitAction::Accept => {
-                let content = Value::Object(answer.content.unwrap_or_default());
-                let value = serde_json::from_value(content).map_err(|e| {
+        match self.elicit_with_schema(key, message, schema).await? {
+            Elicitation::Accepted(content) => {
+                let value = serde_json::from_value(Value::Object(content)).map_err(|e| {
                     CallError::InvalidResponse(format!("the submitted form does not match: {e}"))
                 })?;
                 Ok(Elicitation::Accepted(value))
             }
-            ElicitAction::Decline => Ok(Elicitation::Declined),
-            ElicitAction::Cancel => Ok(Elicitation::Cancelled),
+            Elicitation::Declined => Ok(Elicitation::Declined),
+            Elicitation::Cancelled => Ok(Elicitation::Cancelled),
         }
     }
 
@@ -298,43 +362,62 @@ impl RequestContext {
     /// is checked against the schema before it is returned.
     pub async fn elicit_with_schema(
         &self,
-        _key: &str,
+        key: &str,
         message: &str,
         schema: Value,
-    ) -> Result<ElicitResult, CallError> {
+    ) -> Result<Elicitation<JsonObject>, CallError> {
         self.require_elicitation("form")?;
         let schema = crate::schema::restrict_elicitation_schema(schema)
-            .map_err(|e| CallError::InvalidResponse(format!("invalid requested schema: {e}")))?;
+            .map_err(|e| CallError::InvalidRequest(format!("invalid requested schema: {e}")))?;
         let checker = crate::validate::CompiledSchema::any(schema.clone())
-            .map_err(|e| CallError::InvalidResponse(format!("invalid requested schema: {e}")))?;
-        let mut params = json!({"message": message, "requestedSchema": schema});
-        if self.protocol_version() >= ProtocolVersion::V2025_11_25 {
-            params["mode"] = json!("form");
-        }
+            .map_err(|e| CallError::InvalidRequest(format!("invalid requested schema: {e}")))?;
+        let requested_schema = serde_json::from_value(schema)
+            .map_err(|e| CallError::InvalidRequest(format!("invalid requested schema: {e}")))?;
+        // The generated projection keeps `mode` for 2025-06-18 (the form-params type only exists
+        // from 2025-11-25 on, so the generator sees `mode` in every revision that has the type);
+        // the field is new in 2025-11-25.
+        let mode =
+            (self.scope.version >= ProtocolVersion::V2025_11_25).then_some(mcp_types::tag::Form);
+        let params = ElicitRequestFormParams {
+            meta: None,
+            message: message.to_owned(),
+            mode,
+            requested_schema,
+            task: None,
+        };
         let raw = self
-            .session
-            .channel
-            .request("elicitation/create", params, self.cancel.clone())
+            .request(
+                key,
+                "elicitation/create",
+                Some(encode(params, self.scope.version)?),
+            )
             .await?;
-        let result: ElicitResult =
-            serde_json::from_value(raw).map_err(|e| CallError::InvalidResponse(e.to_string()))?;
-        if result.action == ElicitAction::Accept {
-            let content = Value::Object(result.content.clone().unwrap_or_default());
-            checker
-                .check(&content)
-                .map_err(|e| CallError::InvalidResponse(format!("submitted form: {e}")))?;
-        }
-        Ok(result)
+        let answer: RawElicitResult = decode(&raw)?;
+        Ok(match answer.action {
+            ElicitResultAction::Accept => {
+                let content = answer.content.unwrap_or_default();
+                let value = Value::Object(content);
+                checker
+                    .check(&value)
+                    .map_err(|e| CallError::InvalidResponse(format!("submitted form: {e}")))?;
+                match value {
+                    Value::Object(content) => Elicitation::Accepted(content),
+                    _ => Elicitation::Accepted(JsonObject::new()),
+                }
+            }
+            ElicitResultAction::Decline => Elicitation::Declined,
+            ElicitResultAction::Cancel => Elicitation::Cancelled,
+        })
     }
 
     /// Sends the user to a URL (URL-mode elicitation, 2025-11-25 with `elicitation.url`).
     pub async fn elicit_url(
         &self,
-        _key: &str,
+        key: &str,
         message: &str,
         url: &str,
         elicitation_id: &str,
-    ) -> Result<ElicitAction, CallError> {
+    ) -> Result<ElicitResultAction, CallError> {
         if self.protocol_version() < ProtocolVersion::V2025_11_25 {
             return Err(CallError::NotInRevision {
                 feature: "URL-mode elicitation",
@@ -342,20 +425,23 @@ impl RequestContext {
             });
         }
         self.require_elicitation("url")?;
-        let params = json!({
-            "mode": "url",
-            "message": message,
-            "url": url,
-            "elicitationId": elicitation_id,
-        });
+        let params = ElicitRequestURLParams {
+            meta: None,
+            elicitation_id: Some(elicitation_id.to_owned()),
+            message: message.to_owned(),
+            mode: mcp_types::tag::Url,
+            task: None,
+            url: url.to_owned(),
+        };
         let raw = self
-            .session
-            .channel
-            .request("elicitation/create", params, self.cancel.clone())
+            .request(
+                key,
+                "elicitation/create",
+                Some(encode(params, self.scope.version)?),
+            )
             .await?;
-        let result: ElicitResult =
-            serde_json::from_value(raw).map_err(|e| CallError::InvalidResponse(e.to_string()))?;
-        Ok(result.action)
+        let answer: RawElicitResult = decode(&raw)?;
+        Ok(answer.action)
     }
 
     fn require_elicitation(&self, mode: &'static str) -> Result<(), CallError> {
@@ -365,22 +451,17 @@ impl RequestContext {
                 version: self.protocol_version().to_string(),
             });
         }
-        let caps = &self.session.client.capabilities;
-        let Some(elicitation) = caps.get("elicitation").filter(|v| v.is_object()) else {
+        if !self.client_supports(&["elicitation"]) {
             return Err(CallError::MissingCapability("elicitation"));
-        };
-        // An empty `elicitation: {}` means form mode only; URL mode must be declared.
-        let declared_any = elicitation.get("form").is_some() || elicitation.get("url").is_some();
-        let ok = match mode {
-            "url" => elicitation.get("url").is_some(),
-            _ => !declared_any || elicitation.get("form").is_some(),
-        };
-        if ok {
-            Ok(())
-        } else if mode == "url" {
-            Err(CallError::MissingCapability("elicitation.url"))
-        } else {
-            Err(CallError::MissingCapability("elicitation.form"))
+        }
+        match mode {
+            "url" if !self.client_supports(&["elicitation", "url"]) => {
+                Err(CallError::MissingCapability("elicitation.url"))
+            }
+            "form" if !self.client_supports(&["elicitation", "form"]) => {
+                Err(CallError::MissingCapability("elicitation.form"))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -388,8 +469,8 @@ impl RequestContext {
     /// the request need a 2025-11-25 client that declared `sampling.tools`.
     pub async fn sample(
         &self,
-        _key: &str,
-        request: CreateMessageRequest,
+        key: &str,
+        request: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, CallError> {
         if !self.client_supports(&["sampling"]) {
             return Err(CallError::MissingCapability("sampling"));
@@ -405,32 +486,53 @@ impl RequestContext {
                 return Err(CallError::MissingCapability("sampling.tools"));
             }
         }
-        let params = serde_json::to_value(&request)
-            .map_err(|e| CallError::InvalidResponse(e.to_string()))?;
         let raw = self
-            .session
-            .channel
-            .request("sampling/createMessage", params, self.cancel.clone())
+            .request(
+                key,
+                "sampling/createMessage",
+                Some(encode(request, self.scope.version)?),
+            )
             .await?;
-        serde_json::from_value(raw).map_err(|e| CallError::InvalidResponse(e.to_string()))
+        decode(&raw)
     }
 
     /// Asks the client for its roots (`roots/list`).
-    pub async fn roots(&self, _key: &str) -> Result<Vec<Root>, CallError> {
+    pub async fn roots(&self, key: &str) -> Result<Vec<Root>, CallError> {
         if !self.client_supports(&["roots"]) {
             return Err(CallError::MissingCapability("roots"));
         }
-        let raw = self
-            .session
-            .channel
-            .request("roots/list", json!({}), self.cancel.clone())
-            .await?;
-        #[derive(serde::Deserialize)]
-        struct ListRoots {
-            roots: Vec<Root>,
-        }
-        let list: ListRoots =
-            serde_json::from_value(raw).map_err(|e| CallError::InvalidResponse(e.to_string()))?;
+        let raw = self.request(key, "roots/list", None).await?;
+        let list: ListRootsResult = decode(&raw)?;
         Ok(list.roots)
+    }
+
+    async fn request(
+        &self,
+        key: &str,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> Result<Box<RawValue>, CallError> {
+        self.channel
+            .request(key, method, params, &self.cancel)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_levels_follow_severity_not_the_alphabet() {
+        let t = LogThreshold::new(Some(LoggingLevel::Warning));
+        assert!(!t.allows(LoggingLevel::Info));
+        assert!(!t.allows(LoggingLevel::Debug));
+        assert!(t.allows(LoggingLevel::Warning));
+        assert!(t.allows(LoggingLevel::Alert));
+        assert!(t.allows(LoggingLevel::Emergency));
+        t.set(LoggingLevel::Emergency);
+        assert!(!t.allows(LoggingLevel::Critical));
+        let off = LogThreshold::new(None);
+        assert!(!off.allows(LoggingLevel::Emergency));
     }
 }

@@ -1,90 +1,49 @@
-//! Errors: JSON-RPC error objects, tool errors, errors of server-to-client calls and of building
-//! a server.
+//! Errors: tool errors, errors of server-to-client calls, of building a server and of serving a
+//! connection. JSON-RPC errors are [`ErrorObject`]s from `mcp-jsonrpc`, with the codes of
+//! [`mcp_jsonrpc::codes`] (the same values as `mcp_types::error_codes`).
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use mcp_jsonrpc::{ErrorObject, TransportError, codes};
+use serde::Serialize;
 
-/// JSON-RPC and MCP error codes used by the server.
-pub mod codes {
-    /// Invalid JSON was received.
-    pub const PARSE_ERROR: i32 = -32700;
-    /// The JSON is not a valid request object.
-    pub const INVALID_REQUEST: i32 = -32600;
-    /// The method does not exist in the negotiated revision.
-    pub const METHOD_NOT_FOUND: i32 = -32601;
-    /// Invalid method parameters (unknown tool, bad cursor, unknown resource...).
-    pub const INVALID_PARAMS: i32 = -32602;
-    /// Internal error.
-    pub const INTERNAL_ERROR: i32 = -32603;
-    /// A request arrived before the session was initialized (the code the TypeScript and Python
-    /// SDKs use for this, in the implementation-defined server-error range).
-    pub const NOT_INITIALIZED: i32 = -32002;
-    /// The client lacks a capability the request needs.
-    pub const MISSING_CAPABILITY: i32 = -32021;
-    /// The request was cancelled (used for server-to-client requests that were abandoned).
-    pub const REQUEST_CANCELLED: i32 = -32800;
-    /// A URL-mode elicitation is required (2025-11-25).
-    pub const URL_ELICITATION_REQUIRED: i32 = -32042;
+/// The code of the error answering a request that arrived before `initialize` (`-32002`, in the
+/// implementation-defined server-error range; the TypeScript and Python SDKs use the same code).
+/// No schema defines it, so it lives here rather than in `mcp_jsonrpc::codes`.
+pub const NOT_INITIALIZED: i64 = -32002;
+
+/// Attaches `data` to an error. Data that cannot be serialized (a map with non-string keys) is
+/// left out rather than failing the answer.
+///
+/// ```
+/// let e = mcp_server::with_data(
+///     mcp_server::ErrorObject::invalid_params("no such city"),
+///     &serde_json::json!({"city": "Atlantis"}),
+/// );
+/// assert_eq!(e.data.unwrap().get(), r#"{"city":"Atlantis"}"#);
+/// ```
+pub fn with_data<T: Serialize + ?Sized>(mut error: ErrorObject, data: &T) -> ErrorObject {
+    match mcp_jsonrpc::to_raw(data) {
+        Ok(raw) => error.data = Some(raw),
+        Err(e) => tracing::warn!(error = %e, "error data is not serializable; sent without it"),
+    }
+    error
 }
 
-/// A JSON-RPC error object, as sent in an error response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-pub struct ErrorData {
-    /// The error code (see [`codes`]).
-    pub code: i32,
-    /// A short description.
-    pub message: String,
-    /// Extra information.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
+/// The error for a resource URI that does not exist: `-32602` with `data.uri`.
+pub fn resource_not_found(uri: &str) -> ErrorObject {
+    with_data(
+        ErrorObject::new(codes::INVALID_PARAMS, format!("Resource not found: {uri}")),
+        &serde_json::json!({ "uri": uri }),
+    )
 }
 
-impl fmt::Display for ErrorData {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (code {})", self.message, self.code)
-    }
-}
-
-impl ErrorData {
-    /// An error with a code and a message.
-    pub fn new(code: i32, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    /// Attaches `data`.
-    pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
-        self
-    }
-
-    /// `-32602` invalid params.
-    pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self::new(codes::INVALID_PARAMS, message)
-    }
-
-    /// `-32601` method not found.
-    pub fn method_not_found(method: &str) -> Self {
-        Self::new(
-            codes::METHOD_NOT_FOUND,
-            format!("method not found: {method}"),
-        )
-    }
-
-    /// `-32603` internal error.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(codes::INTERNAL_ERROR, message)
-    }
-
-    /// `-32600` invalid request.
-    pub fn invalid_request(message: impl Into<String>) -> Self {
-        Self::new(codes::INVALID_REQUEST, message)
-    }
+/// The error for a request that arrived before `initialize` ([`NOT_INITIALIZED`]).
+pub(crate) fn not_initialized(method: &str) -> ErrorObject {
+    ErrorObject::new(
+        NOT_INITIALIZED,
+        format!("the session is not initialized: send `initialize` before `{method}`"),
+    )
 }
 
 /// An error returned by a tool.
@@ -100,7 +59,7 @@ pub enum ToolError {
     Execution(String),
     /// A protocol-level failure, sent as a JSON-RPC error.
     #[error("{0}")]
-    Protocol(ErrorData),
+    Protocol(ErrorObject),
 }
 
 impl ToolError {
@@ -110,8 +69,8 @@ impl ToolError {
     }
 }
 
-impl From<ErrorData> for ToolError {
-    fn from(e: ErrorData) -> Self {
+impl From<ErrorObject> for ToolError {
+    fn from(e: ErrorObject) -> Self {
         Self::Protocol(e)
     }
 }
@@ -128,7 +87,7 @@ impl From<CallError> for ToolError {
 pub enum CallError {
     /// The client answered with an error.
     #[error("the client answered with an error: {0}")]
-    Rpc(ErrorData),
+    Rpc(ErrorObject),
     /// The client did not declare the capability the request needs.
     #[error("the client did not declare the `{0}` capability")]
     MissingCapability(&'static str),
@@ -149,32 +108,63 @@ pub enum CallError {
     /// The connection closed.
     #[error("the connection is closed")]
     Closed,
-    /// Too many server-to-client requests are waiting for an answer.
-    #[error("too many requests to the client are pending")]
-    Busy,
+    /// What the server was about to send is invalid (for example an elicitation schema that is
+    /// not a flat form).
+    #[error("invalid request to the client: {0}")]
+    InvalidRequest(String),
     /// The client's answer did not have the expected shape.
     #[error("the client's answer is invalid: {0}")]
     InvalidResponse(String),
 }
 
 impl CallError {
-    /// The JSON-RPC error a handler can return for this failure.
-    pub fn to_error_data(&self) -> ErrorData {
+    /// The JSON-RPC error a handler can return for this failure: the client's own error, the
+    /// missing-capability error (`-32021` with `data.requiredCapabilities`), or an internal error.
+    pub fn to_error_object(&self) -> ErrorObject {
         match self {
             CallError::Rpc(e) => e.clone(),
-            CallError::MissingCapability(cap) => ErrorData::new(
-                codes::MISSING_CAPABILITY,
-                format!("the client did not declare the `{cap}` capability"),
-            )
-            .with_data(serde_json::json!({"requiredCapabilities": {*cap: {}}})),
-            other => ErrorData::internal(other.to_string()),
+            CallError::MissingCapability(cap) => {
+                let mut required = serde_json::Map::new();
+                let mut node = serde_json::Value::Object(serde_json::Map::new());
+                // `elicitation.url` declares `{"elicitation": {"url": {}}}`.
+                let mut path: Vec<&str> = cap.split('.').collect();
+                let top = path.remove(0);
+                for key in path.iter().rev() {
+                    let mut m = serde_json::Map::new();
+                    m.insert((*key).to_owned(), node);
+                    node = serde_json::Value::Object(m);
+                }
+                required.insert(top.to_owned(), node);
+                with_data(
+                    ErrorObject::new(
+                        codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                        format!("the client did not declare the `{cap}` capability"),
+                    ),
+                    &serde_json::json!({ "requiredCapabilities": required }),
+                )
+            }
+            other => ErrorObject::internal_error(other),
+        }
+    }
+
+    pub(crate) fn from_rpc(e: mcp_jsonrpc::CallError) -> Self {
+        match e {
+            mcp_jsonrpc::CallError::Rpc(e) => CallError::Rpc(e),
+            mcp_jsonrpc::CallError::Timeout => CallError::Timeout,
+            mcp_jsonrpc::CallError::Cancelled => CallError::Cancelled,
+            mcp_jsonrpc::CallError::Closed(_) | mcp_jsonrpc::CallError::Transport(_) => {
+                CallError::Closed
+            }
+            mcp_jsonrpc::CallError::Decode(e) => CallError::InvalidResponse(e.to_string()),
+            mcp_jsonrpc::CallError::InvalidResponse(e) => CallError::InvalidResponse(e),
+            other => CallError::InvalidResponse(other.to_string()),
         }
     }
 }
 
-impl From<CallError> for ErrorData {
+impl From<CallError> for ErrorObject {
     fn from(e: CallError) -> Self {
-        e.to_error_data()
+        e.to_error_object()
     }
 }
 
@@ -211,7 +201,61 @@ pub enum BuildError {
         /// What is wrong.
         reason: String,
     },
+    /// A completion was registered for a prompt or template that does not exist.
+    #[error("completion for unknown {kind} {name:?}")]
+    UnknownCompletionTarget {
+        /// `prompt` or `resource template`.
+        kind: &'static str,
+        /// Its name or URI template.
+        name: String,
+    },
     /// A limit in the options is zero or otherwise unusable.
     #[error("invalid option: {0}")]
     InvalidOption(&'static str),
+}
+
+/// Why [`Server::serve`](crate::Server::serve) stopped with an error: the transport failed.
+/// A clean close (end of input, the peer hung up) is `Ok`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The transport failed (an I/O error reading or writing, a transport-specific failure).
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+}
+
+impl From<ServeError> for std::io::Error {
+    fn from(e: ServeError) -> Self {
+        match e {
+            ServeError::Transport(TransportError::Io(io)) => io,
+            other => std::io::Error::other(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_capability_names_the_nested_path() {
+        let e = CallError::MissingCapability("elicitation.url").to_error_object();
+        assert_eq!(e.code, codes::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(
+            e.data.unwrap().get(),
+            r#"{"requiredCapabilities":{"elicitation":{"url":{}}}}"#
+        );
+        let e = CallError::MissingCapability("sampling").to_error_object();
+        assert_eq!(
+            e.data.unwrap().get(),
+            r#"{"requiredCapabilities":{"sampling":{}}}"#
+        );
+    }
+
+    #[test]
+    fn resource_not_found_carries_the_uri() {
+        let e = resource_not_found("test://x");
+        assert_eq!(e.code, codes::INVALID_PARAMS);
+        assert_eq!(e.data.unwrap().get(), r#"{"uri":"test://x"}"#);
+    }
 }

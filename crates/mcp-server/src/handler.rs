@@ -1,185 +1,189 @@
 //! The low-level handler trait and middleware.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-
-use crate::context::{BoxFuture, Extensions, RequestContext};
-use crate::error::ErrorData;
-use crate::model::{
-    CallToolResult, Completion, GetPromptResult, ProtocolVersion, ReadResourceResult,
+use mcp_jsonrpc::{ErrorObject, Extensions, Id};
+use mcp_types::{
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
+    CompleteResultCompletion, GetPromptRequestParams, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, ServerCapabilities,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use crate::registry::{Prompt, Resource, ResourceTemplate, Tool};
+use serde_json::value::RawValue;
 
-/// Parameters of `tools/call`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CallToolParams {
-    /// The tool.
-    pub name: String,
-    /// Its arguments (absent means none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Value>,
-}
+use crate::context::{BoxFuture, RequestContext};
+use crate::error::resource_not_found;
 
-/// Parameters of `prompts/get`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GetPromptParams {
-    /// The prompt.
-    pub name: String,
-    /// Its arguments (strings).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Map<String, Value>>,
-}
-
-/// What `completion/complete` completes: a prompt argument or a template variable.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
-pub enum CompletionReference {
-    /// An argument of a prompt.
-    #[serde(rename = "ref/prompt")]
-    Prompt {
-        /// The prompt's name.
-        name: String,
-    },
-    /// A variable of a resource template.
-    #[serde(rename = "ref/resource")]
-    Resource {
-        /// The template (or URI).
-        uri: String,
-    },
-}
-
-/// The argument being completed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompletionArgument {
-    /// Its name.
-    pub name: String,
-    /// What the user typed so far.
-    pub value: String,
-}
-
-/// Parameters of `completion/complete`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompleteParams {
-    /// What is completed.
-    #[serde(rename = "ref")]
-    pub reference: CompletionReference,
-    /// The argument.
-    pub argument: CompletionArgument,
-    /// Values of the other arguments already chosen (2025-06-18 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<CompletionContext>,
-}
-
-/// Arguments already resolved, for context-aware completion.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CompletionContext {
-    /// Argument name to value.
-    #[serde(default)]
-    pub arguments: HashMap<String, String>,
-}
-
-/// A page of a list result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Page<T> {
-    /// The items.
-    pub items: Vec<T>,
-    /// The cursor of the next page, if any.
-    pub next_cursor: Option<String>,
-}
-
-impl<T> Page<T> {
-    /// A single page with every item.
-    pub fn all(items: Vec<T>) -> Self {
-        Self {
-            items,
-            next_cursor: None,
-        }
+/// An empty `tools/list` page.
+pub(crate) fn no_tools() -> ListToolsResult {
+    ListToolsResult {
+        meta: None,
+        cache_scope: None,
+        next_cursor: None,
+        result_type: None,
+        tools: Vec::new(),
+        ttl_ms: None,
     }
 }
 
-fn unknown_tool(name: &str) -> ErrorData {
-    ErrorData::invalid_params(format!("unknown tool: {name}"))
+/// An empty `resources/list` page.
+pub(crate) fn no_resources() -> ListResourcesResult {
+    ListResourcesResult {
+        meta: None,
+        cache_scope: None,
+        next_cursor: None,
+        resources: Vec::new(),
+        result_type: None,
+        ttl_ms: None,
+    }
 }
 
-/// The low-level server: one method per request, each with a default. The builder's router
-/// implements it; implement it yourself to take over routing completely.
+/// An empty `resources/templates/list` page.
+pub(crate) fn no_templates() -> ListResourceTemplatesResult {
+    ListResourceTemplatesResult {
+        meta: None,
+        cache_scope: None,
+        next_cursor: None,
+        resource_templates: Vec::new(),
+        result_type: None,
+        ttl_ms: None,
+    }
+}
+
+/// An empty `prompts/list` page.
+pub(crate) fn no_prompts() -> ListPromptsResult {
+    ListPromptsResult {
+        meta: None,
+        cache_scope: None,
+        next_cursor: None,
+        prompts: Vec::new(),
+        result_type: None,
+        ttl_ms: None,
+    }
+}
+
+/// A completion result with the given candidates; more than 100 are cut and flagged with
+/// `hasMore` (the limit the specification sets).
 ///
-/// Lifecycle (`initialize`, `ping`), `logging/setLevel`, subscriptions bookkeeping, version
-/// projection and cancellation are handled by the session around it.
+/// ```
+/// let r = mcp_server::completion((0..150).map(|n| n.to_string()).collect());
+/// assert_eq!(r.completion.values.len(), 100);
+/// assert_eq!(r.completion.total, Some(150));
+/// assert_eq!(r.completion.has_more, Some(true));
+/// ```
+pub fn completion(mut values: Vec<String>) -> CompleteResult {
+    let total = i64::try_from(values.len()).unwrap_or(i64::MAX);
+    let has_more = values.len() > 100;
+    values.truncate(100);
+    CompleteResult {
+        meta: None,
+        completion: CompleteResultCompletion {
+            has_more: Some(has_more),
+            total: Some(total),
+            values,
+        },
+        result_type: None,
+    }
+}
+
+/// The low-level server: one method per request, in the protocol's own types, each with a
+/// default. The builder's router implements it; implement it yourself (and pass it to
+/// [`ServerBuilder::handler`](crate::ServerBuilder::handler)) to take over routing completely.
+///
+/// Lifecycle (`initialize`, `ping`), `logging/setLevel`, subscription bookkeeping, projection of
+/// results to the client's revision and cancellation are handled around it.
 pub trait ServerHandler: Send + Sync + 'static {
-    /// The capabilities to declare in `initialize` (a `ServerCapabilities` object).
-    fn capabilities(&self) -> Value;
+    /// The capabilities to declare in `initialize`.
+    fn capabilities(&self) -> ServerCapabilities;
 
     /// `tools/list`.
     fn list_tools(
         &self,
-        _cursor: Option<String>,
+        _params: PaginatedRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Page<Tool>, ErrorData>> {
-        Box::pin(async { Ok(Page::all(Vec::new())) })
+    ) -> BoxFuture<'_, Result<ListToolsResult, ErrorObject>> {
+        Box::pin(async { Ok(no_tools()) })
     }
 
     /// `tools/call`.
     fn call_tool(
         &self,
-        params: CallToolParams,
+        params: CallToolRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<CallToolResult, ErrorData>> {
-        Box::pin(async move { Err(unknown_tool(&params.name)) })
+    ) -> BoxFuture<'_, Result<CallToolResult, ErrorObject>> {
+        Box::pin(async move {
+            Err(ErrorObject::invalid_params(format!(
+                "unknown tool: {}",
+                params.name
+            )))
+        })
     }
 
     /// `resources/list`.
     fn list_resources(
         &self,
-        _cursor: Option<String>,
+        _params: PaginatedRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Page<Resource>, ErrorData>> {
-        Box::pin(async { Ok(Page::all(Vec::new())) })
+    ) -> BoxFuture<'_, Result<ListResourcesResult, ErrorObject>> {
+        Box::pin(async { Ok(no_resources()) })
     }
 
     /// `resources/templates/list`.
     fn list_resource_templates(
         &self,
-        _cursor: Option<String>,
+        _params: PaginatedRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Page<ResourceTemplate>, ErrorData>> {
-        Box::pin(async { Ok(Page::all(Vec::new())) })
+    ) -> BoxFuture<'_, Result<ListResourceTemplatesResult, ErrorObject>> {
+        Box::pin(async { Ok(no_templates()) })
     }
 
     /// `resources/read`.
     fn read_resource(
         &self,
-        uri: String,
+        params: ReadResourceRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<ReadResourceResult, ErrorData>> {
-        Box::pin(async move { Err(resource_not_found(&uri)) })
+    ) -> BoxFuture<'_, Result<ReadResourceResult, ErrorObject>> {
+        Box::pin(async move { Err(resource_not_found(&params.uri)) })
     }
 
-    /// `resources/subscribe`: succeed if the URI can be watched.
-    fn subscribe(&self, uri: String, _cx: RequestContext) -> BoxFuture<'_, Result<(), ErrorData>> {
-        Box::pin(async move { Err(resource_not_found(&uri)) })
+    /// `resources/subscribe`: succeed if the URI can be watched. The session remembers the
+    /// subscription and forwards [`Server::notify_resource_updated`](crate::Server::notify_resource_updated)
+    /// for it.
+    fn subscribe(
+        &self,
+        params: SubscribeRequestParams,
+        _cx: RequestContext,
+    ) -> BoxFuture<'_, Result<(), ErrorObject>> {
+        Box::pin(async move { Err(resource_not_found(&params.uri)) })
+    }
+
+    /// `resources/unsubscribe`; the session forgets the subscription whatever this returns.
+    fn unsubscribe(
+        &self,
+        _params: UnsubscribeRequestParams,
+        _cx: RequestContext,
+    ) -> BoxFuture<'_, Result<(), ErrorObject>> {
+        Box::pin(async { Ok(()) })
     }
 
     /// `prompts/list`.
     fn list_prompts(
         &self,
-        _cursor: Option<String>,
+        _params: PaginatedRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Page<Prompt>, ErrorData>> {
-        Box::pin(async { Ok(Page::all(Vec::new())) })
+    ) -> BoxFuture<'_, Result<ListPromptsResult, ErrorObject>> {
+        Box::pin(async { Ok(no_prompts()) })
     }
 
     /// `prompts/get`.
     fn get_prompt(
         &self,
-        params: GetPromptParams,
+        params: GetPromptRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<GetPromptResult, ErrorData>> {
+    ) -> BoxFuture<'_, Result<GetPromptResult, ErrorObject>> {
         Box::pin(async move {
-            Err(ErrorData::invalid_params(format!(
+            Err(ErrorObject::invalid_params(format!(
                 "unknown prompt: {}",
                 params.name
             )))
@@ -189,27 +193,22 @@ pub trait ServerHandler: Send + Sync + 'static {
     /// `completion/complete`.
     fn complete(
         &self,
-        _params: CompleteParams,
+        _params: CompleteRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Completion, ErrorData>> {
-        Box::pin(async { Ok(Completion::default()) })
+    ) -> BoxFuture<'_, Result<CompleteResult, ErrorObject>> {
+        Box::pin(async { Ok(completion(Vec::new())) })
     }
 
-    /// Any other method (custom extensions). The default answers `-32601`.
+    /// Any method outside the protocol's namespaces (custom extensions), with its raw params.
+    /// The default answers `-32601`.
     fn custom(
         &self,
         method: String,
-        _params: Option<Value>,
+        _params: Option<Box<RawValue>>,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Value, ErrorData>> {
-        Box::pin(async move { Err(ErrorData::method_not_found(&method)) })
+    ) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>> {
+        Box::pin(async move { Err(ErrorObject::method_not_found(&method)) })
     }
-}
-
-/// The error for a resource URI that does not exist: `-32602` with `data.uri`.
-pub fn resource_not_found(uri: &str) -> ErrorData {
-    ErrorData::invalid_params(format!("resource not found: {uri}"))
-        .with_data(serde_json::json!({"uri": uri}))
 }
 
 /// A request as middleware sees it: before routing, with raw parameters.
@@ -217,27 +216,50 @@ pub fn resource_not_found(uri: &str) -> ErrorData {
 #[non_exhaustive]
 pub struct Request {
     /// The JSON-RPC id.
-    pub id: Value,
+    pub id: Id,
     /// The method name.
     pub method: String,
-    /// The raw parameters.
-    pub params: Option<Value>,
+    /// The raw parameters (decoded only by the handler that needs them).
+    pub params: Option<Box<RawValue>>,
     /// The negotiated revision, once `initialize` has completed.
     pub protocol_version: Option<ProtocolVersion>,
-    /// Per-request extensions; handlers see them through
+    /// What the transport attached to the request (HTTP request parts, session id, an
+    /// authenticated principal); middleware may add more. Handlers see them through
     /// [`RequestContext::extensions`].
     pub extensions: Extensions,
+}
+
+impl Request {
+    /// A request built by middleware (for example to issue an inner request), inheriting the
+    /// id, revision and extensions of `parent`.
+    pub fn derived(
+        parent: &Request,
+        method: impl Into<String>,
+        params: Option<Box<RawValue>>,
+    ) -> Self {
+        Request {
+            id: parent.id.clone(),
+            method: method.into(),
+            params,
+            protocol_version: parent.protocol_version,
+            extensions: parent.extensions.clone(),
+        }
+    }
 }
 
 /// Wraps every request: runs code before and after the rest of the chain, or answers on its own.
 ///
 /// ```
-/// use mcp_server::{Middleware, Next, Request, ErrorData, BoxFuture};
-/// use serde_json::Value;
+/// use mcp_server::{BoxFuture, ErrorObject, Middleware, Next, Request};
+/// use serde_json::value::RawValue;
 ///
 /// struct Timing;
 /// impl Middleware for Timing {
-///     fn handle<'a>(&'a self, req: Request, next: Next<'a>) -> BoxFuture<'a, Result<Value, ErrorData>> {
+///     fn handle<'a>(
+///         &'a self,
+///         req: Request,
+///         next: Next<'a>,
+///     ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
 ///         Box::pin(async move {
 ///             let method = req.method.clone();
 ///             let started = std::time::Instant::now();
@@ -249,16 +271,18 @@ pub struct Request {
 /// }
 /// ```
 pub trait Middleware: Send + Sync + 'static {
-    /// Handles a request, usually by calling `next.run(request)`.
+    /// Handles a request, usually by calling `next.run(request)`. The result is the raw JSON
+    /// result already projected to the client's revision.
     fn handle<'a>(
         &'a self,
         request: Request,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<Value, ErrorData>>;
+    ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>>;
 }
 
+/// The end of the middleware chain: the session's own dispatch.
 pub(crate) trait Endpoint: Send + Sync {
-    fn call(&self, request: Request) -> BoxFuture<'_, Result<Value, ErrorData>>;
+    fn call(&self, request: Request) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>>;
 }
 
 /// The rest of the middleware chain. It can be run several times (a middleware may issue more
@@ -279,7 +303,7 @@ impl std::fmt::Debug for Next<'_> {
 
 impl<'a> Next<'a> {
     /// Passes the request to the next middleware, or to the server at the end of the chain.
-    pub async fn run(self, request: Request) -> Result<Value, ErrorData> {
+    pub async fn run(self, request: Request) -> Result<Box<RawValue>, ErrorObject> {
         match self.chain.split_first() {
             Some((first, rest)) => {
                 first

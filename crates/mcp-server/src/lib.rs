@@ -1,10 +1,18 @@
 //! Model Context Protocol server SDK: register typed tools, resources and prompts once and serve
-//! clients of every stateful protocol revision (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25).
+//! clients of every stateful protocol revision (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25)
+//! over any transport.
 //!
 //! A tool is an ordinary async function whose argument type derives `Deserialize` and
 //! `JsonSchema`; the input schema is generated from it, arguments are validated against it, and
 //! whatever the function returns is converted by [`IntoCallToolResult`]. Results are projected to
 //! the client's negotiated revision, so handler code never branches on the protocol version.
+//!
+//! The protocol types are those of `mcp-types` (re-exported as [`model`]), the same a client
+//! built with `mcp-client` sees. Sessions run on the `mcp-jsonrpc` request engine over an
+//! [`mcp_jsonrpc::Connection`]: [`Server::serve`] takes any connection, [`Server::serve_stdio`]
+//! and [`Server::serve_io`] (feature `stdio`, on by default) build one from stdin/stdout or a
+//! byte stream, and [`Server::connection_handler`] plugs the server into the Streamable HTTP
+//! service of `mcp-transport-http`.
 //!
 //! ```no_run
 //! use mcp_server::{Server, Tool, ToolContext, model::Implementation};
@@ -25,7 +33,8 @@
 //!         .tool(Tool::new("echo").description("Echo the text back"), echo)
 //!         .build()
 //!         .expect("valid server");
-//!     server.serve_stdio().await
+//!     server.serve_stdio().await?;
+//!     Ok(())
 //! }
 //! ```
 //!
@@ -34,11 +43,11 @@
 
 pub mod compat;
 mod context;
+mod dispatch;
 mod error;
+pub mod ext;
 mod handler;
-pub mod model;
 mod output;
-mod project;
 mod registry;
 mod schema;
 mod server;
@@ -49,13 +58,21 @@ mod stateless;
 pub mod uri_template;
 mod validate;
 
+/// The protocol's types: the unified model of `mcp-types`, shared with `mcp-client`.
+pub use mcp_types as model;
+
 pub use compat::LegacyMethods;
-pub use context::{BoxFuture, Extensions, RequestContext, ToolContext};
-pub use error::{BuildError, CallError, ErrorData, ToolError, codes};
-pub use handler::{
-    CallToolParams, CompleteParams, CompletionArgument, CompletionContext, CompletionReference,
-    GetPromptParams, Middleware, Next, Page, Request, ServerHandler, resource_not_found,
+pub use context::{BoxFuture, Elicitation, RequestContext, ToolContext};
+pub use error::{
+    BuildError, CallError, NOT_INITIALIZED, ServeError, ToolError, resource_not_found, with_data,
 };
+pub use ext::{
+    ContentBlockExt, CreateMessageRequestExt, CreateMessageResultExt, PromptMessageExt,
+    ResourceContentsExt,
+};
+pub use handler::{Middleware, Next, Request, ServerHandler, completion};
+pub use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Id, codes};
+pub use mcp_types::ProtocolVersion;
 pub use output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult, Structured};
 pub use registry::{NoArgs, Prompt, Resource, ResourceTemplate, Tool};
 pub use server::{Server, ServerBuilder, ServerOptions};
@@ -70,21 +87,25 @@ pub use schemars;
 /// Re-exported for building JSON values and schemas.
 pub use serde_json;
 
-impl Server {
-    /// Serves one session over a reader and a writer carrying newline-delimited JSON-RPC (a pipe,
-    /// a socket, an in-memory duplex). Returns when the reader reaches EOF, after in-flight
-    /// requests were cancelled and queued messages flushed.
-    pub async fn serve_io<R, W>(&self, reader: R, writer: W) -> std::io::Result<()>
-    where
-        R: tokio::io::AsyncRead + Unpin + Send,
-        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
-        session::serve_io(self.clone(), reader, writer).await
-    }
-
-    /// Serves one session on this process's stdin and stdout. Log with `tracing` to stderr:
-    /// stdout carries protocol messages only. EOF on stdin ends the session.
-    pub async fn serve_stdio(&self) -> std::io::Result<()> {
-        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
-    }
+/// The extension traits that add constructors to the protocol types (`ContentBlock::image`,
+/// `ResourceContentsKind::text`, `PromptMessage::user`, ...), and the names most handlers use.
+///
+/// ```
+/// use mcp_server::prelude::*;
+/// let block = ContentBlock::image([0x89, b'P', b'N', b'G'], "image/png");
+/// # let _ = block;
+/// ```
+pub mod prelude {
+    pub use crate::ext::{
+        ContentBlockExt as _, CreateMessageRequestExt as _, CreateMessageResultExt as _,
+        PromptMessageExt as _, ResourceContentsExt as _,
+    };
+    pub use crate::model::{
+        CallToolResult, ContentBlock, CreateMessageRequestParams, Implementation, LoggingLevel,
+        PromptMessage, ResourceContentsKind,
+    };
+    pub use crate::{
+        Elicitation, NoArgs, Prompt, RequestContext, Resource, ResourceTemplate, Server,
+        Structured, Tool, ToolContext, ToolError,
+    };
 }

@@ -2,7 +2,7 @@
 //!
 //! One trait per kind of result, in the style of axum's `IntoResponse`: a tool may return a
 //! [`CallToolResult`], a `String`, a content block or a vector of them, [`Structured<T>`], `()` or
-//! a `Result<T, E>` whose error becomes an `isError` result (or, for [`ErrorData`] and
+//! a `Result<T, E>` whose error becomes an `isError` result (or, for [`ErrorObject`] and
 //! [`ToolError::Protocol`], a JSON-RPC error).
 
 use std::any::Any;
@@ -12,11 +12,14 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{ErrorData, ToolError};
-use crate::model::{
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{
     CallToolResult, ContentBlock, GetPromptResult, PromptMessage, ReadResourceResult,
-    ResourceContents,
+    ResourceContentsKind,
 };
+
+use crate::error::ToolError;
+use crate::ext::{PromptMessageExt, ResourceContentsExt};
 
 /// A tool result carrying structured content.
 ///
@@ -38,7 +41,7 @@ pub struct Structured<T>(pub T);
 /// Converts a tool handler's return value into a `tools/call` result.
 pub trait IntoCallToolResult {
     /// The result, or a JSON-RPC error for protocol failures.
-    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData>;
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject>;
 
     /// The output schema implied by the type, if it produces structured content.
     fn output_schema() -> Option<Value> {
@@ -47,55 +50,55 @@ pub trait IntoCallToolResult {
 }
 
 impl IntoCallToolResult for CallToolResult {
-    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
         Ok(self)
     }
 }
 
 impl IntoCallToolResult for String {
-    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::success(vec![ContentBlock::text(self)]))
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
+        Ok(CallToolResult::text(self))
     }
 }
 
 impl IntoCallToolResult for &'static str {
-    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::success(vec![ContentBlock::text(self)]))
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
+        Ok(CallToolResult::text(self))
     }
 }
 
 impl IntoCallToolResult for () {
-    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::success(Vec::new()))
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
+        Ok(CallToolResult::new(Vec::new()))
     }
 }
 
 impl IntoCallToolResult for ContentBlock {
-    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::success(vec![self]))
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
+        Ok(CallToolResult::new(vec![self]))
     }
 }
 
 impl IntoCallToolResult for Vec<ContentBlock> {
-    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::success(self))
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
+        Ok(CallToolResult::new(self))
     }
 }
 
 impl<T: Serialize + JsonSchema> IntoCallToolResult for Structured<T> {
-    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
-        let value = serde_json::to_value(&self.0)
-            .map_err(|e| ErrorData::internal(format!("tool output is not serializable: {e}")))?;
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
+        let value = serde_json::to_value(&self.0).map_err(|e| {
+            ErrorObject::internal_error(format!("tool output is not serializable: {e}"))
+        })?;
         if !value.is_object() {
-            return Err(ErrorData::internal(
+            return Err(ErrorObject::internal_error(
                 "structured tool output must serialize to a JSON object",
             ));
         }
         let text = value.to_string();
         Ok(CallToolResult {
-            content: vec![ContentBlock::text(text)],
             structured_content: Some(value),
-            ..CallToolResult::default()
+            ..CallToolResult::text(text)
         })
     }
 
@@ -104,11 +107,11 @@ impl<T: Serialize + JsonSchema> IntoCallToolResult for Structured<T> {
     }
 }
 
-/// Turns an error value into the failure of a call: [`ErrorData`] and [`ToolError::Protocol`]
+/// Turns an error value into the failure of a call: [`ErrorObject`] and [`ToolError::Protocol`]
 /// stay protocol errors, everything else becomes an `isError` result with the error's text.
-fn tool_failure<E: Display + 'static>(e: E) -> Result<CallToolResult, ErrorData> {
+fn tool_failure<E: Display + 'static>(e: E) -> Result<CallToolResult, ErrorObject> {
     let any: &dyn Any = &e;
-    if let Some(data) = any.downcast_ref::<ErrorData>() {
+    if let Some(data) = any.downcast_ref::<ErrorObject>() {
         return Err(data.clone());
     }
     if let Some(ToolError::Protocol(data)) = any.downcast_ref::<ToolError>() {
@@ -118,7 +121,7 @@ fn tool_failure<E: Display + 'static>(e: E) -> Result<CallToolResult, ErrorData>
 }
 
 impl<T: IntoCallToolResult, E: Display + 'static> IntoCallToolResult for Result<T, E> {
-    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorData> {
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
         match self {
             Ok(v) => v.into_call_tool_result(),
             Err(e) => tool_failure(e),
@@ -130,17 +133,17 @@ impl<T: IntoCallToolResult, E: Display + 'static> IntoCallToolResult for Result<
     }
 }
 
-/// Converts an error of a resource or prompt handler to a JSON-RPC error: [`ErrorData`] is kept
+/// Converts an error of a resource or prompt handler to a JSON-RPC error: [`ErrorObject`] is kept
 /// as it is, anything else becomes an internal error with the error's text.
-fn protocol_failure<E: Display + 'static>(e: E) -> ErrorData {
+fn protocol_failure<E: Display + 'static>(e: E) -> ErrorObject {
     let any: &dyn Any = &e;
-    if let Some(data) = any.downcast_ref::<ErrorData>() {
+    if let Some(data) = any.downcast_ref::<ErrorObject>() {
         return data.clone();
     }
     if let Some(ToolError::Protocol(data)) = any.downcast_ref::<ToolError>() {
         return data.clone();
     }
-    ErrorData::internal(e.to_string())
+    ErrorObject::internal_error(e.to_string())
 }
 
 /// Converts a resource handler's return value into a `resources/read` result.
@@ -153,7 +156,7 @@ pub trait IntoReadResourceResult {
         self,
         uri: &str,
         mime_type: Option<&str>,
-    ) -> Result<ReadResourceResult, ErrorData>;
+    ) -> Result<ReadResourceResult, ErrorObject>;
 }
 
 impl IntoReadResourceResult for ReadResourceResult {
@@ -161,34 +164,43 @@ impl IntoReadResourceResult for ReadResourceResult {
         self,
         _uri: &str,
         _mime: Option<&str>,
-    ) -> Result<ReadResourceResult, ErrorData> {
+    ) -> Result<ReadResourceResult, ErrorObject> {
         Ok(self)
     }
 }
 
-impl IntoReadResourceResult for ResourceContents {
+impl IntoReadResourceResult for ResourceContentsKind {
     fn into_read_resource_result(
         self,
         _uri: &str,
         _mime: Option<&str>,
-    ) -> Result<ReadResourceResult, ErrorData> {
-        Ok(ReadResourceResult {
-            contents: vec![self],
-        })
+    ) -> Result<ReadResourceResult, ErrorObject> {
+        Ok(read_result(vec![self]))
     }
 }
 
-impl IntoReadResourceResult for Vec<ResourceContents> {
+impl IntoReadResourceResult for Vec<ResourceContentsKind> {
     fn into_read_resource_result(
         self,
         _uri: &str,
         _mime: Option<&str>,
-    ) -> Result<ReadResourceResult, ErrorData> {
-        Ok(ReadResourceResult { contents: self })
+    ) -> Result<ReadResourceResult, ErrorObject> {
+        Ok(read_result(self))
     }
 }
 
-fn with_mime(c: ResourceContents, mime: Option<&str>) -> ResourceContents {
+/// A `resources/read` result with these contents.
+pub(crate) fn read_result(contents: Vec<ResourceContentsKind>) -> ReadResourceResult {
+    ReadResourceResult {
+        meta: None,
+        cache_scope: None,
+        contents,
+        result_type: None,
+        ttl_ms: None,
+    }
+}
+
+fn with_mime(c: ResourceContentsKind, mime: Option<&str>) -> ResourceContentsKind {
     match mime {
         Some(m) => c.with_mime_type(m),
         None => c,
@@ -200,10 +212,11 @@ impl IntoReadResourceResult for String {
         self,
         uri: &str,
         mime: Option<&str>,
-    ) -> Result<ReadResourceResult, ErrorData> {
-        Ok(ReadResourceResult {
-            contents: vec![with_mime(ResourceContents::text(uri, self), mime)],
-        })
+    ) -> Result<ReadResourceResult, ErrorObject> {
+        Ok(read_result(vec![with_mime(
+            ResourceContentsKind::text(uri, self),
+            mime,
+        )]))
     }
 }
 
@@ -212,7 +225,7 @@ impl IntoReadResourceResult for &'static str {
         self,
         uri: &str,
         mime: Option<&str>,
-    ) -> Result<ReadResourceResult, ErrorData> {
+    ) -> Result<ReadResourceResult, ErrorObject> {
         self.to_owned().into_read_resource_result(uri, mime)
     }
 }
@@ -222,10 +235,11 @@ impl IntoReadResourceResult for Vec<u8> {
         self,
         uri: &str,
         mime: Option<&str>,
-    ) -> Result<ReadResourceResult, ErrorData> {
-        Ok(ReadResourceResult {
-            contents: vec![with_mime(ResourceContents::blob(uri, self), mime)],
-        })
+    ) -> Result<ReadResourceResult, ErrorObject> {
+        Ok(read_result(vec![with_mime(
+            ResourceContentsKind::blob(uri, self),
+            mime,
+        )]))
     }
 }
 
@@ -234,7 +248,7 @@ impl<T: IntoReadResourceResult, E: Display + 'static> IntoReadResourceResult for
         self,
         uri: &str,
         mime: Option<&str>,
-    ) -> Result<ReadResourceResult, ErrorData> {
+    ) -> Result<ReadResourceResult, ErrorObject> {
         match self {
             Ok(v) => v.into_read_resource_result(uri, mime),
             Err(e) => Err(protocol_failure(e)),
@@ -245,38 +259,40 @@ impl<T: IntoReadResourceResult, E: Display + 'static> IntoReadResourceResult for
 /// Converts a prompt handler's return value into a `prompts/get` result.
 pub trait IntoGetPromptResult {
     /// The result, or a JSON-RPC error.
-    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData>;
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorObject>;
 }
 
 impl IntoGetPromptResult for GetPromptResult {
-    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData> {
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorObject> {
         Ok(self)
     }
 }
 
 impl IntoGetPromptResult for Vec<PromptMessage> {
-    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData> {
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorObject> {
         Ok(GetPromptResult {
+            meta: None,
             description: None,
             messages: self,
+            result_type: None,
         })
     }
 }
 
 impl IntoGetPromptResult for PromptMessage {
-    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData> {
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorObject> {
         vec![self].into_get_prompt_result()
     }
 }
 
 impl IntoGetPromptResult for String {
-    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData> {
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorObject> {
         PromptMessage::user(ContentBlock::text(self)).into_get_prompt_result()
     }
 }
 
 impl<T: IntoGetPromptResult, E: Display + 'static> IntoGetPromptResult for Result<T, E> {
-    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorData> {
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorObject> {
         match self {
             Ok(v) => v.into_get_prompt_result(),
             Err(e) => Err(protocol_failure(e)),
@@ -287,6 +303,7 @@ impl<T: IntoGetPromptResult, E: Display + 'static> IntoGetPromptResult for Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ext::ContentBlockExt;
 
     #[derive(Serialize, JsonSchema)]
     struct Out {
@@ -310,9 +327,10 @@ mod tests {
 
     #[test]
     fn protocol_errors_stay_protocol_errors() {
-        let r: Result<String, ToolError> = Err(ToolError::Protocol(ErrorData::invalid_params("x")));
+        let r: Result<String, ToolError> =
+            Err(ToolError::Protocol(ErrorObject::invalid_params("x")));
         assert_eq!(r.into_call_tool_result().unwrap_err().code, -32602);
-        let r: Result<String, ErrorData> = Err(ErrorData::internal("y"));
+        let r: Result<String, ErrorObject> = Err(ErrorObject::internal_error("y"));
         assert_eq!(r.into_call_tool_result().unwrap_err().code, -32603);
         let r: Result<String, ToolError> = Err(ToolError::execution("z"));
         assert_eq!(r.into_call_tool_result().unwrap().is_error, Some(true));
@@ -335,7 +353,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             r.contents,
-            vec![ResourceContents::text("test://a", "body").with_mime_type("text/plain")]
+            vec![ResourceContentsKind::text("test://a", "body").with_mime_type("text/plain")]
         );
         let r: Result<String, String> = Err("gone".into());
         assert_eq!(

@@ -1,281 +1,293 @@
 //! Definitions of tools, resources, templates and prompts, and the one registry that both lists
 //! and routes them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, RwLock};
 
 use base64::Engine as _;
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{
+    Annotations, CallToolResult, GetPromptResult, Icon, JsonObject, Meta, PromptArgument,
+    ReadResourceResult, ToolAnnotations,
+};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::context::{BoxFuture, RequestContext};
-use crate::error::{BuildError, ErrorData};
-use crate::model::{
-    Annotations, CallToolResult, GetPromptResult, Icon, PromptArgument, ReadResourceResult,
-    ToolAnnotations,
-};
+use crate::error::{BuildError, with_data};
 use crate::output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult};
 use crate::uri_template::{TemplateVars, UriTemplate};
 use crate::validate::CompiledSchema;
 
-/// The definition of a tool, as listed by `tools/list`.
+/// A tool to register: its `tools/list` definition, built step by step.
+///
+/// The input schema is generated from the handler's argument type unless one is set here; the
+/// output schema comes from [`Structured`](crate::Structured) outputs unless one is set here.
 ///
 /// ```
 /// use mcp_server::Tool;
 /// let tool = Tool::new("get_weather").title("Weather").description("Current weather").read_only();
-/// assert_eq!(tool.name, "get_weather");
+/// assert_eq!(tool.name(), "get_weather");
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
-    /// Unique name (1-128 characters of `A-Z a-z 0-9 _ - .`).
-    pub name: String,
-    /// Human-readable name (2025-06-18 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// What the tool does.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// JSON Schema of the arguments (generated from the argument type unless set explicitly).
-    pub input_schema: Value,
-    /// JSON Schema of `structuredContent` (2025-06-18 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
-    /// Behaviour hints (2025-03-26 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<ToolAnnotations>,
-    /// Icons (2025-11-25 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
-    /// Extra metadata (2025-06-18 and later).
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Map<String, Value>>,
+    def: mcp_types::Tool,
+    input_schema: Option<Value>,
+    output_schema: Option<Value>,
 }
 
 impl Tool {
     /// A tool with a name; its input schema comes from the handler's argument type.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
-            name: name.into(),
-            title: None,
-            description: None,
-            input_schema: Value::Null,
+            def: mcp_types::Tool::new(name, Map::new()),
+            input_schema: None,
             output_schema: None,
-            annotations: None,
-            icons: None,
-            meta: None,
         }
+    }
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.def.name
     }
     /// Sets the description.
     pub fn description(mut self, d: impl Into<String>) -> Self {
-        self.description = Some(d.into());
+        self.def.description = Some(d.into());
         self
     }
-    /// Sets the title.
+    /// Sets the title (2025-06-18 and later).
     pub fn title(mut self, t: impl Into<String>) -> Self {
-        self.title = Some(t.into());
+        self.def.title = Some(t.into());
         self
     }
     /// Sets an explicit input schema (it wins over the generated one).
     pub fn input_schema(mut self, schema: Value) -> Self {
-        self.input_schema = schema;
+        self.input_schema = Some(schema);
         self
     }
-    /// Sets an explicit output schema (it wins over the one implied by [`Structured`](crate::Structured)).
+    /// Sets an explicit output schema (it wins over the one implied by
+    /// [`Structured`](crate::Structured)).
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
         self
     }
-    /// Sets the behaviour hints.
+    /// Sets the behaviour hints (2025-03-26 and later).
     pub fn annotations(mut self, a: ToolAnnotations) -> Self {
-        self.annotations = Some(a);
+        self.def.annotations = Some(a);
         self
     }
     /// Marks the tool read-only.
     pub fn read_only(mut self) -> Self {
-        self.annotations
+        self.def
+            .annotations
             .get_or_insert_with(Default::default)
             .read_only_hint = Some(true);
         self
     }
-    /// Adds an icon.
+    /// Adds an icon (2025-11-25 and later).
     pub fn icon(mut self, icon: Icon) -> Self {
-        self.icons.get_or_insert_with(Vec::new).push(icon);
+        self.def.icons.get_or_insert_with(Vec::new).push(icon);
+        self
+    }
+    /// Sets `_meta`.
+    pub fn meta(mut self, meta: Meta) -> Self {
+        self.def.meta = Some(meta);
         self
     }
 }
 
-/// A resource with a fixed URI, as listed by `resources/list`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
+impl From<mcp_types::Tool> for Tool {
+    /// A complete definition; its schemas are explicit.
+    fn from(def: mcp_types::Tool) -> Self {
+        let input_schema = serde_json::to_value(&def.input_schema).ok();
+        let output_schema = def
+            .output_schema
+            .as_ref()
+            .and_then(|s| serde_json::to_value(s).ok());
+        Self {
+            def,
+            input_schema,
+            output_schema,
+        }
+    }
+}
+
+/// A resource with a fixed URI to register, as listed by `resources/list`.
+///
+/// ```
+/// use mcp_server::Resource;
+/// let r = Resource::new("file:///notes.md", "notes").mime_type("text/markdown");
+/// assert_eq!(r.definition().uri, "file:///notes.md");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
 pub struct Resource {
-    /// URI.
-    pub uri: String,
-    /// Name.
-    pub name: String,
-    /// Human-readable name (2025-06-18 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// MIME type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Size in bytes, if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    /// Hints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// Icons (2025-11-25 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
+    def: mcp_types::Resource,
 }
 
 impl Resource {
     /// A resource with a URI and a name.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
-            uri: uri.into(),
-            name: name.into(),
-            title: None,
-            description: None,
-            mime_type: None,
-            size: None,
-            annotations: None,
-            icons: None,
+            def: mcp_types::Resource {
+                meta: None,
+                annotations: None,
+                description: None,
+                icons: None,
+                mime_type: None,
+                name: name.into(),
+                size: None,
+                title: None,
+                uri: uri.into(),
+            },
         }
+    }
+    /// The definition as listed.
+    pub fn definition(&self) -> &mcp_types::Resource {
+        &self.def
     }
     /// Sets the description.
     pub fn description(mut self, d: impl Into<String>) -> Self {
-        self.description = Some(d.into());
+        self.def.description = Some(d.into());
         self
     }
-    /// Sets the title.
+    /// Sets the title (2025-06-18 and later).
     pub fn title(mut self, t: impl Into<String>) -> Self {
-        self.title = Some(t.into());
+        self.def.title = Some(t.into());
         self
     }
-    /// Sets the MIME type.
+    /// Sets the MIME type; plain text and bytes returned by the handler carry it.
     pub fn mime_type(mut self, m: impl Into<String>) -> Self {
-        self.mime_type = Some(m.into());
+        self.def.mime_type = Some(m.into());
         self
     }
-    /// Adds an icon.
+    /// Sets the size in bytes.
+    pub fn size(mut self, bytes: i64) -> Self {
+        self.def.size = Some(bytes);
+        self
+    }
+    /// Sets the annotations.
+    pub fn annotations(mut self, a: Annotations) -> Self {
+        self.def.annotations = Some(a);
+        self
+    }
+    /// Adds an icon (2025-11-25 and later).
     pub fn icon(mut self, icon: Icon) -> Self {
-        self.icons.get_or_insert_with(Vec::new).push(icon);
+        self.def.icons.get_or_insert_with(Vec::new).push(icon);
         self
     }
 }
 
-/// A family of resources described by an RFC 6570 URI template.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
+impl From<mcp_types::Resource> for Resource {
+    fn from(def: mcp_types::Resource) -> Self {
+        Self { def }
+    }
+}
+
+/// A family of resources described by an RFC 6570 URI template, to register.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ResourceTemplate {
-    /// The URI template.
-    pub uri_template: String,
-    /// Name.
-    pub name: String,
-    /// Human-readable name (2025-06-18 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// MIME type of the resources.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Hints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// Icons (2025-11-25 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
+    def: mcp_types::ResourceTemplate,
 }
 
 impl ResourceTemplate {
     /// A template with a URI template and a name.
     pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
-            uri_template: uri_template.into(),
-            name: name.into(),
-            title: None,
-            description: None,
-            mime_type: None,
-            annotations: None,
-            icons: None,
+            def: mcp_types::ResourceTemplate {
+                meta: None,
+                annotations: None,
+                description: None,
+                icons: None,
+                mime_type: None,
+                name: name.into(),
+                title: None,
+                uri_template: uri_template.into(),
+            },
         }
+    }
+    /// The definition as listed.
+    pub fn definition(&self) -> &mcp_types::ResourceTemplate {
+        &self.def
     }
     /// Sets the description.
     pub fn description(mut self, d: impl Into<String>) -> Self {
-        self.description = Some(d.into());
+        self.def.description = Some(d.into());
         self
     }
-    /// Sets the title.
+    /// Sets the title (2025-06-18 and later).
     pub fn title(mut self, t: impl Into<String>) -> Self {
-        self.title = Some(t.into());
+        self.def.title = Some(t.into());
         self
     }
-    /// Sets the MIME type.
+    /// Sets the MIME type of the resources.
     pub fn mime_type(mut self, m: impl Into<String>) -> Self {
-        self.mime_type = Some(m.into());
+        self.def.mime_type = Some(m.into());
+        self
+    }
+    /// Adds an icon (2025-11-25 and later).
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.def.icons.get_or_insert_with(Vec::new).push(icon);
         self
     }
 }
 
-/// A prompt, as listed by `prompts/list`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
+impl From<mcp_types::ResourceTemplate> for ResourceTemplate {
+    fn from(def: mcp_types::ResourceTemplate) -> Self {
+        Self { def }
+    }
+}
+
+/// A prompt to register, as listed by `prompts/list`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Prompt {
-    /// Name.
-    pub name: String,
-    /// Human-readable name (2025-06-18 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Arguments (generated from the handler's argument type unless set explicitly).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Vec<PromptArgument>>,
-    /// Icons (2025-11-25 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
+    def: mcp_types::Prompt,
 }
 
 impl Prompt {
-    /// A prompt with a name.
+    /// A prompt with a name; its arguments come from the handler's argument type.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
-            name: name.into(),
-            title: None,
-            description: None,
-            arguments: None,
-            icons: None,
+            def: mcp_types::Prompt {
+                meta: None,
+                arguments: None,
+                description: None,
+                icons: None,
+                name: name.into(),
+                title: None,
+            },
         }
+    }
+    /// The definition as listed (arguments still unset if they are to be generated).
+    pub fn definition(&self) -> &mcp_types::Prompt {
+        &self.def
     }
     /// Sets the description.
     pub fn description(mut self, d: impl Into<String>) -> Self {
-        self.description = Some(d.into());
+        self.def.description = Some(d.into());
         self
     }
-    /// Sets the title.
+    /// Sets the title (2025-06-18 and later).
     pub fn title(mut self, t: impl Into<String>) -> Self {
-        self.title = Some(t.into());
+        self.def.title = Some(t.into());
         self
     }
     /// Sets the arguments explicitly.
     pub fn arguments(mut self, args: Vec<PromptArgument>) -> Self {
-        self.arguments = Some(args);
+        self.def.arguments = Some(args);
         self
+    }
+    /// Adds an icon (2025-11-25 and later).
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.def.icons.get_or_insert_with(Vec::new).push(icon);
+        self
+    }
+}
+
+impl From<mcp_types::Prompt> for Prompt {
+    fn from(def: mcp_types::Prompt) -> Self {
+        Self { def }
     }
 }
 
@@ -283,41 +295,44 @@ impl Prompt {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub struct NoArgs {}
 
-type ToolFn = dyn Fn(RequestContext, Value) -> BoxFuture<'static, Result<CallToolResult, ErrorData>>
+type ToolFn = dyn Fn(RequestContext, Value) -> BoxFuture<'static, Result<CallToolResult, ErrorObject>>
     + Send
     + Sync;
-type ResourceFn = dyn Fn(RequestContext) -> BoxFuture<'static, Result<ReadResourceResult, ErrorData>>
+type ResourceFn = dyn Fn(RequestContext) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
     + Send
     + Sync;
-type TemplateFn = dyn Fn(RequestContext, TemplateVars) -> BoxFuture<'static, Result<ReadResourceResult, ErrorData>>
+type TemplateFn = dyn Fn(RequestContext, TemplateVars) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
     + Send
     + Sync;
-type PromptFn = dyn Fn(RequestContext, Map<String, Value>) -> BoxFuture<'static, Result<GetPromptResult, ErrorData>>
+type PromptFn = dyn Fn(
+        RequestContext,
+        BTreeMap<String, String>,
+    ) -> BoxFuture<'static, Result<GetPromptResult, ErrorObject>>
     + Send
     + Sync;
-type CompleteFn =
+pub(crate) type CompleteFn =
     dyn Fn(String, HashMap<String, String>) -> BoxFuture<'static, Vec<String>> + Send + Sync;
 
 pub(crate) struct ToolEntry {
-    pub(crate) tool: Tool,
+    pub(crate) tool: mcp_types::Tool,
     pub(crate) input: CompiledSchema,
     pub(crate) output: Option<CompiledSchema>,
     pub(crate) handler: Arc<ToolFn>,
 }
 
 pub(crate) struct ResourceEntry {
-    pub(crate) resource: Resource,
+    pub(crate) resource: mcp_types::Resource,
     pub(crate) handler: Arc<ResourceFn>,
 }
 
 pub(crate) struct TemplateEntry {
-    pub(crate) template: ResourceTemplate,
+    pub(crate) template: mcp_types::ResourceTemplate,
     pub(crate) parsed: UriTemplate,
     pub(crate) handler: Arc<TemplateFn>,
 }
 
 pub(crate) struct PromptEntry {
-    pub(crate) prompt: Prompt,
+    pub(crate) prompt: mcp_types::Prompt,
     pub(crate) handler: Arc<PromptFn>,
 }
 
@@ -329,19 +344,20 @@ fn valid_tool_name(name: &str) -> bool {
 }
 
 impl ToolEntry {
-    pub(crate) fn new<A, F, Fut, O>(mut tool: Tool, f: F) -> Result<Self, BuildError>
+    pub(crate) fn new<A, F, Fut, O>(tool: Tool, f: F) -> Result<Self, BuildError>
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
         F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = O> + Send + 'static,
         O: IntoCallToolResult + 'static,
     {
-        if tool.input_schema.is_null() {
-            tool.input_schema = crate::schema::input_schema_for::<A>();
-        }
-        if tool.output_schema.is_none() {
-            tool.output_schema = O::output_schema();
-        }
+        let Tool {
+            def,
+            input_schema,
+            output_schema,
+        } = tool;
+        let input = input_schema.unwrap_or_else(crate::schema::input_schema_for::<A>);
+        let output = output_schema.or_else(O::output_schema);
         let f = Arc::new(f);
         let handler: Arc<ToolFn> = Arc::new(move |cx, args| {
             let f = Arc::clone(&f);
@@ -353,7 +369,7 @@ impl ToolEntry {
                 f(cx, args).await.into_call_tool_result()
             })
         });
-        Self::erased(tool, handler)
+        Self::erased(def, input, output, handler)
     }
 
     pub(crate) fn raw<F, Fut, O>(tool: Tool, f: F) -> Result<Self, BuildError>
@@ -362,46 +378,64 @@ impl ToolEntry {
         Fut: Future<Output = O> + Send + 'static,
         O: IntoCallToolResult + 'static,
     {
-        if tool.input_schema.is_null() {
+        let Tool {
+            def,
+            input_schema,
+            output_schema,
+        } = tool;
+        let Some(input) = input_schema else {
             return Err(BuildError::InvalidSchema {
-                tool: tool.name,
+                tool: def.name,
                 which: "inputSchema",
                 reason: "a raw tool needs an explicit input schema".to_owned(),
             });
-        }
+        };
+        let output = output_schema.or_else(O::output_schema);
         let f = Arc::new(f);
         let handler: Arc<ToolFn> = Arc::new(move |cx, args| {
             let f = Arc::clone(&f);
             Box::pin(async move { f(cx, args).await.into_call_tool_result() })
         });
-        Self::erased(tool, handler)
+        Self::erased(def, input, output, handler)
     }
 
-    fn erased(tool: Tool, handler: Arc<ToolFn>) -> Result<Self, BuildError> {
+    fn erased(
+        mut tool: mcp_types::Tool,
+        input: Value,
+        output: Option<Value>,
+        handler: Arc<ToolFn>,
+    ) -> Result<Self, BuildError> {
         if !valid_tool_name(&tool.name) {
             return Err(BuildError::InvalidToolName(tool.name));
         }
-        let input = CompiledSchema::object(tool.input_schema.clone()).map_err(|reason| {
-            BuildError::InvalidSchema {
-                tool: tool.name.clone(),
-                which: "inputSchema",
-                reason,
+        let invalid = |which: &'static str, reason: String| BuildError::InvalidSchema {
+            tool: tool.name.clone(),
+            which,
+            reason,
+        };
+        let compiled_input =
+            CompiledSchema::object(input.clone()).map_err(|r| invalid("inputSchema", r))?;
+        tool.input_schema =
+            serde_json::from_value(input).map_err(|e| invalid("inputSchema", e.to_string()))?;
+        let compiled_output = match output {
+            Some(s) => {
+                let compiled =
+                    CompiledSchema::object(s.clone()).map_err(|r| invalid("outputSchema", r))?;
+                tool.output_schema = Some(
+                    serde_json::from_value(s)
+                        .map_err(|e| invalid("outputSchema", e.to_string()))?,
+                );
+                Some(compiled)
             }
-        })?;
-        let output = match &tool.output_schema {
-            Some(s) => Some(CompiledSchema::object(s.clone()).map_err(|reason| {
-                BuildError::InvalidSchema {
-                    tool: tool.name.clone(),
-                    which: "outputSchema",
-                    reason,
-                }
-            })?),
-            None => None,
+            None => {
+                tool.output_schema = None;
+                None
+            }
         };
         Ok(Self {
             tool,
-            input,
-            output,
+            input: compiled_input,
+            output: compiled_output,
             handler,
         })
     }
@@ -410,12 +444,9 @@ impl ToolEntry {
     pub(crate) async fn call(
         &self,
         cx: RequestContext,
-        arguments: Option<Value>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let args = match arguments {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(v) => v,
-        };
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, ErrorObject> {
+        let args = Value::Object(arguments.unwrap_or_default());
         if let Err(e) = self.input.check(&args) {
             // Input validation errors are tool execution errors, so the model can correct them.
             return Ok(CallToolResult::error(format!(
@@ -427,14 +458,14 @@ impl ToolEntry {
         if result.is_error != Some(true) {
             if let Some(out) = &self.output {
                 let Some(structured) = &result.structured_content else {
-                    return Err(ErrorData::internal(format!(
+                    return Err(ErrorObject::internal_error(format!(
                         "tool {} declares an output schema but returned no structured content",
                         self.tool.name
                     )));
                 };
                 if let Err(e) = out.check(structured) {
                     tracing::error!(tool = %self.tool.name, error = %e, "structured content does not match the output schema");
-                    return Err(ErrorData::internal(format!(
+                    return Err(ErrorObject::internal_error(format!(
                         "tool {} produced output that does not match its output schema",
                         self.tool.name
                     )));
@@ -452,12 +483,13 @@ impl ResourceEntry {
         Fut: Future<Output = O> + Send + 'static,
         O: IntoReadResourceResult + 'static,
     {
-        let uri = resource.uri.clone();
-        let mime = resource.mime_type.clone();
+        let resource = resource.def;
+        let uri: Arc<str> = Arc::from(resource.uri.as_str());
+        let mime: Option<Arc<str>> = resource.mime_type.as_deref().map(Arc::from);
         let f = Arc::new(f);
         let handler: Arc<ResourceFn> = Arc::new(move |cx| {
             let f = Arc::clone(&f);
-            let uri = uri.clone();
+            let uri = Arc::clone(&uri);
             let mime = mime.clone();
             Box::pin(async move { f(cx).await.into_read_resource_result(&uri, mime.as_deref()) })
         });
@@ -473,13 +505,14 @@ impl TemplateEntry {
         Fut: Future<Output = O> + Send + 'static,
         O: IntoReadResourceResult + 'static,
     {
+        let template = template.def;
         let parsed = UriTemplate::parse(&template.uri_template).map_err(|e| {
             BuildError::InvalidTemplate {
                 template: template.uri_template.clone(),
                 reason: e.to_string(),
             }
         })?;
-        let mime = template.mime_type.clone();
+        let mime: Option<Arc<str>> = template.mime_type.as_deref().map(Arc::from);
         let f = Arc::new(f);
         let handler: Arc<TemplateFn> = Arc::new(move |cx, vars| {
             let f = Arc::clone(&f);
@@ -487,8 +520,10 @@ impl TemplateEntry {
             Box::pin(async move {
                 let uri = cx.uri().unwrap_or_default().to_owned();
                 let args: A = serde_json::from_value(vars.to_json()).map_err(|e| {
-                    ErrorData::invalid_params(format!("invalid URI {uri}: {e}"))
-                        .with_data(serde_json::json!({"uri": uri}))
+                    with_data(
+                        ErrorObject::invalid_params(format!("invalid URI {uri}: {e}")),
+                        &serde_json::json!({"uri": uri}),
+                    )
                 })?;
                 f(cx, args)
                     .await
@@ -527,13 +562,14 @@ fn prompt_arguments_from_schema(schema: &Value) -> Vec<PromptArgument> {
 }
 
 impl PromptEntry {
-    pub(crate) fn new<A, F, Fut, O>(mut prompt: Prompt, f: F) -> Self
+    pub(crate) fn new<A, F, Fut, O>(prompt: Prompt, f: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
         F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = O> + Send + 'static,
         O: IntoGetPromptResult + 'static,
     {
+        let mut prompt = prompt.def;
         if prompt.arguments.is_none() {
             let args = prompt_arguments_from_schema(&crate::schema::input_schema_for::<A>());
             prompt.arguments = (!args.is_empty()).then_some(args);
@@ -555,13 +591,17 @@ impl PromptEntry {
                 .collect();
             Box::pin(async move {
                 if !missing.is_empty() {
-                    return Err(ErrorData::invalid_params(format!(
+                    return Err(ErrorObject::invalid_params(format!(
                         "missing required prompt arguments: {}",
                         missing.join(", ")
                     )));
                 }
+                let args: Map<String, Value> = args
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::String(v)))
+                    .collect();
                 let args: A = serde_json::from_value(Value::Object(args)).map_err(|e| {
-                    ErrorData::invalid_params(format!("invalid prompt arguments: {e}"))
+                    ErrorObject::invalid_params(format!("invalid prompt arguments: {e}"))
                 })?;
                 f(cx, args).await.into_get_prompt_result()
             })
@@ -719,11 +759,11 @@ pub(crate) fn encode_cursor(offset: usize) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("mcp1:{offset}"))
 }
 
-pub(crate) fn decode_cursor(cursor: Option<&str>) -> Result<usize, ErrorData> {
+pub(crate) fn decode_cursor(cursor: Option<&str>) -> Result<usize, ErrorObject> {
     let Some(cursor) = cursor else {
         return Ok(0);
     };
-    let bad = || ErrorData::invalid_params(format!("invalid cursor {cursor:?}"));
+    let bad = || ErrorObject::invalid_params(format!("invalid cursor {cursor:?}"));
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(cursor)
         .map_err(|_| bad())?;
@@ -738,10 +778,10 @@ pub(crate) fn page<T: Clone>(
     items: &[T],
     cursor: Option<&str>,
     page_size: usize,
-) -> Result<(Vec<T>, Option<String>), ErrorData> {
+) -> Result<(Vec<T>, Option<String>), ErrorObject> {
     let start = decode_cursor(cursor)?;
     if start > items.len() {
-        return Err(ErrorData::invalid_params(
+        return Err(ErrorObject::invalid_params(
             "cursor is past the end of the list",
         ));
     }

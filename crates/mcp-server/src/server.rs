@@ -5,18 +5,23 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteRequestParamsRef,
+    CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    LoggingLevel, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,
+    ServerCapabilities, ServerCapabilitiesPrompts, ServerCapabilitiesResources,
+    ServerCapabilitiesTools, SubscribeRequestParams,
+};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use crate::context::{BoxFuture, Extensions, RequestContext};
-use crate::error::{BuildError, ErrorData};
+use crate::context::{BoxFuture, RequestContext, StateMap};
+use crate::error::{BuildError, resource_not_found};
 use crate::handler::{
-    CallToolParams, CompleteParams, CompletionReference, GetPromptParams, Middleware, Page,
-    ServerHandler, resource_not_found,
-};
-use crate::model::{
-    CallToolResult, Completion, GetPromptResult, Implementation, LoggingLevel, ReadResourceResult,
+    Middleware, ServerHandler, completion, no_prompts, no_resources, no_templates, no_tools,
 };
 use crate::output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult};
 use crate::registry::{
@@ -24,22 +29,39 @@ use crate::registry::{
     Snapshot, TemplateEntry, Tool, ToolEntry,
 };
 
-/// Limits and defaults of a server. Every field has a sensible default.
+/// Limits and defaults of a server. Every field has a sensible default; each limit maps onto the
+/// request engine of every connection the server serves.
+///
+/// ```
+/// use std::time::Duration;
+/// let mut options = mcp_server::ServerOptions::default();
+/// options.max_concurrent_requests = 8;
+/// options.client_request_timeout = Duration::from_secs(30);
+/// # let _ = options;
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ServerOptions {
     /// Items per page in list results (default 100).
     pub page_size: usize,
-    /// Longest accepted message, in bytes (default 4 MiB).
+    /// Longest accepted message on the byte-stream transports ([`Server::serve_io`],
+    /// [`Server::serve_stdio`]), in bytes (default 4 MiB). Longer ones are answered with
+    /// `-32600` and skipped. Connections given to [`Server::serve`] bring their own limit.
     pub max_message_bytes: usize,
-    /// Requests from the client handled at the same time (default 64).
+    /// Requests from the client handled at the same time (default 64); when all are busy the
+    /// connection is not read until one finishes.
     pub max_concurrent_requests: usize,
-    /// Requests to the client waiting for an answer at the same time (default 32).
+    /// Requests to the client waiting for an answer at the same time (default 32); further
+    /// requests wait for a slot.
     pub max_pending_client_requests: usize,
-    /// How long a request to the client may take (default 5 minutes).
+    /// How long a request to the client (sampling, elicitation, roots) may take in total
+    /// (default 5 minutes).
     pub client_request_timeout: Duration,
-    /// Outgoing messages queued before senders wait (default 1024).
+    /// Outgoing messages queued before senders wait, and notifications queued before the
+    /// connection is not read (default 1024).
     pub outgoing_queue: usize,
+    /// How long closing a connection may spend writing what is still queued (default 5 s).
+    pub shutdown_timeout: Duration,
     /// Logging threshold before the client sends `logging/setLevel` (default `info`; `None`
     /// sends nothing until the client asks).
     pub default_log_level: Option<LoggingLevel>,
@@ -54,8 +76,22 @@ impl Default for ServerOptions {
             max_pending_client_requests: 32,
             client_request_timeout: Duration::from_secs(300),
             outgoing_queue: 1024,
+            shutdown_timeout: Duration::from_secs(5),
             default_log_level: Some(LoggingLevel::Info),
         }
+    }
+}
+
+impl ServerOptions {
+    /// The request engine configured with these limits.
+    pub(crate) fn engine(&self) -> mcp_jsonrpc::EngineBuilder {
+        mcp_jsonrpc::Engine::builder()
+            .max_in_flight(self.max_concurrent_requests)
+            .max_outgoing(self.max_pending_client_requests)
+            .queue_capacity(self.outgoing_queue)
+            .request_timeout(Some(self.client_request_timeout))
+            .max_timeout(Some(self.client_request_timeout))
+            .shutdown_timeout(self.shutdown_timeout)
     }
 }
 
@@ -66,7 +102,7 @@ pub(crate) struct ServerInner {
     pub(crate) registry: Arc<Registry>,
     pub(crate) middleware: Vec<Arc<dyn Middleware>>,
     pub(crate) options: ServerOptions,
-    pub(crate) state: Arc<Extensions>,
+    pub(crate) state: StateMap,
 }
 
 /// A configured MCP server. Cheap to clone; serve it on any number of connections.
@@ -106,7 +142,7 @@ pub struct ServerBuilder {
     errors: Vec<BuildError>,
     middleware: Vec<Arc<dyn Middleware>>,
     options: ServerOptions,
-    state: Extensions,
+    state: StateMap,
     custom: Option<Arc<dyn ServerHandler>>,
     enable_tools: bool,
     enable_resources: bool,
@@ -131,7 +167,7 @@ impl Server {
             errors: Vec::new(),
             middleware: Vec::new(),
             options: ServerOptions::default(),
-            state: Extensions::new(),
+            state: StateMap::default(),
             custom: None,
             enable_tools: false,
             enable_resources: false,
@@ -410,16 +446,31 @@ impl ServerBuilder {
             || o.max_concurrent_requests == 0
             || o.max_pending_client_requests == 0
             || o.outgoing_queue == 0
+            || o.client_request_timeout.is_zero()
         {
             return Err(BuildError::InvalidOption(
-                "page_size, max_concurrent_requests, max_pending_client_requests and outgoing_queue must be positive; max_message_bytes at least 1024",
+                "page_size, max_concurrent_requests, max_pending_client_requests, outgoing_queue and client_request_timeout must be positive; max_message_bytes at least 1024",
             ));
         }
         for (prompt, _) in self.snapshot.prompt_completions.keys() {
             if self.snapshot.prompt(prompt).is_none() {
-                return Err(BuildError::InvalidOption(
-                    "a prompt completion names a prompt that is not registered",
-                ));
+                return Err(BuildError::UnknownCompletionTarget {
+                    kind: "prompt",
+                    name: prompt.clone(),
+                });
+            }
+        }
+        for (template, _) in self.snapshot.template_completions.keys() {
+            if !self
+                .snapshot
+                .templates
+                .iter()
+                .any(|t| &t.template.uri_template == template)
+            {
+                return Err(BuildError::UnknownCompletionTarget {
+                    kind: "resource template",
+                    name: template.clone(),
+                });
             }
         }
         let s = &self.snapshot;
@@ -453,7 +504,7 @@ impl ServerBuilder {
                 registry,
                 middleware: self.middleware,
                 options: self.options,
-                state: Arc::new(self.state),
+                state: self.state,
             }),
         })
     }
@@ -469,186 +520,213 @@ pub(crate) struct Router {
 }
 
 impl ServerHandler for Router {
-    fn capabilities(&self) -> Value {
+    fn capabilities(&self) -> ServerCapabilities {
         let s = self.registry.snapshot();
-        let mut caps = Map::new();
-        caps.insert("logging".into(), json!({}));
+        let mut caps = ServerCapabilities {
+            logging: Some(JsonObject::new()),
+            ..ServerCapabilities::default()
+        };
         if self.enable_tools || !s.tools.is_empty() {
-            caps.insert("tools".into(), json!({"listChanged": true}));
+            caps.tools = Some(ServerCapabilitiesTools {
+                list_changed: Some(true),
+            });
         }
         if self.enable_resources || !s.resources.is_empty() || !s.templates.is_empty() {
-            caps.insert(
-                "resources".into(),
-                json!({"subscribe": true, "listChanged": true}),
-            );
+            caps.resources = Some(ServerCapabilitiesResources {
+                list_changed: Some(true),
+                subscribe: Some(true),
+            });
         }
         if self.enable_prompts || !s.prompts.is_empty() {
-            caps.insert("prompts".into(), json!({"listChanged": true}));
+            caps.prompts = Some(ServerCapabilitiesPrompts {
+                list_changed: Some(true),
+            });
         }
         if !s.prompt_completions.is_empty() || !s.template_completions.is_empty() {
-            caps.insert("completions".into(), json!({}));
+            caps.completions = Some(JsonObject::new());
         }
-        Value::Object(caps)
+        caps
     }
 
     fn list_tools(
         &self,
-        cursor: Option<String>,
+        params: PaginatedRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Page<Tool>, ErrorData>> {
+    ) -> BoxFuture<'_, Result<ListToolsResult, ErrorObject>> {
         let s = self.registry.snapshot();
-        let all: Vec<Tool> = s.tools.iter().map(|t| t.tool.clone()).collect();
-        let r = registry::page(&all, cursor.as_deref(), self.page_size);
-        Box::pin(async move {
-            let (items, next_cursor) = r?;
-            Ok(Page { items, next_cursor })
-        })
+        let r = registry::page(&s.tools, params.cursor.as_deref(), self.page_size);
+        let r = r.map(|(items, next_cursor)| ListToolsResult {
+            next_cursor,
+            tools: items.iter().map(|t| t.tool.clone()).collect(),
+            ..no_tools()
+        });
+        Box::pin(async move { r })
     }
 
     fn call_tool(
         &self,
-        params: CallToolParams,
+        params: CallToolRequestParams,
         cx: RequestContext,
-    ) -> BoxFuture<'_, Result<CallToolResult, ErrorData>> {
-        let s = self.registry.snapshot();
+    ) -> BoxFuture<'_, Result<CallToolResult, ErrorObject>> {
+        let entry = self.registry.snapshot().tool(&params.name).cloned();
         Box::pin(async move {
-            let Some(entry) = s.tool(&params.name).cloned() else {
-                return Err(ErrorData::invalid_params(format!(
+            let Some(entry) = entry else {
+                return Err(ErrorObject::invalid_params(format!(
                     "unknown tool: {}",
                     params.name
                 )));
             };
-            drop(s);
             entry.call(cx, params.arguments).await
         })
     }
 
     fn list_resources(
         &self,
-        cursor: Option<String>,
+        params: PaginatedRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Page<Resource>, ErrorData>> {
+    ) -> BoxFuture<'_, Result<ListResourcesResult, ErrorObject>> {
         let s = self.registry.snapshot();
-        let all: Vec<Resource> = s.resources.iter().map(|r| r.resource.clone()).collect();
-        let r = registry::page(&all, cursor.as_deref(), self.page_size);
-        Box::pin(async move {
-            let (items, next_cursor) = r?;
-            Ok(Page { items, next_cursor })
-        })
+        let r = registry::page(&s.resources, params.cursor.as_deref(), self.page_size);
+        let r = r.map(|(items, next_cursor)| ListResourcesResult {
+            next_cursor,
+            resources: items.iter().map(|r| r.resource.clone()).collect(),
+            ..no_resources()
+        });
+        Box::pin(async move { r })
     }
 
     fn list_resource_templates(
         &self,
-        cursor: Option<String>,
+        params: PaginatedRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Page<ResourceTemplate>, ErrorData>> {
+    ) -> BoxFuture<'_, Result<ListResourceTemplatesResult, ErrorObject>> {
         let s = self.registry.snapshot();
-        let all: Vec<ResourceTemplate> = s.templates.iter().map(|t| t.template.clone()).collect();
-        let r = registry::page(&all, cursor.as_deref(), self.page_size);
-        Box::pin(async move {
-            let (items, next_cursor) = r?;
-            Ok(Page { items, next_cursor })
-        })
+        let r = registry::page(&s.templates, params.cursor.as_deref(), self.page_size);
+        let r = r.map(|(items, next_cursor)| ListResourceTemplatesResult {
+            next_cursor,
+            resource_templates: items.iter().map(|t| t.template.clone()).collect(),
+            ..no_templates()
+        });
+        Box::pin(async move { r })
     }
 
     fn read_resource(
         &self,
-        uri: String,
+        params: ReadResourceRequestParams,
         mut cx: RequestContext,
-    ) -> BoxFuture<'_, Result<ReadResourceResult, ErrorData>> {
+    ) -> BoxFuture<'_, Result<ReadResourceResult, ErrorObject>> {
         let s = self.registry.snapshot();
         Box::pin(async move {
-            cx.uri = Some(uri.clone());
+            let uri = params.uri;
+            cx.uri = Some(Arc::from(uri.as_str()));
             if let Some(entry) = s.resource(&uri).cloned() {
+                drop(s);
                 return (entry.handler)(cx).await;
             }
             if let Some((entry, vars)) = s.match_template(&uri) {
                 let entry = Arc::clone(entry);
+                drop(s);
                 return (entry.handler)(cx, vars).await;
             }
             Err(resource_not_found(&uri))
         })
     }
 
-    fn subscribe(&self, uri: String, _cx: RequestContext) -> BoxFuture<'_, Result<(), ErrorData>> {
+    fn subscribe(
+        &self,
+        params: SubscribeRequestParams,
+        _cx: RequestContext,
+    ) -> BoxFuture<'_, Result<(), ErrorObject>> {
         let s = self.registry.snapshot();
+        let known = s.resource(&params.uri).is_some() || s.match_template(&params.uri).is_some();
         Box::pin(async move {
-            if s.resource(&uri).is_some() || s.match_template(&uri).is_some() {
+            if known {
                 Ok(())
             } else {
-                Err(resource_not_found(&uri))
+                Err(resource_not_found(&params.uri))
             }
         })
     }
 
     fn list_prompts(
         &self,
-        cursor: Option<String>,
+        params: PaginatedRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Page<Prompt>, ErrorData>> {
+    ) -> BoxFuture<'_, Result<ListPromptsResult, ErrorObject>> {
         let s = self.registry.snapshot();
-        let all: Vec<Prompt> = s.prompts.iter().map(|p| p.prompt.clone()).collect();
-        let r = registry::page(&all, cursor.as_deref(), self.page_size);
-        Box::pin(async move {
-            let (items, next_cursor) = r?;
-            Ok(Page { items, next_cursor })
-        })
+        let r = registry::page(&s.prompts, params.cursor.as_deref(), self.page_size);
+        let r = r.map(|(items, next_cursor)| ListPromptsResult {
+            next_cursor,
+            prompts: items.iter().map(|p| p.prompt.clone()).collect(),
+            ..no_prompts()
+        });
+        Box::pin(async move { r })
     }
 
     fn get_prompt(
         &self,
-        params: GetPromptParams,
+        params: GetPromptRequestParams,
         cx: RequestContext,
-    ) -> BoxFuture<'_, Result<GetPromptResult, ErrorData>> {
-        let s = self.registry.snapshot();
+    ) -> BoxFuture<'_, Result<GetPromptResult, ErrorObject>> {
+        let entry = self.registry.snapshot().prompt(&params.name).cloned();
         Box::pin(async move {
-            let Some(entry) = s.prompt(&params.name).cloned() else {
-                return Err(ErrorData::invalid_params(format!(
+            let Some(entry) = entry else {
+                return Err(ErrorObject::invalid_params(format!(
                     "unknown prompt: {}",
                     params.name
                 )));
             };
-            let args = params.arguments.unwrap_or_default();
-            if let Some((k, _)) = args.iter().find(|(_, v)| !v.is_string()) {
-                return Err(ErrorData::invalid_params(format!(
-                    "prompt argument {k} must be a string"
-                )));
-            }
-            (entry.handler)(cx, args).await
+            (entry.handler)(cx, params.arguments.unwrap_or_default()).await
         })
     }
 
     fn complete(
         &self,
-        params: CompleteParams,
+        params: CompleteRequestParams,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Completion, ErrorData>> {
+    ) -> BoxFuture<'_, Result<CompleteResult, ErrorObject>> {
         let s = self.registry.snapshot();
         Box::pin(async move {
-            let context = params.context.map(|c| c.arguments).unwrap_or_default();
-            let completer = match &params.reference {
-                CompletionReference::Prompt { name } => {
-                    if s.prompt(name).is_none() {
-                        return Err(ErrorData::invalid_params(format!("unknown prompt: {name}")));
-                    }
-                    s.prompt_completions
-                        .get(&(name.clone(), params.argument.name.clone()))
-                }
-                CompletionReference::Resource { uri } => {
-                    if !s.templates.iter().any(|t| &t.template.uri_template == uri) {
-                        return Err(ErrorData::invalid_params(format!(
-                            "unknown resource template: {uri}"
+            let context: HashMap<String, String> = params
+                .context
+                .and_then(|c| c.arguments)
+                .map(|a| a.into_iter().collect())
+                .unwrap_or_default();
+            let argument = params.argument.name;
+            let completer = match &params.r#ref {
+                CompleteRequestParamsRef::Prompt(p) => {
+                    if s.prompt(&p.name).is_none() {
+                        return Err(ErrorObject::invalid_params(format!(
+                            "unknown prompt: {}",
+                            p.name
                         )));
                     }
-                    s.template_completions
-                        .get(&(uri.clone(), params.argument.name.clone()))
+                    s.prompt_completions.get(&(p.name.clone(), argument))
                 }
+                CompleteRequestParamsRef::ResourceTemplate(r) => {
+                    template_completer(&s, &r.uri, argument)?
+                }
+                CompleteRequestParamsRef::Resource(r) => template_completer(&s, &r.uri, argument)?,
             };
             let Some(completer) = completer.cloned() else {
-                return Ok(Completion::default());
+                return Ok(completion(Vec::new()));
             };
+            drop(s);
             let values = completer(params.argument.value, context).await;
-            Ok(Completion::from_values(values))
+            Ok(completion(values))
         })
     }
+}
+
+fn template_completer<'s>(
+    s: &'s Snapshot,
+    uri: &str,
+    argument: String,
+) -> Result<Option<&'s Arc<registry::CompleteFn>>, ErrorObject> {
+    if !s.templates.iter().any(|t| t.template.uri_template == uri) {
+        return Err(ErrorObject::invalid_params(format!(
+            "unknown resource template: {uri}"
+        )));
+    }
+    Ok(s.template_completions.get(&(uri.to_owned(), argument)))
 }

@@ -14,6 +14,12 @@
 //!   wait, `SIGTERM`, wait, `SIGKILL`.
 //! * Anything else that is a byte stream goes through [`io()`].
 //!
+//! On Unix, when stdin and stdout are pipes or sockets (as they are when a client launches the
+//! server), [`stdio()`] drives them with Tokio's reactor in non-blocking mode instead of hopping
+//! through the blocking thread pool on every read and write; terminals and regular files keep the
+//! blocking path. The [`streams`] module explains what switching a pipe to non-blocking mode
+//! means for other users of the same pipe, and [`IoMode`] turns it off.
+//!
 //! ```no_run
 //! use mcp_transport_stdio::ServerCommand;
 //!
@@ -32,10 +38,12 @@
 #![deny(missing_docs)]
 
 mod child;
+pub mod streams;
 
 pub use child::{ChildProcess, ServerCommand, ShutdownTimeouts, StderrMode};
 pub use mcp_jsonrpc::Connection;
 pub use mcp_jsonrpc::codec::{CodecConfig, Framing};
+pub use streams::{IoMode, StdinStream, StdoutStream, stdio_streams, stdio_streams_with};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -43,13 +51,17 @@ use tokio::io::{AsyncRead, AsyncWrite};
 ///
 /// The default reads with [`Framing::Auto`] (newline-delimited JSON, or `Content-Length` headers
 /// when the peer's first bytes are a header) and answers in the framing it detected; frames are
-/// limited by [`CodecConfig`] (16 MiB by default).
+/// limited by [`CodecConfig`] (16 MiB by default). Pipes and sockets are driven by the reactor
+/// ([`IoMode::Auto`]).
 #[derive(Debug, Clone, Default)]
 pub struct StdioOptions {
     /// How messages are delimited.
     pub framing: Framing,
     /// Frame size and batch limits.
     pub codec: CodecConfig,
+    /// How [`stdio_with()`] reads stdin and writes stdout (ignored by [`io_with()`] and
+    /// [`ServerCommand`], whose streams are always reactor-driven).
+    pub io_mode: IoMode,
 }
 
 impl StdioOptions {
@@ -58,6 +70,7 @@ impl StdioOptions {
         StdioOptions {
             framing: Framing::Auto,
             codec: CodecConfig::default(),
+            io_mode: IoMode::Auto,
         }
     }
 
@@ -72,19 +85,28 @@ impl StdioOptions {
         self.codec = codec;
         self
     }
+
+    /// Sets how stdin and stdout are driven (see [`IoMode`]).
+    pub fn io_mode(mut self, io_mode: IoMode) -> Self {
+        self.io_mode = io_mode;
+        self
+    }
 }
 
 /// A connection over this process's stdin and stdout, for a server launched by its client.
 ///
 /// Framing is detected from the client's first bytes (newline-delimited JSON, the standard, or
-/// `Content-Length` headers).
+/// `Content-Length` headers). Must be called inside a Tokio runtime with I/O enabled. Pipes and
+/// stream sockets are switched to non-blocking mode and driven by the reactor (Unix); see
+/// [`streams`] for what that means for other processes sharing them.
 pub fn stdio() -> Connection {
     stdio_with(StdioOptions::auto())
 }
 
 /// [`stdio()`] with explicit framing and limits.
 pub fn stdio_with(options: StdioOptions) -> Connection {
-    io_with(tokio::io::stdin(), tokio::io::stdout(), options)
+    let (stdin, stdout) = stdio_streams_with(options.io_mode);
+    io_with(stdin, stdout, options)
 }
 
 /// A connection over any byte stream pair (a TCP or Unix socket split in two, a pipe pair),

@@ -4,7 +4,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use mcp_conformance::{bridge, fixture};
+use mcp_conformance::fixture;
 use mcp_transport_http::server::{HostPolicy, HttpServerConfig, StreamableHttpService};
 
 fn port() -> Result<u16, String> {
@@ -38,15 +38,13 @@ async fn main() -> std::io::Result<()> {
     let port = port().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let server =
         fixture::try_build().map_err(|e| std::io::Error::other(format!("invalid fixture: {e}")))?;
-    let service = StreamableHttpService::builder(move |connection| {
-        bridge::serve_connection(server.clone(), connection)
-    })
-    .config(
-        HttpServerConfig::default()
-            .path("/mcp")
-            .host_policy(HostPolicy::Loopback),
-    )
-    .build();
+    let service = StreamableHttpService::builder(server.connection_handler())
+        .config(
+            HttpServerConfig::default()
+                .path("/mcp")
+                .host_policy(HostPolicy::Loopback),
+        )
+        .build();
     service
         .serve(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
         .await

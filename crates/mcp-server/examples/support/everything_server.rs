@@ -4,14 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use mcp_server::model::{
-    ContentBlock, CreateMessageRequest, Elicitation, Implementation, LoggingLevel, PromptMessage,
-    ResourceContents, SamplingMessage,
-};
-use mcp_server::{
-    LegacyMethods, NoArgs, Prompt, Resource, ResourceTemplate, Server, Structured, Tool,
-    ToolContext, ToolError,
-};
+use mcp_server::LegacyMethods;
+use mcp_server::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -104,11 +98,7 @@ async fn slow(cx: ToolContext, args: SlowArgs) -> Result<String, ToolError> {
 }
 
 async fn sample(cx: ToolContext, args: PromptArgs) -> Result<String, ToolError> {
-    let request = CreateMessageRequest {
-        messages: vec![SamplingMessage::user_text(args.prompt)],
-        max_tokens: 100,
-        ..CreateMessageRequest::default()
-    };
+    let request = CreateMessageRequestParams::user_text(args.prompt, 100);
     let answer = cx.sample("answer", request).await?;
     Ok(format!(
         "{} said: {}",
@@ -143,7 +133,7 @@ async fn mixed(_cx: ToolContext, _args: NoArgs) -> Vec<ContentBlock> {
         ContentBlock::image(PNG, "image/png"),
         ContentBlock::audio(b"RIFF\0\0\0\0WAVE", "audio/wav"),
         ContentBlock::embedded(
-            ResourceContents::text("test://static-text", "Hello, world!")
+            ResourceContentsKind::text("test://static-text", "Hello, world!")
                 .with_mime_type("text/plain"),
         ),
         ContentBlock::resource_link("test://static-text", "static-text"),
@@ -239,7 +229,7 @@ pub fn build() -> Server {
             |_cx, _args: NoArgs| async {
                 vec![
                     PromptMessage::user(ContentBlock::embedded(
-                        ResourceContents::text("test://static-text", "Hello, world!")
+                        ResourceContentsKind::text("test://static-text", "Hello, world!")
                             .with_mime_type("text/plain"),
                     )),
                     PromptMessage::user(ContentBlock::text("Summarise the resource above.")),

@@ -7,14 +7,13 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::BufMut;
 use bytes::{Bytes, BytesMut};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, Response, StatusCode};
 use hyper::body::{Body, Frame, SizeHint};
-use mcp_jsonrpc::codec::{SseCodec, SseEvent};
 use mcp_jsonrpc::{ErrorObject, Id, Message};
 use tokio::sync::mpsc;
-use tokio_util::codec::Encoder;
 
 /// The body of every response of the service: empty, a complete JSON document, or an SSE
 /// stream that ends when the transport is done with it.
@@ -144,29 +143,141 @@ impl SseBody {
     }
 }
 
-/// Encodes one SSE event with mcp-jsonrpc's SSE codec. Line breaks in `data` (pretty-printed
-/// raw params) are split over several `data:` lines, which decoders join again; JSON never has
-/// a raw line break inside a string, so the message is unchanged.
+/// The bytes an event's `id`, `event` and `retry` lines take at most.
+fn head_len(id: Option<&str>, event: Option<&str>, retry: Option<Duration>) -> usize {
+    id.map_or(0, |i| i.len() + 5) + event.map_or(0, |e| e.len() + 8) + retry.map_or(0, |_| 28)
+}
+
+/// Writes the `event`, `id` and `retry` lines of an event (in the order of mcp-jsonrpc's SSE
+/// codec). Event types and ids are single-line: anything after a line break is dropped.
+fn put_head(out: &mut BytesMut, id: Option<&str>, event: Option<&str>, retry: Option<Duration>) {
+    let first_line = |s: &str| s.split(['\n', '\r']).next().unwrap_or("").len();
+    if let Some(kind) = event {
+        out.put_slice(b"event: ");
+        out.put_slice(&kind.as_bytes()[..first_line(kind)]);
+        out.put_u8(b'\n');
+    }
+    if let Some(id) = id {
+        out.put_slice(b"id: ");
+        out.put_slice(&id.as_bytes()[..first_line(id)]);
+        out.put_u8(b'\n');
+    }
+    if let Some(retry) = retry {
+        let ms = u64::try_from(retry.as_millis()).unwrap_or(u64::MAX);
+        out.put_slice(b"retry: ");
+        out.put_slice(ms.to_string().as_bytes());
+        out.put_u8(b'\n');
+    }
+}
+
+/// Writes `data` as `data:` lines: `\r\n`, `\r` and `\n` each end a line, which decoders
+/// join again with `\n`. JSON never has a raw line break inside a string, so a message
+/// (pretty-printed raw params included) is unchanged.
+fn put_data(out: &mut BytesMut, data: &[u8]) {
+    let mut rest = data;
+    loop {
+        out.put_slice(b"data: ");
+        match memchr::memchr2(b'\n', b'\r', rest) {
+            Some(i) => {
+                out.put_slice(&rest[..i]);
+                out.put_u8(b'\n');
+                let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
+                rest = &rest[i + skip..];
+            }
+            None => {
+                out.put_slice(rest);
+                out.put_u8(b'\n');
+                break;
+            }
+        }
+    }
+    out.put_u8(b'\n');
+}
+
+/// Encodes one SSE event into one buffer, allocated once: each event is one body frame, so
+/// hyper writes it in one go. Data that is not UTF-8 (which the transport never produces) is
+/// made so, as an `text/event-stream` must be.
 pub(crate) fn encode_event(
     id: Option<&str>,
     event: Option<&str>,
     data: &[u8],
     retry: Option<Duration>,
 ) -> Bytes {
-    let mut e = SseEvent::new(String::from_utf8_lossy(data).into_owned());
-    e.id = id.map(str::to_owned);
-    e.event = event.map(str::to_owned);
-    e.retry = retry.map(|r| u64::try_from(r.as_millis()).unwrap_or(u64::MAX));
-    let mut out = BytesMut::with_capacity(data.len() + 48);
-    if let Err(err) = SseCodec::new().encode(&e, &mut out) {
-        tracing::error!(error = %err, "could not encode an SSE event");
-    }
+    let lossy;
+    let data = match std::str::from_utf8(data) {
+        Ok(_) => data,
+        Err(_) => {
+            lossy = String::from_utf8_lossy(data).into_owned();
+            lossy.as_bytes()
+        }
+    };
+    let breaks = memchr::memchr2_iter(b'\n', b'\r', data).count();
+    let mut out =
+        BytesMut::with_capacity(head_len(id, event, retry) + data.len() + 8 * (breaks + 1) + 1);
+    put_head(&mut out, id, event, retry);
+    put_data(&mut out, data);
     out.freeze()
 }
 
-/// The compact JSON of a message.
+/// Encodes a message as one SSE event, serialising it straight into the event's buffer (one
+/// allocation). Returns the event and the message's compact JSON, a view into the same
+/// buffer (for the event store).
+pub(crate) fn encode_message_event(
+    id: Option<&str>,
+    event: Option<&str>,
+    message: &Message,
+) -> (Bytes, Bytes) {
+    let mut out = BytesMut::with_capacity(head_len(id, event, None) + 8 + size_hint(message));
+    put_head(&mut out, id, event, None);
+    out.put_slice(b"data: ");
+    let start = out.len();
+    if let Err(e) = message.encode_into(&mut out) {
+        tracing::error!(error = %e, "could not encode an outbound message");
+    }
+    let end = out.len();
+    if memchr::memchr2(b'\n', b'\r', &out[start..end]).is_some() {
+        // Line breaks inside raw values (pretty-printed params): split them over lines.
+        let data = Bytes::copy_from_slice(&out[start..end]);
+        return (encode_event(id, event, &data, None), data);
+    }
+    out.put_slice(b"\n\n");
+    let event = out.freeze();
+    let data = event.slice(start..end);
+    (event, data)
+}
+
+/// A close upper estimate of a message's compact JSON size, so that encoding allocates once.
+fn size_hint(message: &Message) -> usize {
+    const ENVELOPE: usize = 64;
+    let raw = |r: Option<&serde_json::value::RawValue>| r.map_or(0, |r| r.get().len());
+    ENVELOPE
+        + match message {
+            Message::Request(r) => id_len(Some(&r.id)) + r.method.len() + raw(r.params.as_deref()),
+            Message::Notification(n) => n.method.len() + raw(n.params.as_deref()),
+            Message::Response(r) => {
+                id_len(r.id.as_ref())
+                    + match &r.result {
+                        Ok(v) => v.get().len(),
+                        Err(e) => e.message.len() + raw(e.data.as_deref()) + 16,
+                    }
+            }
+        }
+}
+
+fn id_len(id: Option<&Id>) -> usize {
+    match id {
+        Some(Id::String(s)) => s.len() + 2,
+        _ => 20,
+    }
+}
+
+/// The compact JSON of a message, in one allocation.
 pub(crate) fn message_bytes(message: &Message) -> Bytes {
-    let mut buf = BytesMut::new();
+    let mut buf = BytesMut::with_capacity(size_hint(message));
     if let Err(e) = message.encode_into(&mut buf) {
         // Raw values are already valid JSON, so this only happens for a broken Serialize impl.
         tracing::error!(error = %e, "could not encode an outbound message");
@@ -218,6 +329,82 @@ pub(crate) fn http_error(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_jsonrpc::codec::{SseCodec, SseEvent};
+    use tokio_util::codec::Encoder;
+
+    /// The event as mcp-jsonrpc's SSE codec writes it.
+    fn codec_event(
+        id: Option<&str>,
+        event: Option<&str>,
+        data: &[u8],
+        retry: Option<u64>,
+    ) -> Vec<u8> {
+        let mut e = SseEvent::new(String::from_utf8_lossy(data).into_owned());
+        e.id = id.map(str::to_owned);
+        e.event = event.map(str::to_owned);
+        e.retry = retry;
+        let mut out = BytesMut::new();
+        SseCodec::new().encode(&e, &mut out).unwrap();
+        out.to_vec()
+    }
+
+    #[test]
+    fn events_match_the_sse_codec_in_one_allocation() {
+        let datas: [&[u8]; 9] = [
+            b"",
+            b"{}",
+            b"a\nb",
+            b"a\r\nb",
+            b"a\rb",
+            b"\n",
+            b"\r\n\r\n",
+            b"x\r\r\ny\n",
+            b"caf\xc3\xa9 \xff",
+        ];
+        for data in datas {
+            for (id, event, retry) in [
+                (None, None, None),
+                (Some("3-4"), None, Some(1500)),
+                (Some("1\n2"), Some("message"), None),
+            ] {
+                let ours = encode_event(id, event, data, retry.map(Duration::from_millis));
+                assert_eq!(
+                    ours.to_vec(),
+                    codec_event(id, event, data, retry),
+                    "{data:?} {id:?} {event:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn message_events_carry_the_compact_json_once() {
+        let params = serde_json::value::RawValue::from_string("{\"a\": [1,\n 2]}".into()).unwrap();
+        let messages = [
+            Message::Response(mcp_jsonrpc::Response::success(
+                Id::Number(7),
+                serde_json::value::RawValue::from_string("{\"x\":\"y\"}".into()).unwrap(),
+            )),
+            Message::Response(mcp_jsonrpc::Response::error(
+                Some(Id::String("q\"1".into())),
+                ErrorObject::new(-32000, "bad \"thing\""),
+            )),
+            Message::Request(mcp_jsonrpc::Request {
+                id: Id::Number(1),
+                method: "tools/call".into(),
+                params: Some(params),
+            }),
+        ];
+        for m in &messages {
+            let json = message_bytes(m);
+            for (id, event) in [(None, None), (Some("0-9"), Some("message"))] {
+                let (bytes, data) = encode_message_event(id, event, m);
+                assert_eq!(data, json);
+                assert_eq!(bytes.to_vec(), codec_event(id, event, &json, None));
+            }
+            assert!(json.len() <= size_hint(m), "{json:?}");
+        }
+    }
 
     #[test]
     fn encodes_events() {

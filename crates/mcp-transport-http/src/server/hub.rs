@@ -22,7 +22,7 @@ use mcp_jsonrpc::{
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, PollSender};
 
-use super::body::{encode_event, message_bytes};
+use super::body::{encode_event, encode_message_event, message_bytes};
 use super::config::HttpServerConfig;
 use super::store::EventStore;
 
@@ -161,6 +161,8 @@ pub(crate) enum Posted {
 
 pub(crate) struct Hub {
     pub kind: HubKind,
+    /// The identity of the principal that created the session (with an authenticator).
+    owner: Option<String>,
     config: Arc<HttpServerConfig>,
     inbound: Mutex<Option<mpsc::Sender<Result<Incoming, TransportError>>>>,
     commands: mpsc::UnboundedSender<Command>,
@@ -189,7 +191,11 @@ fn inbound_stream(
 impl Hub {
     /// Creates a hub and its connection; the caller hands the connection to the server and the
     /// hub starts its pump.
-    pub(crate) fn new(kind: HubKind, config: Arc<HttpServerConfig>) -> (Arc<Hub>, Connection) {
+    pub(crate) fn new(
+        kind: HubKind,
+        config: Arc<HttpServerConfig>,
+        owner: Option<String>,
+    ) -> (Arc<Hub>, Connection) {
         let (in_tx, in_rx) = mpsc::channel(config.inbound_capacity);
         let (out_tx, out_rx) = mpsc::channel::<Outbound>(config.inbound_capacity);
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
@@ -205,6 +211,7 @@ impl Hub {
         );
         let hub = Arc::new(Hub {
             kind,
+            owner,
             config,
             inbound: Mutex::new(Some(in_tx)),
             commands: cmd_tx,
@@ -237,6 +244,16 @@ impl Hub {
             HubKind::Session { store, .. } => store.as_ref(),
             _ => None,
         }
+    }
+
+    /// Whether a request made by `identity` (`None` without an authenticator) may use this
+    /// hub's session.
+    pub(crate) fn owned_by(&self, identity: Option<&str>) -> bool {
+        self.owner.as_deref() == identity
+    }
+
+    pub(crate) fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -419,8 +436,15 @@ impl Hub {
             // Ordered before the requests' frames: the pump opens the stream right away.
             let _ = self.commands.send(Command::StartSse(*key));
         }
-        for m in outgoing {
-            let mut extensions = base.clone();
+        let count = outgoing.len();
+        let mut base = Some(base);
+        for (i, m) in outgoing.into_iter().enumerate() {
+            // The last message takes the base itself: a single-message POST copies nothing.
+            let mut extensions = if i + 1 == count {
+                base.take().unwrap_or_default()
+            } else {
+                base.clone().unwrap_or_default()
+            };
             if let (Message::Request(r), HubKind::Session { .. }) = (&m, &self.kind) {
                 extensions.insert(super::SseStreamControl {
                     hub: Arc::downgrade(self),
@@ -542,7 +566,9 @@ impl Hub {
         Some((key.parse().ok()?, seq.parse().ok()?))
     }
 
-    fn encode(&self, key: u64, slot: &mut Slot, data: Bytes, jobs: &mut Vec<Job>) -> Bytes {
+    /// Encodes a message as an event of stream `key` (one allocation), queueing its store
+    /// append when the stream is resumable.
+    fn encode(&self, key: u64, slot: &mut Slot, message: &Message, jobs: &mut Vec<Job>) -> Bytes {
         let event = if matches!(self.kind, HubKind::Legacy { .. }) {
             Some("message")
         } else {
@@ -551,14 +577,12 @@ impl Hub {
         if slot.resumable {
             let seq = slot.seq;
             slot.seq += 1;
-            jobs.push(Job {
-                key,
-                seq,
-                data: data.clone(),
-            });
-            encode_event(Some(&Self::event_id(key, seq)), event, &data, None)
+            let (bytes, data) =
+                encode_message_event(Some(&Self::event_id(key, seq)), event, message);
+            jobs.push(Job { key, seq, data });
+            bytes
         } else {
-            encode_event(None, event, &data, None)
+            encode_message_event(None, event, message).0
         }
     }
 
@@ -591,7 +615,7 @@ impl Hub {
             first.push(self.priming(key, slot, jobs));
         }
         for m in &collected {
-            first.push(self.encode(key, slot, message_bytes(m), jobs));
+            first.push(self.encode(key, slot, m, jobs));
         }
         let delivered = reply.is_some_and(|r| r.send(Decision::Sse { first, rx }).is_ok());
         slot.mode = if delivered {
@@ -712,8 +736,7 @@ impl Hub {
                 }
                 self.start_sse(priming, key, slot, &mut jobs);
             }
-            let data = message_bytes(&message);
-            let event = self.encode(key, slot, data, &mut jobs);
+            let event = self.encode(key, slot, &message, &mut jobs);
             match &mut slot.mode {
                 Mode::Live(tx) => match tx.try_send(event) {
                     Ok(()) => {}

@@ -32,6 +32,7 @@
 // per refused request, so boxing it would only add an allocation.
 #![allow(clippy::result_large_err)]
 
+mod auth;
 mod body;
 mod config;
 mod hub;
@@ -43,6 +44,7 @@ mod store;
 
 use std::sync::Arc;
 
+pub use auth::{AuthFuture, Authenticator};
 pub use body::HttpBody;
 pub use config::{HostPolicy, HttpServerConfig, LegacySsePaths, ResponseMode};
 pub use security::LocalAddr;

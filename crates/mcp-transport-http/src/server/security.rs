@@ -15,8 +15,9 @@ pub struct LocalAddr(pub SocketAddr);
 
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
-/// Splits `host[:port]` (with bracketed IPv6) into a lower-case host and an optional port.
-fn split_authority(authority: &str) -> Option<(String, Option<&str>)> {
+/// Splits `host[:port]` (with bracketed IPv6) into a host and an optional port, both slices of
+/// the input (hosts compare case-insensitively).
+fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
     let authority = authority.trim();
     if authority.is_empty() || authority.contains(['/', '@', ' ']) {
         return None;
@@ -40,7 +41,7 @@ fn split_authority(authority: &str) -> Option<(String, Option<&str>)> {
     {
         return None;
     }
-    Some((host.to_ascii_lowercase(), port))
+    Some((host, port))
 }
 
 /// Whether `authority` (`host[:port]`) matches `entry` (`host` = any port, `host:port` = exact).
@@ -50,7 +51,7 @@ fn matches_entry(authority: &str, entry: &str) -> bool {
     else {
         return false;
     };
-    host == want_host && want_port.is_none_or(|p| Some(p) == port)
+    host.eq_ignore_ascii_case(want_host) && want_port.is_none_or(|p| Some(p) == port)
 }
 
 fn is_loopback_authority(authority: &str) -> bool {
@@ -58,11 +59,11 @@ fn is_loopback_authority(authority: &str) -> bool {
 }
 
 /// The request's authority: the `Host` header, or the URI's authority (HTTP/2).
-fn request_authority(parts: &Parts) -> Option<String> {
+fn request_authority(parts: &Parts) -> Option<&str> {
     if let Some(host) = parts.headers.get(HOST) {
-        return host.to_str().ok().map(str::to_owned);
+        return host.to_str().ok();
     }
-    parts.uri.authority().map(|a| a.as_str().to_owned())
+    parts.uri.authority().map(|a| a.as_str())
 }
 
 /// The effective policy for this request: `Auto` resolves by the listener's address.
@@ -88,7 +89,7 @@ fn effective<'a>(config: &'a HttpServerConfig, parts: &Parts) -> Effective<'a> {
 pub(crate) fn check(config: &HttpServerConfig, parts: &Parts) -> Result<(), String> {
     let policy = effective(config, parts);
     let authority = request_authority(parts);
-    match (&policy, authority.as_deref()) {
+    match (&policy, authority) {
         (Effective::Any, _) => {}
         (_, None) => return Err("missing Host header".into()),
         (Effective::Loopback, Some(a)) if !is_loopback_authority(a) => {
@@ -105,7 +106,7 @@ pub(crate) fn check(config: &HttpServerConfig, parts: &Parts) -> Result<(), Stri
     let origin = origin
         .to_str()
         .map_err(|_| "the Origin header is not visible ASCII".to_owned())?;
-    if origin_allowed(config, &policy, origin, authority.as_deref()) {
+    if origin_allowed(config, &policy, origin, authority) {
         Ok(())
     } else {
         Err(format!("origin {origin:?} is not allowed"))
@@ -134,10 +135,14 @@ fn origin_allowed(
     match policy {
         Effective::Loopback => is_loopback_authority(origin_authority),
         Effective::List(list) => list.iter().any(|e| matches_entry(origin_authority, e)),
-        Effective::Any => host.is_some_and(|h| {
-            split_authority(h).map(|(h, p)| (h, p.map(str::to_owned)))
-                == split_authority(origin_authority).map(|(h, p)| (h, p.map(str::to_owned)))
-        }),
+        Effective::Any => {
+            host.is_some_and(
+                |h| match (split_authority(h), split_authority(origin_authority)) {
+                    (Some((h, p)), Some((oh, op))) => h.eq_ignore_ascii_case(oh) && p == op,
+                    _ => false,
+                },
+            )
+        }
     }
 }
 

@@ -20,6 +20,7 @@ use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Inbound, Message, codes};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::auth::{Auth, Authenticator, Granted};
 use super::body::{self, HttpBody, SseBody, encode_event};
 use super::config::{HttpServerConfig, ResponseMode};
 use super::hub::{AttachError, Decision, Hub, HubKind, PostError, Posted, STANDALONE, SlotGuard};
@@ -46,6 +47,7 @@ pub struct StreamableHttpServiceBuilder {
     config: HttpServerConfig,
     event_store: Option<Arc<dyn EventStore>>,
     session_store: Arc<dyn SessionStore>,
+    auth: Option<Auth>,
 }
 
 impl std::fmt::Debug for StreamableHttpServiceBuilder {
@@ -81,6 +83,18 @@ impl StreamableHttpServiceBuilder {
         self
     }
 
+    /// Protects the endpoint: every request to it (POST, the GET stream, DELETE, the
+    /// 2024-11-05 endpoints) must pass `authenticator` before its body is read or a session is
+    /// looked up, each message is checked with [`Authenticator::authorize`], the principal goes
+    /// into the extensions of every message, and a session answers only the identity that
+    /// created it (another gets `404`, as if the session did not exist). What the
+    /// authenticator serves publicly (the OAuth protected resource metadata, with
+    /// `mcp_auth::ResourceServer`) is answered without credentials.
+    pub fn auth<A: Authenticator>(mut self, authenticator: A) -> Self {
+        self.auth = Some(Auth::new(authenticator));
+        self
+    }
+
     /// Builds the service.
     pub fn build(self) -> StreamableHttpService {
         StreamableHttpService {
@@ -89,6 +103,7 @@ impl StreamableHttpServiceBuilder {
                 serve: self.serve,
                 event_store: self.event_store,
                 session_store: self.session_store,
+                auth: self.auth,
                 sessions: Mutex::default(),
                 shared: Mutex::default(),
                 shutting_down: CancellationToken::new(),
@@ -122,6 +137,7 @@ struct Inner {
     serve: ServeFn,
     event_store: Option<Arc<dyn EventStore>>,
     session_store: Arc<dyn SessionStore>,
+    auth: Option<Auth>,
     sessions: Mutex<HashMap<String, Arc<Hub>>>,
     shared: Mutex<Option<Arc<Hub>>>,
     shutting_down: CancellationToken,
@@ -147,20 +163,15 @@ fn accepts(parts: &Parts) -> Accepts {
         sse: false,
     };
     for item in value.to_str().unwrap_or("").split(',') {
-        let media = item
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match media.as_str() {
-            "*/*" => {
-                a.json = true;
-                a.sse = true;
-            }
-            "application/json" | "application/*" => a.json = true,
-            "text/event-stream" | "text/*" => a.sse = true,
-            _ => {}
+        let media = item.split(';').next().unwrap_or("").trim();
+        let is = |name: &str| media.eq_ignore_ascii_case(name);
+        if is("*/*") {
+            a.json = true;
+            a.sse = true;
+        } else if is("application/json") || is("application/*") {
+            a.json = true;
+        } else if is("text/event-stream") || is("text/*") {
+            a.sse = true;
         }
     }
     a
@@ -197,7 +208,9 @@ fn header_size(parts: &Parts) -> usize {
         .iter()
         .map(|(k, v)| k.as_str().len() + v.len() + 4)
         .sum::<usize>()
-        + parts.uri.to_string().len()
+        + parts.uri.scheme_str().map_or(0, |s| s.len() + 3)
+        + parts.uri.authority().map_or(0, |a| a.as_str().len())
+        + parts.uri.path_and_query().map_or(1, |p| p.as_str().len())
 }
 
 /// Reads a body up to `limit` bytes.
@@ -271,6 +284,27 @@ fn parse_post(bytes: &[u8], max_batch: usize) -> Result<Posting, Response<HttpBo
     }
 }
 
+/// Which endpoint a request is for.
+#[derive(Clone, Copy)]
+enum Route {
+    /// The 2024-11-05 SSE stream.
+    LegacySse,
+    /// The 2024-11-05 message endpoint.
+    LegacyMessages,
+    /// The Streamable HTTP endpoint.
+    Mcp,
+}
+
+/// The identity of a granted request, if any.
+fn identity(granted: Option<&Granted>) -> Option<&str> {
+    granted.map(Granted::identity)
+}
+
+/// The extensions every message of a request starts from: the principal, when authenticated.
+fn base_extensions(granted: Option<&Granted>) -> Extensions {
+    granted.map(Granted::extensions).unwrap_or_default()
+}
+
 /// How a dispatched POST is answered.
 struct Dispatch {
     sse_allowed: bool,
@@ -292,6 +326,7 @@ impl StreamableHttpService {
             config: HttpServerConfig::default(),
             event_store: Some(Arc::new(InMemoryEventStore::default())),
             session_store: Arc::new(InMemorySessionStore::default()),
+            auth: None,
         }
     }
 
@@ -341,7 +376,7 @@ impl StreamableHttpService {
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let inner = &self.inner;
         let config = &inner.config;
         if inner.shutting_down.is_cancelled() {
@@ -360,35 +395,43 @@ impl StreamableHttpService {
             tracing::warn!(%reason, "request refused by the Host/Origin check");
             return error_status(StatusCode::FORBIDDEN, format!("Forbidden: {reason}"));
         }
+        if let Some(response) = inner.auth.as_ref().and_then(|a| a.public_response(&parts)) {
+            return response;
+        }
         let path = parts.uri.path();
-        if let Some(legacy) = &config.legacy_sse {
-            if path == legacy.sse {
-                return match parts.method {
-                    Method::GET => inner.legacy_open(&parts),
-                    _ => method_not_allowed("GET"),
-                };
-            }
-            if path == legacy.messages.split('?').next().unwrap_or_default()
-                || legacy
-                    .messages
-                    .split_once("://")
-                    .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
-                    .is_some_and(|p| p == path)
+        let route = match &config.legacy_sse {
+            Some(legacy) if path == legacy.sse => Route::LegacySse,
+            Some(legacy)
+                if path == legacy.messages.split('?').next().unwrap_or_default()
+                    || legacy
+                        .messages
+                        .split_once("://")
+                        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+                        .is_some_and(|p| p == path) =>
             {
-                return match parts.method {
-                    Method::POST => inner.legacy_post(parts, body).await,
-                    _ => method_not_allowed("POST"),
-                };
+                Route::LegacyMessages
             }
-        }
-        if config.path.as_deref().is_some_and(|p| p != path) {
-            return error_status(StatusCode::NOT_FOUND, "Not found");
-        }
-        match parts.method {
-            Method::POST => inner.post(parts, body).await,
-            Method::GET => inner.get(parts).await,
-            Method::DELETE => inner.delete(&parts),
-            _ => method_not_allowed("GET, POST, DELETE"),
+            _ if config.path.as_deref().is_some_and(|p| p != path) => {
+                return error_status(StatusCode::NOT_FOUND, "Not found");
+            }
+            _ => Route::Mcp,
+        };
+        let granted = match &inner.auth {
+            Some(auth) => match auth.authenticate(&mut parts).await {
+                Ok(g) => Some(g),
+                Err(response) => return response,
+            },
+            None => None,
+        };
+        match (route, parts.method.clone()) {
+            (Route::LegacySse, Method::GET) => inner.legacy_open(&parts, granted.as_ref()),
+            (Route::LegacySse, _) => method_not_allowed("GET"),
+            (Route::LegacyMessages, Method::POST) => inner.legacy_post(parts, body, granted).await,
+            (Route::LegacyMessages, _) => method_not_allowed("POST"),
+            (Route::Mcp, Method::POST) => inner.post(parts, body, granted).await,
+            (Route::Mcp, Method::GET) => inner.get(parts, granted.as_ref()).await,
+            (Route::Mcp, Method::DELETE) => inner.delete(&parts, granted.as_ref()),
+            (Route::Mcp, _) => method_not_allowed("GET, POST, DELETE"),
         }
     }
 }
@@ -425,11 +468,19 @@ impl Inner {
         }
     }
 
-    fn session(&self, id: &str) -> Option<Arc<Hub>> {
+    /// The live session `id`, if `identity` may use it. A session of another identity is
+    /// reported as absent: the specification's session-hijacking mitigation keys sessions by
+    /// `<user_id>:<session_id>`, under which another user's session id finds nothing (`404`).
+    fn session(&self, id: &str, identity: Option<&str>) -> Option<Arc<Hub>> {
         let mut sessions = self.lock_sessions();
         let hub = sessions.get(id)?.clone();
         if hub.is_closed() {
             sessions.remove(id);
+            return None;
+        }
+        if !hub.owned_by(identity) {
+            drop(sessions);
+            tracing::warn!(session = %id, "a session id was used by another principal: refused");
             return None;
         }
         Some(hub)
@@ -439,6 +490,7 @@ impl Inner {
     fn create_session(
         self: &Arc<Self>,
         make: impl FnOnce(String) -> HubKind,
+        owner: Option<&str>,
     ) -> Result<Arc<Hub>, Response<HttpBody>> {
         let Some(id) = new_session_id() else {
             return Err(error_status(
@@ -458,18 +510,24 @@ impl Inner {
                     "too many sessions",
                 ));
             }
-            let (hub, connection) = Hub::new(make(id.clone()), self.config.clone());
+            let (hub, connection) = Hub::new(
+                make(id.clone()),
+                self.config.clone(),
+                owner.map(str::to_owned),
+            );
             sessions.insert(id.clone(), hub.clone());
             (hub, connection)
         };
         self.spawn_server(connection);
         self.ensure_reaper();
         let store = self.session_store.clone();
+        let owner = owner.map(str::to_owned);
         tokio::spawn(async move {
             let record = SessionRecord {
                 id,
                 protocol_version: None,
                 created_at: SystemTime::now(),
+                owner,
             };
             if let Err(e) = store.create(record).await {
                 tracing::warn!(error = %e, "could not record a session");
@@ -483,7 +541,7 @@ impl Inner {
         if let Some(hub) = shared.as_ref().filter(|h| !h.is_closed()) {
             return hub.clone();
         }
-        let (hub, connection) = Hub::new(HubKind::Shared, self.config.clone());
+        let (hub, connection) = Hub::new(HubKind::Shared, self.config.clone(), None);
         *shared = Some(hub.clone());
         drop(shared);
         self.spawn_server(connection);
@@ -541,7 +599,12 @@ impl Inner {
         }
     }
 
-    async fn post<B>(self: &Arc<Self>, parts: Parts, body: B) -> Response<HttpBody>
+    async fn post<B>(
+        self: &Arc<Self>,
+        parts: Parts,
+        body: B,
+        granted: Option<Granted>,
+    ) -> Response<HttpBody>
     where
         B: Body + Send + 'static,
         B::Data: Send,
@@ -577,6 +640,12 @@ impl Inner {
             Ok(p) => p,
             Err(r) => return r,
         };
+        if let Some(g) = &granted {
+            if let Err(r) = g.authorize(&posting.messages) {
+                return r;
+            }
+        }
+        let granted = granted.as_ref();
         let mode = self.config.response_mode;
         let dispatch = |map_status| Dispatch {
             sse_allowed: accept.sse && mode != ResponseMode::Json,
@@ -594,50 +663,47 @@ impl Inner {
                     "Bad Request: this server does not use sessions",
                 );
             }
-            let hub = match self.session(&sid) {
+            let hub = match self.session(&sid, identity(granted)) {
                 Some(h) if matches!(h.kind, HubKind::Session { .. }) => h,
                 _ => return session_not_found(),
             };
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
             }
-            let mut base = Extensions::new();
+            let mut base = base_extensions(granted);
             base.insert(SessionId(sid));
             base.insert(parts);
             return self.dispatch(&hub, posting, base, dispatch(false)).await.0;
         }
-        let inbound_view = match posting.messages.as_slice() {
-            [m] if !posting.batch => Inbound::Single(m.clone()),
-            _ => Inbound::Batch(Vec::new()),
+        let single = match posting.messages.as_slice() {
+            [m] if !posting.batch => Some(m),
+            _ => None,
         };
-        if stateless::is_stateless(&parts, &inbound_view) {
-            let Inbound::Single(message) = inbound_view else {
+        if stateless::is_stateless(&parts, single) {
+            let Some(message) = single else {
                 return body::http_error(
                     StatusCode::BAD_REQUEST,
                     codes::INVALID_REQUEST,
                     "Invalid request: batches are not allowed in this protocol revision",
                 );
             };
-            let params = match stateless::validate(&self.config, &parts, &message) {
+            let params = match stateless::validate(&self.config, &parts, message) {
                 Ok(p) => p,
                 Err(r) => return r,
             };
             let hub = self.shared_hub();
-            let mut base = Extensions::new();
+            let mut base = base_extensions(granted);
             base.insert(params);
             base.insert(parts);
             return self.dispatch(&hub, posting, base, dispatch(true)).await.0;
         }
-        let is_initialize = matches!(
-            &inbound_view,
-            Inbound::Single(Message::Request(r)) if r.method == "initialize"
-        );
+        let is_initialize = matches!(single, Some(Message::Request(r)) if r.method == "initialize");
         if !self.config.stateful {
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
             }
             let hub = self.shared_hub();
-            let mut base = Extensions::new();
+            let mut base = base_extensions(granted);
             base.insert(parts);
             return self.dispatch(&hub, posting, base, dispatch(false)).await.0;
         }
@@ -650,17 +716,20 @@ impl Inner {
         if let Err(r) = self.check_session_version(&parts) {
             return r;
         }
-        let hub = match self.create_session(|id| HubKind::Session {
-            id,
-            store: self.event_store.clone(),
-        }) {
+        let hub = match self.create_session(
+            |id| HubKind::Session {
+                id,
+                store: self.event_store.clone(),
+            },
+            identity(granted),
+        ) {
             Ok(h) => h,
             Err(r) => return r,
         };
         let Some(sid) = hub.session_id().map(str::to_owned) else {
             return error_status(StatusCode::INTERNAL_SERVER_ERROR, "session without id");
         };
-        let mut base = Extensions::new();
+        let mut base = base_extensions(granted);
         base.insert(SessionId(sid.clone()));
         base.insert(parts);
         let (mut response, failed) = self.dispatch(&hub, posting, base, dispatch(false)).await;
@@ -675,6 +744,7 @@ impl Inner {
         }
         if let Some(version) = hub.protocol_version() {
             let store = self.session_store.clone();
+            let owner = hub.owner().map(str::to_owned);
             tokio::spawn(async move {
                 let record = match store.load(&sid).await {
                     Ok(Some(mut r)) => {
@@ -685,6 +755,7 @@ impl Inner {
                         id: sid,
                         protocol_version: Some(version),
                         created_at: SystemTime::now(),
+                        owner,
                     },
                 };
                 if let Err(e) = store.update(record).await {
@@ -793,7 +864,7 @@ impl Inner {
         }
     }
 
-    async fn get(self: &Arc<Self>, parts: Parts) -> Response<HttpBody> {
+    async fn get(self: &Arc<Self>, parts: Parts, granted: Option<&Granted>) -> Response<HttpBody> {
         if !self.config.stateful || !self.config.get_stream {
             return method_not_allowed("POST, DELETE");
         }
@@ -813,7 +884,7 @@ impl Inner {
             }
             Err(()) => return session_not_found(),
         };
-        let hub = match self.session(&sid) {
+        let hub = match self.session(&sid, identity(granted)) {
             Some(h) if matches!(h.kind, HubKind::Session { .. }) => h,
             _ => return session_not_found(),
         };
@@ -872,7 +943,7 @@ impl Inner {
         }
     }
 
-    fn delete(&self, parts: &Parts) -> Response<HttpBody> {
+    fn delete(&self, parts: &Parts, granted: Option<&Granted>) -> Response<HttpBody> {
         if !self.config.stateful || !self.config.allow_delete {
             return method_not_allowed("GET, POST");
         }
@@ -889,7 +960,11 @@ impl Inner {
         let hub = {
             let mut sessions = self.lock_sessions();
             match sessions.get(&sid) {
-                Some(h) if matches!(h.kind, HubKind::Session { .. }) && !h.is_closed() => {
+                Some(h)
+                    if matches!(h.kind, HubKind::Session { .. })
+                        && !h.is_closed()
+                        && h.owned_by(identity(granted)) =>
+                {
                     sessions.remove(&sid)
                 }
                 _ => None,
@@ -905,7 +980,11 @@ impl Inner {
         }
     }
 
-    fn legacy_open(self: &Arc<Self>, parts: &Parts) -> Response<HttpBody> {
+    fn legacy_open(
+        self: &Arc<Self>,
+        parts: &Parts,
+        granted: Option<&Granted>,
+    ) -> Response<HttpBody> {
         let Some(paths) = &self.config.legacy_sse else {
             return error_status(StatusCode::NOT_FOUND, "Not found");
         };
@@ -915,7 +994,7 @@ impl Inner {
                 "Not Acceptable: text/event-stream",
             );
         }
-        let hub = match self.create_session(|id| HubKind::Legacy { id }) {
+        let hub = match self.create_session(|id| HubKind::Legacy { id }, identity(granted)) {
             Ok(h) => h,
             Err(r) => return r,
         };
@@ -948,7 +1027,12 @@ impl Inner {
         ))
     }
 
-    async fn legacy_post<B>(self: &Arc<Self>, parts: Parts, body: B) -> Response<HttpBody>
+    async fn legacy_post<B>(
+        self: &Arc<Self>,
+        parts: Parts,
+        body: B,
+        granted: Option<Granted>,
+    ) -> Response<HttpBody>
     where
         B: Body + Send + 'static,
         B::Data: Send,
@@ -966,7 +1050,7 @@ impl Inner {
                 "Bad Request: sessionId is required",
             );
         };
-        let hub = match self.session(&sid) {
+        let hub = match self.session(&sid, identity(granted.as_ref())) {
             Some(h) if matches!(h.kind, HubKind::Legacy { .. }) => h,
             _ => return session_not_found(),
         };
@@ -978,8 +1062,13 @@ impl Inner {
             Ok(p) => p,
             Err(r) => return r,
         };
+        if let Some(g) = &granted {
+            if let Err(r) = g.authorize(&posting.messages) {
+                return r;
+            }
+        }
         let _busy = hub.busy();
-        let mut base = Extensions::new();
+        let mut base = base_extensions(granted.as_ref());
         base.insert(SessionId(sid));
         base.insert(parts);
         // Invalid batch elements are answered on the SSE stream, like everything else.

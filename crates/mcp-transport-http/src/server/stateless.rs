@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use http::request::Parts;
 use http::{HeaderMap, Response, StatusCode};
-use mcp_jsonrpc::{ErrorObject, Inbound, Message, codes};
+use mcp_jsonrpc::{ErrorObject, Message, codes};
 use serde_json::{Map, Value};
 
 use super::McpParamHeaders;
@@ -56,14 +56,15 @@ fn envelope(message: &Message) -> Option<Envelope> {
 
 /// Whether a POST without a session belongs to the stateless path: a request whose `_meta`
 /// names a protocol version, or an `MCP-Protocol-Version` header that is not a session-era one.
-pub(crate) fn is_stateless(parts: &Parts, inbound: &Inbound) -> bool {
+/// `single` is the POST's message when it is not a batch.
+pub(crate) fn is_stateless(parts: &Parts, single: Option<&Message>) -> bool {
     if let Ok(Some(v)) = header(&parts.headers, PROTOCOL_VERSION) {
         if !SESSION_ERA.contains(&v) {
             return true;
         }
     }
-    match inbound {
-        Inbound::Single(m @ Message::Request(_)) => envelope(m)
+    match single {
+        Some(m @ Message::Request(_)) => envelope(m)
             .and_then(|e| e.meta)
             .is_some_and(|meta| meta.contains_key(META_PROTOCOL_VERSION)),
         _ => false,
@@ -275,23 +276,26 @@ mod tests {
 
     #[test]
     fn classification() {
-        let discover = Inbound::Single(request("server/discover", json!({"_meta": meta()})));
-        assert!(is_stateless(&parts(&[]), &discover));
-        let plain = Inbound::Single(request("tools/list", json!({})));
-        assert!(!is_stateless(&parts(&[]), &plain));
+        let discover = request("server/discover", json!({"_meta": meta()}));
+        assert!(is_stateless(&parts(&[]), Some(&discover)));
+        let plain = request("tools/list", json!({}));
+        assert!(!is_stateless(&parts(&[]), Some(&plain)));
         assert!(!is_stateless(
             &parts(&[("mcp-protocol-version", "2025-11-25")]),
-            &plain
+            Some(&plain)
         ));
         assert!(is_stateless(
             &parts(&[("mcp-protocol-version", "v999.0.0")]),
-            &plain
+            Some(&plain)
         ));
-        let progress_only = Inbound::Single(request(
-            "tools/list",
-            json!({"_meta": {"progressToken": 1}}),
+        let progress_only = request("tools/list", json!({"_meta": {"progressToken": 1}}));
+        assert!(!is_stateless(&parts(&[]), Some(&progress_only)));
+        // A batch is classified by its headers only.
+        assert!(!is_stateless(&parts(&[]), None));
+        assert!(is_stateless(
+            &parts(&[("mcp-protocol-version", "2026-07-28")]),
+            None
         ));
-        assert!(!is_stateless(&parts(&[]), &progress_only));
     }
 
     #[test]

@@ -224,6 +224,10 @@ pub struct SessionRecord {
     pub protocol_version: Option<String>,
     /// When the session was created.
     pub created_at: SystemTime,
+    /// The identity of the principal that created the session, when the service has an
+    /// authenticator ([`Authenticator::identity`](super::Authenticator::identity)); the
+    /// session answers no one else.
+    pub owner: Option<String>,
 }
 
 /// A registry of stateful sessions.

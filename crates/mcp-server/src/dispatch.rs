@@ -1,0 +1,301 @@
+//! Routing of one request to the [`ServerHandler`](crate::ServerHandler), independent of how
+//! the revision and the client were learned (a session's `initialize`, or the request itself).
+//!
+//! Params are decoded once from the raw JSON into the method's `mcp-types` params type; the
+//! result is projected to the request's revision with the generated [`Project`] trait and
+//! encoded once.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::methods::{self, MethodKind};
+use mcp_types::{
+    CallToolRequestParams, CompleteRequestParams, ContentBlock, EmptyResult,
+    GetPromptRequestParams, Meta, PaginatedRequestParams, ProgressToken, Project, ProtocolVersion,
+    ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{ClientChannel, ClientScope, RequestContext};
+use crate::handler::Request;
+use crate::server::Server;
+
+/// Who a request comes from and how to reach them: the per-request value dispatch works from.
+pub(crate) struct Origin<'a> {
+    /// The revision, client info and capabilities that apply to this request.
+    pub(crate) scope: Arc<ClientScope>,
+    /// How handler contexts reach the client.
+    pub(crate) channel: Arc<dyn ClientChannel>,
+    /// Fires when the request is cancelled or the connection closes.
+    pub(crate) cancel: CancellationToken,
+    /// The session's resource subscriptions (`None` where there is no session).
+    pub(crate) subscriptions: Option<&'a Mutex<HashSet<String>>>,
+}
+
+/// Encodes a result for `version`: projected, then serialized once.
+pub(crate) fn encode<T: Serialize + Project>(
+    mut value: T,
+    version: ProtocolVersion,
+) -> Result<Box<RawValue>, ErrorObject> {
+    value.project(version);
+    mcp_jsonrpc::to_raw(&value).map_err(ErrorObject::internal_error)
+}
+
+/// `{}`.
+pub(crate) fn empty() -> Result<Box<RawValue>, ErrorObject> {
+    mcp_jsonrpc::to_raw(&EmptyResult::default()).map_err(ErrorObject::internal_error)
+}
+
+/// Decodes params (absent params decode as `{}`); failures are `-32602`.
+fn params<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, ErrorObject> {
+    serde_json::from_str(raw.map_or("{}", RawValue::get)).map_err(ErrorObject::invalid_params)
+}
+
+/// Replaces a content block the revision lacks by a text block saying what it was, so the
+/// client still learns something (an audio block for 2024-11-05, a resource link before
+/// 2025-06-18). Which blocks exist in which revision comes from the generated model.
+pub(crate) fn degrade(block: &mut ContentBlock, version: ProtocolVersion) {
+    if block.available_in(version) {
+        return;
+    }
+    let text = match block {
+        ContentBlock::Audio(a) => format!(
+            "[{} content omitted: audio is not supported by protocol revision {version}]",
+            a.mime_type
+        ),
+        ContentBlock::ResourceLink(l) => format!("{}: {}", l.name, l.uri),
+        _ => format!("[content omitted: not supported by protocol revision {version}]"),
+    };
+    *block = ContentBlock::text(text);
+}
+
+fn progress_token(meta: Option<&Meta>) -> Option<ProgressToken> {
+    match meta?.get("progressToken")? {
+        serde_json::Value::String(s) => Some(ProgressToken::String(s.clone())),
+        serde_json::Value::Number(n) => n.as_i64().map(ProgressToken::Integer),
+        _ => None,
+    }
+}
+
+/// The `_meta` of raw params of a custom method, if it is an object with one.
+fn raw_meta(raw: Option<&RawValue>) -> Option<Meta> {
+    #[derive(serde::Deserialize)]
+    struct WithMeta {
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+    }
+    serde_json::from_str::<WithMeta>(raw?.get()).ok()?.meta
+}
+
+/// Whether `method` lies in one of the protocol's namespaces (`tools/`, `notifications/`,
+/// ...; taken from every method any revision defines): such a method that the revision lacks
+/// is not found rather than routed to [`ServerHandler::custom`](crate::ServerHandler::custom).
+fn in_protocol_namespace(method: &str) -> bool {
+    let Some((prefix, _)) = method.split_once('/') else {
+        return false;
+    };
+    methods::all()
+        .iter()
+        .any(|m| m.name.split_once('/').is_some_and(|(p, _)| p == prefix))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Routes one request (anything but `initialize`) of a client whose revision is known.
+pub(crate) async fn dispatch(
+    server: &Server,
+    origin: Origin<'_>,
+    request: Request,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let Request {
+        id,
+        method,
+        params: raw,
+        extensions,
+        ..
+    } = request;
+    let version = origin.scope.version;
+    match methods::lookup(&method) {
+        Some(info) => {
+            let callable = info.kind == MethodKind::Request
+                && info.sender.client()
+                && info.available_in(version);
+            if !callable {
+                return Err(ErrorObject::method_not_found(&method));
+            }
+        }
+        None if in_protocol_namespace(&method) => {
+            return Err(ErrorObject::method_not_found(&method));
+        }
+        None => {}
+    }
+    let Origin {
+        scope,
+        channel,
+        cancel,
+        subscriptions,
+    } = origin;
+    let extensions = Arc::new(extensions);
+    let cx = |meta: Option<&Meta>| RequestContext {
+        scope: Arc::clone(&scope),
+        channel: Arc::clone(&channel),
+        request_id: id.clone(),
+        progress_token: progress_token(meta),
+        cancel: cancel.clone(),
+        extensions: Arc::clone(&extensions),
+        uri: None,
+        server: server.clone(),
+    };
+    let h = &*server.inner.handler;
+    let raw = raw.as_deref();
+    match method.as_str() {
+        "ping" => empty(),
+        "logging/setLevel" => {
+            let p: SetLevelRequestParams = params(raw)?;
+            scope.log.set(p.level);
+            empty()
+        }
+        "tools/list" => {
+            let p: PaginatedRequestParams = params(raw)?;
+            let cx = cx(p.meta.as_ref());
+            encode(h.list_tools(p, cx).await?, version)
+        }
+        "tools/call" => {
+            let p: CallToolRequestParams = params(raw)?;
+            let cx = cx(p.meta.as_ref());
+            let mut result = h.call_tool(p, cx).await?;
+            for block in &mut result.content {
+                degrade(block, version);
+            }
+            encode(result, version)
+        }
+        "resources/list" => {
+            let p: PaginatedRequestParams = params(raw)?;
+            let cx = cx(p.meta.as_ref());
+            encode(h.list_resources(p, cx).await?, version)
+        }
+        "resources/templates/list" => {
+            let p: PaginatedRequestParams = params(raw)?;
+            let cx = cx(p.meta.as_ref());
+            encode(h.list_resource_templates(p, cx).await?, version)
+        }
+        "resources/read" => {
+            let p: ReadResourceRequestParams = params(raw)?;
+            let cx = cx(p.meta.as_ref());
+            encode(h.read_resource(p, cx).await?, version)
+        }
+        "resources/subscribe" => {
+            let Some(subscriptions) = subscriptions else {
+                return Err(ErrorObject::method_not_found(&method));
+            };
+            let p: SubscribeRequestParams = params(raw)?;
+            let cx = cx(p.meta.as_ref());
+            let uri = p.uri.clone();
+            h.subscribe(p, cx).await?;
+            lock(subscriptions).insert(uri);
+            empty()
+        }
+        "resources/unsubscribe" => {
+            let Some(subscriptions) = subscriptions else {
+                return Err(ErrorObject::method_not_found(&method));
+            };
+            let p: UnsubscribeRequestParams = params(raw)?;
+            lock(subscriptions).remove(&p.uri);
+            let cx = cx(p.meta.as_ref());
+            h.unsubscribe(p, cx).await?;
+            empty()
+        }
+        "prompts/list" => {
+            let p: PaginatedRequestParams = params(raw)?;
+            let cx = cx(p.meta.as_ref());
+            encode(h.list_prompts(p, cx).await?, version)
+        }
+        "prompts/get" => {
+            let p: GetPromptRequestParams = params(raw)?;
+            let cx = cx(p.meta.as_ref());
+            let mut result = h.get_prompt(p, cx).await?;
+            for message in &mut result.messages {
+                degrade(&mut message.content, version);
+            }
+            encode(result, version)
+        }
+        "completion/complete" => {
+            let p: CompleteRequestParams = params(raw)?;
+            let cx = cx(p.meta.as_ref());
+            encode(h.complete(p, cx).await?, version)
+        }
+        _ if methods::lookup(&method).is_some() => {
+            // A protocol method this server does not serve (tasks, for example).
+            Err(ErrorObject::method_not_found(&method))
+        }
+        _ => {
+            let meta = raw_meta(raw);
+            let cx = cx(meta.as_ref());
+            let params = raw.map(ToOwned::to_owned);
+            h.custom(method, params, cx).await
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ext::ContentBlockExt;
+
+    #[test]
+    fn content_a_revision_lacks_degrades_to_text() {
+        let mut audio = ContentBlock::audio([0], "audio/wav");
+        degrade(&mut audio, ProtocolVersion::V2024_11_05);
+        assert!(
+            audio
+                .as_text()
+                .is_some_and(|t| t.contains("audio/wav") && t.contains("2024-11-05"))
+        );
+        let mut audio = ContentBlock::audio([0], "audio/wav");
+        degrade(&mut audio, ProtocolVersion::V2025_03_26);
+        assert!(matches!(audio, ContentBlock::Audio(_)));
+        let mut link = ContentBlock::resource_link("file:///a", "a");
+        degrade(&mut link, ProtocolVersion::V2025_03_26);
+        assert_eq!(link.as_text(), Some("a: file:///a"));
+        let mut link = ContentBlock::resource_link("file:///a", "a");
+        degrade(&mut link, ProtocolVersion::V2025_06_18);
+        assert!(matches!(link, ContentBlock::ResourceLink(_)));
+    }
+
+    #[test]
+    fn protocol_namespaces_come_from_the_method_table() {
+        assert!(in_protocol_namespace("tools/frobnicate"));
+        assert!(in_protocol_namespace("notifications/whatever"));
+        assert!(!in_protocol_namespace("mcp/initialize"));
+        assert!(!in_protocol_namespace("acme/search"));
+        assert!(!in_protocol_namespace("ping"));
+    }
+
+    #[test]
+    fn progress_tokens_are_strings_or_integers() {
+        let mut meta = Meta::new();
+        meta.insert("progressToken".into(), serde_json::json!("p-1"));
+        assert_eq!(
+            progress_token(Some(&meta)),
+            Some(ProgressToken::String("p-1".into()))
+        );
+        meta.insert("progressToken".into(), serde_json::json!(7));
+        assert_eq!(progress_token(Some(&meta)), Some(ProgressToken::Integer(7)));
+        meta.insert("progressToken".into(), serde_json::json!(1.5));
+        assert_eq!(progress_token(Some(&meta)), None);
+        assert_eq!(
+            raw_meta(Some(
+                &*mcp_jsonrpc::to_raw(&serde_json::json!({"_meta": {"a": 1}})).unwrap()
+            ))
+            .map(|m| m.len()),
+            Some(1)
+        );
+    }
+}

@@ -1,0 +1,481 @@
+//! This process's stdin and stdout as async byte streams.
+//!
+//! On Unix, when a stream is a pipe or a stream socket (the usual case: a client launched this
+//! server with pipes), it is duplicated, switched to non-blocking mode and registered with Tokio's
+//! reactor, so reads and writes are plain `read(2)`/`write(2)` calls woken by epoll/kqueue.
+//! Otherwise (a terminal, a regular file, `/dev/null`, other platforms) it goes through
+//! [`tokio::io::stdin`]/[`tokio::io::stdout`], which run every read and write on Tokio's blocking
+//! thread pool: correct for anything, but a thread hop per operation.
+//!
+//! # `O_NONBLOCK` is shared
+//!
+//! The non-blocking flag belongs to the *open file description*, not to the descriptor, so it is
+//! seen by every descriptor and every process sharing that description:
+//!
+//! * child processes that inherit this process's stdin or stdout (a `Command` with inherited stdio)
+//!   see a non-blocking pipe and may fail with `EAGAIN` (`WouldBlock`) where they expect to block;
+//! * code in this process that reads `std::io::stdin()` or writes `std::io::stdout()` directly
+//!   (`println!`) may get `WouldBlock` errors; a server must not write to stdout anyway;
+//! * when the description is shared with another process (a socket handed over by a supervisor
+//!   such as inetd, a pipe the parent also uses), that process sees the flag too while we run.
+//!
+//! A pipe created for this process by its client (the normal way to launch a stdio server) is
+//! shared with nobody, so none of this matters there. Terminals are never switched, because the
+//! terminal's description is shared with the shell. The flag is restored when the last stream
+//! using a description is dropped; a process that exits without dropping them (for example through
+//! [`std::process::exit`]) leaves it set. [`IoMode::BlockingPool`] avoids the switch entirely.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// How [`stdio()`](crate::stdio) and [`stdio_streams()`] perform I/O on stdin and stdout.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IoMode {
+    /// Pipes and stream sockets are made non-blocking and driven by Tokio's reactor (Unix only);
+    /// anything else uses the blocking thread pool. The default.
+    #[default]
+    Auto,
+    /// Always use Tokio's blocking thread pool ([`tokio::io::stdin`], [`tokio::io::stdout`]),
+    /// leaving the file status flags untouched.
+    BlockingPool,
+}
+
+/// Which path a stream took; see [`StdinStream::is_reactor_driven`].
+#[derive(Debug)]
+enum Kind<R, B> {
+    #[cfg_attr(not(unix), allow(dead_code))]
+    Reactor(R),
+    Blocking(B),
+}
+
+/// This process's stdin as an [`AsyncRead`]; see [`stdio_streams()`].
+#[derive(Debug)]
+pub struct StdinStream {
+    inner: Kind<imp::Reader, tokio::io::Stdin>,
+}
+
+/// This process's stdout as an [`AsyncWrite`]; see [`stdio_streams()`].
+///
+/// Writes are unbuffered on the reactor path; wrap it in a [`tokio::io::BufWriter`] when writing
+/// many small pieces (the framed connection of [`stdio()`](crate::stdio) already writes whole
+/// frames).
+#[derive(Debug)]
+pub struct StdoutStream {
+    inner: Kind<imp::Writer, tokio::io::Stdout>,
+}
+
+impl StdinStream {
+    /// True when reads are `read(2)` calls woken by the reactor (stdin is a pipe or a stream
+    /// socket), false when they run on the blocking thread pool.
+    pub fn is_reactor_driven(&self) -> bool {
+        matches!(self.inner, Kind::Reactor(_))
+    }
+}
+
+impl StdoutStream {
+    /// True when writes are `write(2)` calls woken by the reactor (stdout is a pipe or a stream
+    /// socket), false when they run on the blocking thread pool.
+    pub fn is_reactor_driven(&self) -> bool {
+        matches!(self.inner, Kind::Reactor(_))
+    }
+}
+
+/// This process's stdin and stdout as async streams, with the default [`IoMode::Auto`].
+///
+/// Must be called inside a Tokio runtime with I/O enabled. The [module documentation](self)
+/// explains the non-blocking mode used for pipes and sockets, and when it matters. Use this with
+/// APIs that take a reader and a writer; [`stdio()`](crate::stdio) builds a connection on it.
+pub fn stdio_streams() -> (StdinStream, StdoutStream) {
+    stdio_streams_with(IoMode::Auto)
+}
+
+/// [`stdio_streams()`] with an explicit [`IoMode`].
+pub fn stdio_streams_with(mode: IoMode) -> (StdinStream, StdoutStream) {
+    let stdin = match mode {
+        IoMode::Auto => imp::reader(),
+        IoMode::BlockingPool => None,
+    };
+    let stdout = match mode {
+        IoMode::Auto => imp::writer(),
+        IoMode::BlockingPool => None,
+    };
+    let stdin = StdinStream {
+        inner: stdin.map_or_else(|| Kind::Blocking(tokio::io::stdin()), Kind::Reactor),
+    };
+    let stdout = StdoutStream {
+        inner: stdout.map_or_else(|| Kind::Blocking(tokio::io::stdout()), Kind::Reactor),
+    };
+    tracing::debug!(
+        stdin_reactor = stdin.is_reactor_driven(),
+        stdout_reactor = stdout.is_reactor_driven(),
+        "stdio streams"
+    );
+    (stdin, stdout)
+}
+
+impl AsyncRead for StdinStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match &mut self.inner {
+            Kind::Reactor(r) => Pin::new(r).poll_read(cx, buf),
+            Kind::Blocking(b) => Pin::new(b).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for StdoutStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.inner {
+            Kind::Reactor(w) => Pin::new(w).poll_write(cx, buf),
+            Kind::Blocking(b) => Pin::new(b).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.inner {
+            Kind::Reactor(w) => Pin::new(w).poll_write_vectored(cx, bufs),
+            Kind::Blocking(b) => Pin::new(b).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match &self.inner {
+            Kind::Reactor(w) => w.is_write_vectored(),
+            Kind::Blocking(b) => b.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.inner {
+            Kind::Reactor(w) => Pin::new(w).poll_flush(cx),
+            Kind::Blocking(b) => Pin::new(b).poll_flush(cx),
+        }
+    }
+
+    /// Flushes. Stdout stays open: it is shared with the rest of the process.
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.inner {
+            Kind::Reactor(w) => Pin::new(w).poll_flush(cx),
+            Kind::Blocking(b) => Pin::new(b).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(unix)]
+mod imp {
+    //! Reactor-driven duplicates of fd 0 and fd 1.
+
+    use std::io;
+    use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+    use std::pin::Pin;
+    use std::sync::{Mutex, PoisonError};
+    use std::task::{Context, Poll};
+
+    use rustix::fs::{FileType, OFlags};
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+    use tokio::net::UnixStream;
+    use tokio::net::unix::pipe;
+
+    /// A non-blocking duplicate of stdin.
+    #[derive(Debug)]
+    pub(super) struct Reader {
+        io: ReadIo,
+        // Declared after `io`, so the descriptor is deregistered before the flag is restored.
+        _flag: FlagGuard,
+    }
+
+    #[derive(Debug)]
+    enum ReadIo {
+        Pipe(pipe::Receiver),
+        Socket(UnixStream),
+    }
+
+    /// A non-blocking duplicate of stdout.
+    #[derive(Debug)]
+    pub(super) struct Writer {
+        io: WriteIo,
+        _flag: FlagGuard,
+    }
+
+    #[derive(Debug)]
+    enum WriteIo {
+        Pipe(pipe::Sender),
+        Socket(UnixStream),
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Endpoint {
+        Pipe,
+        Socket,
+    }
+
+    pub(super) fn reader() -> Option<Reader> {
+        let stdin = std::io::stdin();
+        let (fd, flag, endpoint) = prepare(stdin.as_fd())?;
+        let io = match endpoint {
+            Endpoint::Pipe => pipe::Receiver::from_owned_fd(fd).map(ReadIo::Pipe),
+            Endpoint::Socket => socket(fd).map(ReadIo::Socket),
+        };
+        match io {
+            Ok(io) => Some(Reader { io, _flag: flag }),
+            Err(error) => {
+                tracing::debug!(%error, "stdin cannot be registered with the reactor");
+                None
+            }
+        }
+    }
+
+    pub(super) fn writer() -> Option<Writer> {
+        let stdout = std::io::stdout();
+        let (fd, flag, endpoint) = prepare(stdout.as_fd())?;
+        let io = match endpoint {
+            Endpoint::Pipe => pipe::Sender::from_owned_fd(fd).map(WriteIo::Pipe),
+            Endpoint::Socket => socket(fd).map(WriteIo::Socket),
+        };
+        match io {
+            Ok(io) => Some(Writer { io, _flag: flag }),
+            Err(error) => {
+                tracing::debug!(%error, "stdout cannot be registered with the reactor");
+                None
+            }
+        }
+    }
+
+    fn socket(fd: OwnedFd) -> io::Result<UnixStream> {
+        // Reading and writing a stream socket are the same calls whatever its address family;
+        // only `read`, `write` and readiness are used.
+        UnixStream::from_std(std::os::unix::net::UnixStream::from(fd))
+    }
+
+    /// Classifies `fd`; for a pipe or a stream socket, duplicates it and switches the
+    /// description to non-blocking mode.
+    fn prepare(fd: BorrowedFd<'_>) -> Option<(OwnedFd, FlagGuard, Endpoint)> {
+        let stat = rustix::fs::fstat(fd).ok()?;
+        let endpoint = match FileType::from_raw_mode(stat.st_mode) {
+            FileType::Fifo => Endpoint::Pipe,
+            FileType::Socket => {
+                let kind = rustix::net::sockopt::socket_type(fd).ok()?;
+                if kind != rustix::net::SocketType::STREAM {
+                    return None;
+                }
+                Endpoint::Socket
+            }
+            _ => return None,
+        };
+        let dup = match fd.try_clone_to_owned() {
+            Ok(dup) => dup,
+            Err(error) => {
+                tracing::debug!(%error, "duplicating a stdio descriptor failed");
+                return None;
+            }
+        };
+        let key = Key {
+            dev: stat.st_dev as u64,
+            ino: stat.st_ino as u64,
+            access: rustix::fs::fcntl_getfl(&dup).ok()? & OFlags::RWMODE,
+        };
+        let guard = match FlagGuard::acquire(&dup, key) {
+            Ok(guard) => guard,
+            Err(error) => {
+                tracing::debug!(%error, "setting O_NONBLOCK on a stdio descriptor failed");
+                return None;
+            }
+        };
+        Some((dup, guard, endpoint))
+    }
+
+    /// Identifies an open file description as well as user space can: a socket has exactly one;
+    /// the two ends of a pipe differ in access mode.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct Key {
+        dev: u64,
+        ino: u64,
+        access: OFlags,
+    }
+
+    #[derive(Debug)]
+    struct Entry {
+        key: Key,
+        users: usize,
+        /// The description was blocking before we switched it.
+        restore: bool,
+    }
+
+    /// Descriptions this process switched to non-blocking mode, with their users.
+    static SWITCHED: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+    /// Holds a description in non-blocking mode; the last guard of a description restores it.
+    #[derive(Debug)]
+    struct FlagGuard {
+        key: Key,
+        /// A duplicate kept for restoring the flag after the stream's descriptor is closed.
+        fd: OwnedFd,
+    }
+
+    impl FlagGuard {
+        fn acquire(fd: &OwnedFd, key: Key) -> io::Result<FlagGuard> {
+            let mut switched = SWITCHED.lock().unwrap_or_else(PoisonError::into_inner);
+            let flags = rustix::fs::fcntl_getfl(fd)?;
+            let was_blocking = !flags.contains(OFlags::NONBLOCK);
+            if was_blocking {
+                rustix::fs::fcntl_setfl(fd, flags | OFlags::NONBLOCK)?;
+            }
+            let own = fd.try_clone()?;
+            match switched.iter_mut().find(|e| e.key == key) {
+                Some(entry) => {
+                    entry.users += 1;
+                    entry.restore |= was_blocking;
+                }
+                None => switched.push(Entry {
+                    key,
+                    users: 1,
+                    restore: was_blocking,
+                }),
+            }
+            Ok(FlagGuard { key, fd: own })
+        }
+    }
+
+    impl Drop for FlagGuard {
+        fn drop(&mut self) {
+            let mut switched = SWITCHED.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(at) = switched.iter().position(|e| e.key == self.key) else {
+                return;
+            };
+            switched[at].users -= 1;
+            if switched[at].users > 0 {
+                return;
+            }
+            let entry = switched.swap_remove(at);
+            if entry.restore {
+                let restored = rustix::fs::fcntl_getfl(&self.fd)
+                    .and_then(|flags| rustix::fs::fcntl_setfl(&self.fd, flags - OFlags::NONBLOCK));
+                if let Err(error) = restored {
+                    tracing::debug!(%error, "restoring blocking mode on a stdio descriptor failed");
+                }
+            }
+        }
+    }
+
+    impl AsyncRead for Reader {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            match &mut self.io {
+                ReadIo::Pipe(p) => Pin::new(p).poll_read(cx, buf),
+                ReadIo::Socket(s) => Pin::new(s).poll_read(cx, buf),
+            }
+        }
+    }
+
+    impl AsyncWrite for Writer {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            match &mut self.io {
+                WriteIo::Pipe(p) => Pin::new(p).poll_write(cx, buf),
+                WriteIo::Socket(s) => Pin::new(s).poll_write(cx, buf),
+            }
+        }
+
+        fn poll_write_vectored(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            match &mut self.io {
+                WriteIo::Pipe(p) => Pin::new(p).poll_write_vectored(cx, bufs),
+                WriteIo::Socket(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            }
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            match &self.io {
+                WriteIo::Pipe(p) => p.is_write_vectored(),
+                WriteIo::Socket(s) => s.is_write_vectored(),
+            }
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            // Writes go straight to the descriptor.
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            // Never `shutdown(2)` a socket shared with the rest of the process.
+            Poll::Ready(Ok(()))
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod imp {
+    //! No reactor path: every stream uses the blocking thread pool.
+
+    use std::io;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+    #[derive(Debug)]
+    pub(super) enum Reader {}
+
+    #[derive(Debug)]
+    pub(super) enum Writer {}
+
+    pub(super) fn reader() -> Option<Reader> {
+        None
+    }
+
+    pub(super) fn writer() -> Option<Writer> {
+        None
+    }
+
+    impl AsyncRead for Reader {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            _buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            match *self {}
+        }
+    }
+
+    impl AsyncWrite for Writer {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            _buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            match *self {}
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            match *self {}
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            match *self {}
+        }
+    }
+}

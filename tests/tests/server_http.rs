@@ -1,0 +1,378 @@
+//! `Server::serve` behind the Streamable HTTP service, driven with raw HTTP requests over hyper
+//! (no SDK client): what a handler causes during a `tools/call` (progress, log messages, an
+//! elicitation request) travels on the SSE stream of that call's POST, and the transport's
+//! request extensions reach middleware and handlers.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use mcp_server::model::{Implementation, LoggingLevel};
+use mcp_server::{
+    BoxFuture, ErrorObject, Middleware, Next, NoArgs, Server, Tool, ToolContext, ToolError,
+};
+use mcp_transport_http::server::{HttpServerConfig, SessionId, StreamableHttpService};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Who the caller is, as the middleware read it from the HTTP request.
+#[derive(Debug, Clone)]
+struct Caller(String);
+
+/// Reads `X-Caller` from the HTTP request parts the transport attached, and hands it to the
+/// handlers as a typed extension.
+struct CallerFromHeader;
+
+impl Middleware for CallerFromHeader {
+    fn handle<'a>(
+        &'a self,
+        mut request: mcp_server::Request,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
+        Box::pin(async move {
+            let caller = request
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|p| p.headers.get("x-caller"))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            if let Some(caller) = caller {
+                request.extensions.insert(Caller(caller));
+            }
+            next.run(request).await
+        })
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Steps {
+    steps: u32,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    name: String,
+}
+
+fn server() -> Server {
+    Server::builder(Implementation::new("server-http-test", "1.0.0"))
+        .middleware(CallerFromHeader)
+        .tool(
+            Tool::new("slow"),
+            |cx: ToolContext, args: Steps| async move {
+                for i in 1..=args.steps {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    cx.progress(f64::from(i), Some(f64::from(args.steps)), None)
+                        .await;
+                    cx.log(LoggingLevel::Info, format!("step {i}")).await;
+                }
+                "done"
+            },
+        )
+        .tool(
+            Tool::new("ask"),
+            |cx: ToolContext, _args: NoArgs| async move {
+                match cx.elicit::<Name>("name", "Who are you?").await? {
+                    mcp_server::Elicitation::Accepted(n) => {
+                        Ok::<_, ToolError>(format!("hi {}", n.name))
+                    }
+                    _ => Ok("no answer".to_owned()),
+                }
+            },
+        )
+        .tool(
+            Tool::new("whoami"),
+            |cx: ToolContext, _args: NoArgs| async move {
+                let session = cx
+                    .extensions()
+                    .get::<SessionId>()
+                    .map(|s| s.0.clone())
+                    .unwrap_or_default();
+                let caller = cx
+                    .extensions()
+                    .get::<Caller>()
+                    .map(|c| c.0.clone())
+                    .unwrap_or_default();
+                format!("{caller}@{session}")
+            },
+        )
+        .build()
+        .unwrap()
+}
+
+struct Http {
+    addr: std::net::SocketAddr,
+    session: Option<String>,
+}
+
+/// One answer: its status, session header, and the JSON-RPC messages of its body (one for a
+/// JSON body, each event's data for an SSE body), read as they arrive.
+struct Answer {
+    status: StatusCode,
+    session: Option<String>,
+    sse: bool,
+    body: Incoming,
+    buffer: Vec<u8>,
+}
+
+impl Answer {
+    async fn next_message(&mut self) -> Option<Value> {
+        loop {
+            if self.sse
+                && let Some(end) = find(&self.buffer, b"\n\n")
+            {
+                let event: Vec<u8> = self.buffer.drain(..end + 2).collect();
+                let text = String::from_utf8(event).unwrap();
+                let data: Vec<&str> = text
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                let data = data.join("\n");
+                if data.trim().is_empty() {
+                    continue; // a priming event (an id for resumption) or a comment
+                }
+                return Some(serde_json::from_str(&data).unwrap());
+            }
+            let frame = tokio::time::timeout(WAIT, self.body.frame())
+                .await
+                .expect("the body moved on in time");
+            match frame {
+                Some(Ok(f)) => {
+                    if let Ok(data) = f.into_data() {
+                        self.buffer.extend_from_slice(&data);
+                    }
+                }
+                Some(Err(e)) => panic!("body failed: {e}"),
+                None => {
+                    if self.sse || self.buffer.is_empty() {
+                        return None;
+                    }
+                    let body = std::mem::take(&mut self.buffer);
+                    return Some(serde_json::from_slice(&body).unwrap());
+                }
+            }
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+impl Http {
+    async fn start(server: Server) -> Self {
+        let service = StreamableHttpService::builder(server.connection_handler())
+            .config(HttpServerConfig::default().path("/mcp"))
+            .build();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(service.serve_with_listener(listener, std::future::pending()));
+        Http {
+            addr,
+            session: None,
+        }
+    }
+
+    /// POSTs one message on a fresh connection.
+    async fn post(&self, message: Value, caller: Option<&str>) -> Answer {
+        let stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(format!("http://{}/mcp", self.addr))
+            .header("host", self.addr.to_string())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(caller) = caller {
+            request = request.header("x-caller", caller);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(message.to_string())))
+            .unwrap();
+        let response = tokio::time::timeout(WAIT, sender.send_request(request))
+            .await
+            .expect("answered in time")
+            .unwrap();
+        let sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        Answer {
+            status: response.status(),
+            session,
+            sse,
+            body: response.into_body(),
+            buffer: Vec::new(),
+        }
+    }
+
+    async fn initialize(&mut self, capabilities: Value) {
+        let mut answer = self
+            .post(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": capabilities,
+                    "clientInfo": {"name": "raw-http", "version": "1"}}}),
+                None,
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::OK);
+        self.session = answer.session.clone();
+        assert!(self.session.is_some(), "a session id");
+        let init = answer.next_message().await.unwrap();
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+        let ack = self
+            .post(
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                None,
+            )
+            .await;
+        assert_eq!(ack.status, StatusCode::ACCEPTED);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_logs_of_a_call_arrive_on_its_post_stream() {
+    let mut http = Http::start(server()).await;
+    http.initialize(json!({})).await;
+    let mut answer = http
+        .post(
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "slow", "arguments": {"steps": 3}, "_meta": {"progressToken": "p"}}}),
+            None,
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert!(
+        answer.sse,
+        "a call that reports progress is answered with SSE"
+    );
+    let mut progress = Vec::new();
+    let mut logs = 0;
+    let result = loop {
+        let m = answer
+            .next_message()
+            .await
+            .expect("the stream ends with the result");
+        match m["method"].as_str() {
+            Some("notifications/progress") => {
+                assert_eq!(m["params"]["progressToken"], "p");
+                progress.push(m["params"]["progress"].as_f64().unwrap());
+            }
+            Some("notifications/message") => logs += 1,
+            Some(other) => panic!("unexpected {other}"),
+            None => break m,
+        }
+    };
+    assert_eq!(progress, [1.0, 2.0, 3.0]);
+    assert_eq!(logs, 3);
+    assert_eq!(result["id"], 7);
+    assert_eq!(result["result"]["content"][0]["text"], "done");
+    assert!(answer.next_message().await.is_none(), "the stream ends");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_during_a_call_arrives_on_its_post_stream() {
+    let mut http = Http::start(server()).await;
+    http.initialize(json!({"elicitation": {}})).await;
+    let mut call = http
+        .post(
+            json!({"jsonrpc": "2.0", "id": "call-1", "method": "tools/call",
+                   "params": {"name": "ask", "arguments": {}}}),
+            None,
+        )
+        .await;
+    assert!(call.sse);
+    let ask = call.next_message().await.expect("the elicitation request");
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(ask["params"]["mode"], "form");
+    assert_eq!(
+        ask["params"]["requestedSchema"]["properties"]["name"]["type"],
+        "string"
+    );
+    // The answer goes in its own POST; the result comes on the call's stream.
+    let ack = http
+        .post(
+            json!({"jsonrpc": "2.0", "id": ask["id"], "result": {
+                "action": "accept", "content": {"name": "Ada"}}}),
+            None,
+        )
+        .await;
+    assert_eq!(ack.status, StatusCode::ACCEPTED);
+    let result = call.next_message().await.expect("the result");
+    assert_eq!(result["id"], "call-1");
+    assert_eq!(result["result"]["content"][0]["text"], "hi Ada");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_see_the_extensions_of_the_transport_and_of_middleware() {
+    let mut http = Http::start(server()).await;
+    http.initialize(json!({})).await;
+    let session = http.session.clone().unwrap();
+    let mut answer = http
+        .post(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "whoami", "arguments": {}}}),
+            Some("ada"),
+        )
+        .await;
+    let result = answer.next_message().await.unwrap();
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        format!("ada@{session}"),
+        "{result}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_each_get_their_own_logs_and_progress() {
+    let mut http = Http::start(server()).await;
+    http.initialize(json!({})).await;
+    let call = |id: i64, steps: u32| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "slow", "arguments": {"steps": steps}, "_meta": {"progressToken": id}}})
+    };
+    let (mut a, mut b) = tokio::join!(http.post(call(1, 4), None), http.post(call(2, 2), None));
+    async fn drain(answer: &mut Answer, id: i64) -> (usize, usize) {
+        let (mut progress, mut logs) = (0, 0);
+        loop {
+            let m = answer.next_message().await.expect("a result");
+            match m["method"].as_str() {
+                Some("notifications/progress") => {
+                    assert_eq!(m["params"]["progressToken"], id);
+                    progress += 1;
+                }
+                Some("notifications/message") => logs += 1,
+                Some(other) => panic!("unexpected {other}"),
+                None => {
+                    assert_eq!(m["id"], id);
+                    return (progress, logs);
+                }
+            }
+        }
+    }
+    let (ra, rb) = tokio::join!(drain(&mut a, 1), drain(&mut b, 2));
+    assert_eq!(ra, (4, 4));
+    assert_eq!(rb, (2, 2));
+}
