@@ -52,8 +52,6 @@ mod registry;
 mod schema;
 mod server;
 mod session;
-// Wired into request handling by the dual-era server; until then only the sealer is public.
-#[allow(dead_code)]
 mod stateless;
 pub mod uri_template;
 mod validate;
@@ -73,9 +71,10 @@ pub use ext::{
 pub use handler::{Middleware, Next, Request, ServerHandler, completion};
 pub use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Id, codes};
 pub use mcp_types::ProtocolVersion;
+pub use mcp_types::wire::CacheHint;
 pub use output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult, Structured};
 pub use registry::{NoArgs, Prompt, Resource, ResourceTemplate, Tool};
-pub use server::{Server, ServerBuilder, ServerOptions};
+pub use server::{CacheHints, Server, ServerBuilder, ServerOptions};
 pub use stateless::mrtr::InputRequired;
 pub use stateless::seal::{
     Binding, KeyError, RequestStateSealer, SealError, SealedState, SealingKey, StateError,

@@ -123,12 +123,18 @@ pub fn meta_of(params: Option<&Value>) -> Result<Option<&Meta>, MetaError> {
 /// session opened by it. A malformed stateless envelope is still stateless, so that
 /// [`RequestMeta::lift`] can answer it with the right error.
 pub fn era_of(method: &str, params: Option<&Value>) -> Era {
+    era_of_meta(method, params.and_then(|p| p.get("_meta")))
+}
+
+/// [`era_of`] from the `_meta` value alone (for callers that extract it without parsing the
+/// rest of the params).
+pub fn era_of_meta(method: &str, meta: Option<&Value>) -> Era {
     if let Some(info) = methods::lookup(method) {
         if info.revisions.iter().all(|v| v.era() == Era::Stateless) {
             return Era::Stateless;
         }
     }
-    match params.and_then(|p| p.get("_meta")) {
+    match meta {
         Some(Value::Object(meta))
             if meta.contains_key(META_PROTOCOL_VERSION)
                 || meta.contains_key(META_CLIENT_CAPABILITIES) =>

@@ -105,6 +105,21 @@ impl InputRequired {
     pub fn state_value(&self) -> Option<&Value> {
         self.state.as_ref()
     }
+
+    pub(crate) fn into_parts(self) -> (InputRequests, Option<Value>) {
+        (self.requests, self.state)
+    }
+}
+
+impl std::fmt::Display for InputRequired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("input required")?;
+        for (i, key) in self.requests.keys().enumerate() {
+            f.write_str(if i == 0 { ": " } else { ", " })?;
+            f.write_str(key)?;
+        }
+        Ok(())
+    }
 }
 
 /// Limits of multi round-trip requests.
@@ -165,9 +180,12 @@ pub(crate) enum Verdict {
 struct Run {
     asks: InputRequests,
     used: BTreeMap<String, Value>,
-    missing: BTreeSet<InputKind>,
+    /// Capabilities asked for and not declared, as paths (`sampling`, `elicitation.url`).
+    missing: BTreeSet<&'static str>,
     invalid: Option<String>,
     overflow: bool,
+    /// An [`InputRequired`] the handler returned (explicit layer).
+    explicit: Option<InputRequired>,
 }
 
 /// One multi round-trip request: the answers it arrived with and the asks of the current run.
@@ -182,6 +200,25 @@ pub(crate) struct Exchange {
     state: Option<Value>,
     round: u16,
     run: Mutex<Run>,
+}
+
+/// The capabilities named by paths (`sampling`, `elicitation.url`), as a client would declare
+/// them: `{"sampling": {}, "elicitation": {"url": {}}}`.
+fn required_capabilities(paths: &BTreeSet<&'static str>) -> ClientCapabilities {
+    let mut root = serde_json::Map::new();
+    for path in paths {
+        let mut node = &mut root;
+        for part in path.split('.') {
+            let entry = node
+                .entry(part)
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            let Value::Object(next) = entry else {
+                break;
+            };
+            node = next;
+        }
+    }
+    serde_json::from_value(Value::Object(root)).unwrap_or_default()
 }
 
 fn invalid_params(message: impl Into<String>) -> ErrorObject {
@@ -245,12 +282,8 @@ impl Exchange {
         self.run.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The capabilities the request declared.
-    pub(crate) fn capabilities(&self) -> &ClientCapabilities {
-        &self.capabilities
-    }
-
     /// Rounds of input this request has been through.
+    #[cfg(test)]
     pub(crate) fn round(&self) -> u16 {
         self.round
     }
@@ -269,7 +302,7 @@ impl Exchange {
         let kind = InputKind::of(&request);
         let mut run = self.run();
         if !kind.declared_by(&self.capabilities) {
-            run.missing.insert(kind);
+            run.missing.insert(kind.capability());
             return Ask::MissingCapability(kind);
         }
         if let Some(answer) = self.answer(key) {
@@ -316,9 +349,40 @@ impl Exchange {
         }
     }
 
+    /// Notes that the handler needed a client capability the request did not declare (a path
+    /// such as `sampling` or `elicitation.url`); if the handler then fails, the request fails
+    /// with `-32021` naming it.
+    pub(crate) fn missing_capability(&self, path: &'static str) {
+        self.run().missing.insert(path);
+    }
+
+    /// Records an [`InputRequired`] the handler returned (explicit layer). Two in one run are
+    /// merged.
+    pub(crate) fn suspend(&self, ask: InputRequired) {
+        let mut run = self.run();
+        match &mut run.explicit {
+            Some(previous) => {
+                previous.requests.extend(ask.requests);
+                if ask.state.is_some() {
+                    previous.state = ask.state;
+                }
+            }
+            None => run.explicit = Some(ask),
+        }
+    }
+
     /// Ends the run: what the request answers.
     pub(crate) fn finish(&self, outcome: HandlerOutcome, sealer: &RequestStateSealer) -> Verdict {
         let mut run = std::mem::take(&mut *self.run());
+        let outcome = match (run.explicit.take(), outcome) {
+            (Some(mut recorded), HandlerOutcome::InputRequired(ask)) => {
+                recorded.requests.extend(ask.requests);
+                recorded.state = ask.state.or(recorded.state);
+                HandlerOutcome::InputRequired(recorded)
+            }
+            (Some(recorded), _) => HandlerOutcome::InputRequired(recorded),
+            (None, outcome) => outcome,
+        };
         if let Some(message) = run.invalid {
             return Verdict::Error(invalid_params(message));
         }
@@ -338,7 +402,7 @@ impl Exchange {
                 if kind.declared_by(&self.capabilities) {
                     run.asks.insert(key.clone(), request.clone());
                 } else {
-                    run.missing.insert(kind);
+                    run.missing.insert(kind.capability());
                 }
             }
             if run.asks.len() > self.limits.max_asks {
@@ -355,14 +419,9 @@ impl Exchange {
                 HandlerOutcome::Failed | HandlerOutcome::InputRequired(_)
             );
             if failed && !run.missing.is_empty() {
-                let mut required = ClientCapabilities::default();
-                for kind in &run.missing {
-                    let caps = kind.required_capabilities();
-                    required.elicitation = required.elicitation.or(caps.elicitation);
-                    required.sampling = required.sampling.or(caps.sampling);
-                    required.roots = required.roots.or(caps.roots);
-                }
-                return Verdict::Error(wire::missing_capability(&required));
+                return Verdict::Error(wire::missing_capability(&required_capabilities(
+                    &run.missing,
+                )));
             }
             if explicit {
                 return Verdict::Error(internal(
@@ -701,6 +760,32 @@ mod tests {
             x.finish(HandlerOutcome::InputRequired(InputRequired::new()), &sealer()),
             Verdict::Error(e) if e.code == error_codes::INTERNAL_ERROR
         ));
+    }
+
+    #[test]
+    fn recorded_capabilities_and_explicit_asks() {
+        let x = open(caps(json!({"sampling": {}})), RetryInput::default()).unwrap();
+        x.missing_capability("sampling.tools");
+        x.missing_capability("elicitation.url");
+        let Verdict::Error(e) = x.finish(HandlerOutcome::Failed, &sealer()) else {
+            panic!("expected -32021")
+        };
+        assert_eq!(
+            e.data,
+            Some(
+                json!({"requiredCapabilities": {"elicitation": {"url": {}}, "sampling": {"tools": {}}}})
+            )
+        );
+        // An InputRequired recorded during the run wins over the handler's placeholder result.
+        let x = open(all_caps(), RetryInput::default()).unwrap();
+        x.suspend(InputRequired::new().roots("a"));
+        x.suspend(InputRequired::new().roots("b").state(json!(2)));
+        let r = input_required(x.finish(HandlerOutcome::Failed, &sealer()));
+        assert_eq!(r.input_requests.unwrap().len(), 2);
+        let opened = sealer()
+            .open(&r.request_state.unwrap(), &binding())
+            .unwrap();
+        assert_eq!(opened.state, Some(json!(2)));
     }
 
     #[test]
