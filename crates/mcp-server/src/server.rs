@@ -97,10 +97,7 @@ pub struct ServerOptions {
 /// use mcp_server::{CacheHint, CacheHints, ServerOptions, model::CacheScope};
 ///
 /// let mut options = ServerOptions::default();
-/// options.cache = CacheHints {
-///     tools: CacheHint::new(60_000, CacheScope::Public),
-///     ..CacheHints::default()
-/// };
+/// options.cache = CacheHints::default().tools(CacheHint::new(60_000, CacheScope::Public));
 /// # let _ = options;
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -119,6 +116,36 @@ pub struct CacheHints {
 }
 
 impl CacheHints {
+    /// With the hint of `server/discover`.
+    pub fn discover(mut self, hint: CacheHint) -> Self {
+        self.discover = hint;
+        self
+    }
+
+    /// With the hint of `tools/list`.
+    pub fn tools(mut self, hint: CacheHint) -> Self {
+        self.tools = hint;
+        self
+    }
+
+    /// With the hint of `prompts/list`.
+    pub fn prompts(mut self, hint: CacheHint) -> Self {
+        self.prompts = hint;
+        self
+    }
+
+    /// With the hint of `resources/list` and `resources/templates/list`.
+    pub fn resources(mut self, hint: CacheHint) -> Self {
+        self.resources = hint;
+        self
+    }
+
+    /// With the hint of `resources/read`.
+    pub fn resource_reads(mut self, hint: CacheHint) -> Self {
+        self.resource_reads = hint;
+        self
+    }
+
     /// The hint for a cacheable method's result.
     pub(crate) fn for_method(&self, method: &str) -> Option<CacheHint> {
         match method {

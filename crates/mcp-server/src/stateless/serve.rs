@@ -161,7 +161,7 @@ async fn call(
     server: &Server,
     rpc: &mcp_jsonrpc::RequestContext,
     request: Request,
-    params: Option<Value>,
+    mut params: Option<Value>,
     meta: RequestMeta,
 ) -> Result<Box<RawValue>, ErrorObject> {
     let inner = &server.inner;
@@ -170,8 +170,18 @@ async fn call(
     if !serves(&inner.handler.capabilities(), &method) {
         return Err(ErrorObject::method_not_found(&method));
     }
+    let mut request = request;
     let exchange = if wire::supports_input_required(&method, version) {
         let retry = RetryInput::lift(params.as_ref()).map_err(|e| rpc_error(e.to_error()))?;
+        if !retry.is_empty() {
+            // The exchange holds them now; the handler's params must not fail on answers the
+            // model types do not know (unknown keys are to be ignored).
+            if let Some(Value::Object(p)) = params.as_mut() {
+                p.remove("inputResponses");
+                p.remove("requestState");
+                request.params = Some(mcp_jsonrpc::to_raw(p).map_err(internal)?);
+            }
+        }
         let exchange = Exchange::open(
             &inner.sealer,
             binding(&method, params.as_ref()),
