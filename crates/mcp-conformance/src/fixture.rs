@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use mcp_server::InputRequired;
+use mcp_server::model::{ElicitRequestParams, InputResponse};
 use mcp_server::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -220,6 +222,199 @@ pub fn json_schema_2020_12() -> Value {
     })
 }
 
+// Tools of the stateless revision (2026-07-28): the diagnostics of `server-stateless` and the
+// multi round-trip (`input_required`) scenarios. The same handlers serve 2025-11-25 sessions,
+// where each ask is a real request to the client.
+
+fn form(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+/// Needs `sampling`: without it the call fails with `-32021` naming the capability.
+async fn missing_capability(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    if cx.client_supports(&["sampling"]) {
+        return Ok("The client declared sampling.".into());
+    }
+    let request = CreateMessageRequestParams::user_text("Say hello.", 10);
+    cx.sample("greeting", request).await?;
+    Ok("unreachable: sampling was not declared".into())
+}
+
+/// Logs at `info`: sent only when the request asked for a log level.
+async fn logging_tool(cx: ToolContext, _args: NoArgs) -> &'static str {
+    cx.log(LoggingLevel::Info, "Logging tool ran").await;
+    "Logging tool completed"
+}
+
+/// Adds and removes a temporary tool, so open subscriptions hear `tools/list_changed`.
+async fn trigger_tool_change(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    cx.server()
+        .add_tool(
+            Tool::new("test_temporary_tool").description("Exists for a moment"),
+            |_cx: ToolContext, _args: NoArgs| async { "temporary" },
+        )
+        .map_err(ToolError::execution)?;
+    cx.server().remove_tool("test_temporary_tool");
+    Ok("Tool list changed".into())
+}
+
+/// Adds and removes a temporary prompt, so open subscriptions hear `prompts/list_changed`.
+async fn trigger_prompt_change(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    cx.server()
+        .add_prompt(
+            Prompt::new("test_temporary_prompt").description("Exists for a moment"),
+            |_cx, _args: NoArgs| async { "temporary".to_owned() },
+        )
+        .map_err(ToolError::execution)?;
+    cx.server().remove_prompt("test_temporary_prompt");
+    Ok("Prompt list changed".into())
+}
+
+fn accepted_text(
+    answer: &Elicitation<serde_json::Map<String, Value>>,
+    field: &str,
+) -> Option<String> {
+    match answer {
+        Elicitation::Accepted(content) => content
+            .get(field)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)),
+        _ => None,
+    }
+}
+
+async fn input_elicitation(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    let schema = form(
+        json!({"name": {"type": "string", "description": "Your name"}}),
+        &["name"],
+    );
+    let answer = cx
+        .elicit_with_schema("user_name", "What is your name?", schema)
+        .await?;
+    Ok(match accepted_text(&answer, "name") {
+        Some(name) => format!("Hello, {name}!"),
+        None => "No name was given.".into(),
+    })
+}
+
+async fn input_sampling(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    let request = CreateMessageRequestParams::user_text("What is the capital of France?", 100);
+    let answer = cx.sample("sample_request", request).await?;
+    Ok(format!(
+        "The model said: {}",
+        answer.text().unwrap_or_else(|| "(no text)".into())
+    ))
+}
+
+async fn input_roots(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    let roots = cx.roots("roots").await?;
+    Ok(format!("Found {} root(s)", roots.len()))
+}
+
+async fn input_request_state(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    let schema = form(
+        json!({"ok": {"type": "boolean", "description": "Proceed?"}}),
+        &["ok"],
+    );
+    let answer = cx
+        .elicit_with_schema("confirm", "Confirm to continue", schema)
+        .await?;
+    Ok(match answer {
+        Elicitation::Accepted(content) if content.get("ok") == Some(&json!(true)) => {
+            "state-ok: confirmed".into()
+        }
+        _ => "state-ok: not confirmed".into(),
+    })
+}
+
+/// Asks for three inputs of three kinds at once, the explicit way.
+async fn input_multiple(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    let keys = ["user_name", "capital", "roots"];
+    let answered: Vec<InputResponse> = keys.iter().filter_map(|k| cx.input_response(k)).collect();
+    if answered.len() == keys.len() {
+        return Ok(format!("Received all {} inputs", answered.len()));
+    }
+    let elicit: ElicitRequestParams = serde_json::from_value(json!({
+        "mode": "form",
+        "message": "What is your name?",
+        "requestedSchema": form(json!({"name": {"type": "string"}}), &["name"]),
+    }))
+    .map_err(ToolError::execution)?;
+    let ask = InputRequired::new()
+        .elicit("user_name", elicit)
+        .sample(
+            "capital",
+            CreateMessageRequestParams::user_text("What is the capital of France?", 100),
+        )
+        .roots("roots")
+        .state(json!({"asked": keys}));
+    Err(ask.into())
+}
+
+async fn input_multi_round(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    let first = cx
+        .elicit_with_schema(
+            "step1",
+            "Step 1: your name?",
+            form(json!({"name": {"type": "string"}}), &["name"]),
+        )
+        .await?;
+    let second = cx
+        .elicit_with_schema(
+            "step2",
+            "Step 2: your city?",
+            form(json!({"city": {"type": "string"}}), &["city"]),
+        )
+        .await?;
+    Ok(format!(
+        "Done in three rounds: name={}, city={}",
+        accepted_text(&first, "name").unwrap_or_default(),
+        accepted_text(&second, "city").unwrap_or_default()
+    ))
+}
+
+/// Asks only for what the request's capabilities allow.
+async fn input_capabilities(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    let mut ask = InputRequired::new();
+    if let (Some(InputResponse::CreateMessage(_)), _) | (_, Some(InputResponse::Elicit(_))) =
+        (cx.input_response("sample"), cx.input_response("confirm"))
+    {
+        return Ok("Input received".into());
+    }
+    if cx.client_supports(&["sampling"]) {
+        ask = ask.sample(
+            "sample",
+            CreateMessageRequestParams::user_text("Summarize the request.", 50),
+        );
+    }
+    if cx.client_supports(&["elicitation"]) {
+        let elicit: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "form",
+            "message": "Confirm?",
+            "requestedSchema": form(json!({"ok": {"type": "boolean"}}), &["ok"]),
+        }))
+        .map_err(ToolError::execution)?;
+        ask = ask.elicit("confirm", elicit);
+    }
+    if ask.requests().is_empty() {
+        return Ok("The client offers no way to ask for input.".into());
+    }
+    Err(ask.into())
+}
+
+async fn input_prompt(cx: ToolContext, _args: NoArgs) -> Result<Vec<PromptMessage>, ToolError> {
+    let answer = cx
+        .elicit_with_schema(
+            "user_context",
+            "What context should the prompt use?",
+            form(json!({"context": {"type": "string"}}), &["context"]),
+        )
+        .await?;
+    let context = accepted_text(&answer, "context").unwrap_or_else(|| "none".into());
+    Ok(vec![PromptMessage::user(ContentBlock::text(format!(
+        "Use this context: {context}"
+    )))])
+}
+
 /// Builds the fixture server.
 ///
 /// # Errors
@@ -313,6 +508,71 @@ pub fn try_build() -> Result<Server, mcp_server::BuildError> {
                 format!("JSON Schema 2020-12 tool called with: {args}")
             },
         )
+        .tool(
+            Tool::new("test_missing_capability")
+                .description("Needs the client's sampling capability (-32021 without it)"),
+            missing_capability,
+        )
+        .tool(
+            Tool::new("test_streaming_elicitation")
+                .description("Answers without sending requests on the response stream"),
+            |_cx: ToolContext, _args: NoArgs| async { "Streaming elicitation check completed" },
+        )
+        .tool(
+            Tool::new("test_logging_tool")
+                .description("Logs at info level; silent unless the request asked for a log level"),
+            logging_tool,
+        )
+        .tool(
+            Tool::new("test_trigger_tool_change")
+                .description("Changes the tool list (notifications/tools/list_changed)"),
+            trigger_tool_change,
+        )
+        .tool(
+            Tool::new("test_trigger_prompt_change")
+                .description("Changes the prompt list (notifications/prompts/list_changed)"),
+            trigger_prompt_change,
+        )
+        .tool(
+            Tool::new("test_input_required_result_elicitation")
+                .description("Asks for the user's name (input_required with elicitation)"),
+            input_elicitation,
+        )
+        .tool(
+            Tool::new("test_input_required_result_sampling")
+                .description("Asks the client's model a question (input_required with sampling)"),
+            input_sampling,
+        )
+        .tool(
+            Tool::new("test_input_required_result_list_roots")
+                .description("Asks for the client's roots (input_required with roots/list)"),
+            input_roots,
+        )
+        .tool(
+            Tool::new("test_input_required_result_request_state")
+                .description("Asks for a confirmation and carries requestState"),
+            input_request_state,
+        )
+        .tool(
+            Tool::new("test_input_required_result_multiple_inputs")
+                .description("Asks for three inputs of three kinds at once"),
+            input_multiple,
+        )
+        .tool(
+            Tool::new("test_input_required_result_multi_round")
+                .description("Asks for input in two successive rounds"),
+            input_multi_round,
+        )
+        .tool(
+            Tool::new("test_input_required_result_tampered_state")
+                .description("Asks for the user's name; a modified requestState is refused"),
+            input_elicitation,
+        )
+        .tool(
+            Tool::new("test_input_required_result_capabilities")
+                .description("Asks only for the kinds of input the client declared"),
+            input_capabilities,
+        )
         .resource(
             Resource::new("test://static-text", "static-text")
                 .description("A static text resource for testing")
@@ -379,6 +639,11 @@ pub fn try_build() -> Result<Server, mcp_server::BuildError> {
                     PromptMessage::user(ContentBlock::text("Please analyze the image above.")),
                 ]
             },
+        )
+        .prompt(
+            Prompt::new("test_input_required_result_prompt")
+                .description("Asks for context before building the prompt (input_required)"),
+            input_prompt,
         )
         .prompt_completion("test_prompt_with_arguments", "arg1", |value, _context| async move {
             ["paris", "park", "party", "test", "testValue1"]

@@ -17,12 +17,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use mcp_jsonrpc::{Extensions, Id};
+use mcp_jsonrpc::{ErrorObject, Extensions, Id};
 use mcp_types::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams,
-    ElicitRequestURLParams, ElicitResultAction, Implementation, JsonObject, ListRootsResult,
-    LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams, ProgressToken,
-    Project, ProtocolVersion, Root,
+    ElicitRequestURLParams, ElicitResultAction, Implementation, InputResponse, JsonObject,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams,
+    ProgressToken, Project, ProtocolVersion, Root,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::CallError;
+use crate::stateless::mrtr::InputRequired;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -69,6 +70,34 @@ pub(crate) trait ClientChannel: Send + Sync + 'static {
 
     /// Sends a notification to the client about this request (progress, log messages).
     fn notify(&self, method: &'static str, params: Box<RawValue>) -> BoxFuture<'static, ()>;
+
+    /// Notes that the handler needed a client capability the request did not declare (a path:
+    /// `sampling`, `elicitation.url`). The stateless revision answers `-32021` if the handler
+    /// then fails; a session has nothing to do.
+    fn missing_capability(&self, _path: &'static str) {}
+
+    /// The client's answer under `key` to an [`InputRequired`] of an earlier round.
+    fn input_response(&self, key: &str) -> Option<InputResponse>;
+
+    /// The state the handler put in its last [`InputRequired`].
+    fn input_state(&self) -> Option<Value>;
+
+    /// Handles an [`InputRequired`] the handler returned: a session asks the client and asks for
+    /// a replay; the stateless revision records it and the request answers `input_required`.
+    fn input_required(
+        &self,
+        ask: InputRequired,
+        cancel: &CancellationToken,
+    ) -> BoxFuture<'static, Result<Resume, ErrorObject>>;
+}
+
+/// What to do after an [`InputRequired`] was handed to the channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resume {
+    /// The answers are in: run the handler again.
+    Replay,
+    /// The request ends here (it answers `input_required`).
+    Stop,
 }
 
 /// A log threshold; `u8::MAX` lets nothing through.
@@ -452,14 +481,14 @@ impl RequestContext {
             });
         }
         if !self.client_supports(&["elicitation"]) {
-            return Err(CallError::MissingCapability("elicitation"));
+            return Err(self.missing("elicitation"));
         }
         match mode {
             "url" if !self.client_supports(&["elicitation", "url"]) => {
-                Err(CallError::MissingCapability("elicitation.url"))
+                Err(self.missing("elicitation.url"))
             }
             "form" if !self.client_supports(&["elicitation", "form"]) => {
-                Err(CallError::MissingCapability("elicitation.form"))
+                Err(self.missing("elicitation.form"))
             }
             _ => Ok(()),
         }
@@ -473,7 +502,7 @@ impl RequestContext {
         request: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, CallError> {
         if !self.client_supports(&["sampling"]) {
-            return Err(CallError::MissingCapability("sampling"));
+            return Err(self.missing("sampling"));
         }
         if request.tools.is_some() || request.tool_choice.is_some() {
             if self.protocol_version() < ProtocolVersion::V2025_11_25 {
@@ -483,7 +512,7 @@ impl RequestContext {
                 });
             }
             if !self.client_supports(&["sampling", "tools"]) {
-                return Err(CallError::MissingCapability("sampling.tools"));
+                return Err(self.missing("sampling.tools"));
             }
         }
         let raw = self
@@ -499,11 +528,58 @@ impl RequestContext {
     /// Asks the client for its roots (`roots/list`).
     pub async fn roots(&self, key: &str) -> Result<Vec<Root>, CallError> {
         if !self.client_supports(&["roots"]) {
-            return Err(CallError::MissingCapability("roots"));
+            return Err(self.missing("roots"));
         }
         let raw = self.request(key, "roots/list", None).await?;
         let list: ListRootsResult = decode(&raw)?;
         Ok(list.roots)
+    }
+
+    fn missing(&self, path: &'static str) -> CallError {
+        self.channel.missing_capability(path);
+        CallError::MissingCapability(path)
+    }
+
+    /// The client's answer under `key` to the [`InputRequired`] this handler returned in an
+    /// earlier round (the explicit way to ask for input). `None` on the first round, for a key
+    /// the client did not answer, and for an answer that is not an `ElicitResult`,
+    /// `CreateMessageResult` or `ListRootsResult` (the request then fails with `-32602`).
+    ///
+    /// ```
+    /// use mcp_server::{InputRequired, RequestContext, ToolError};
+    /// use mcp_server::model::{ElicitResultAction, InputResponse};
+    ///
+    /// async fn deploy(cx: RequestContext) -> Result<String, ToolError> {
+    ///     match cx.input_response("confirm") {
+    ///         Some(InputResponse::Elicit(r)) if r.action == ElicitResultAction::Accept => {
+    ///             Ok("deployed".into())
+    ///         }
+    ///         Some(_) => Ok("cancelled".into()),
+    ///         None => {
+    ///             let form = serde_json::from_value(serde_json::json!({
+    ///                 "mode": "form",
+    ///                 "message": "Deploy to production?",
+    ///                 "requestedSchema": {"type": "object", "properties": {}},
+    ///             }))
+    ///             .map_err(ToolError::execution)?;
+    ///             Err(InputRequired::new().elicit("confirm", form).into())
+    ///         }
+    ///     }
+    /// }
+    /// # let _ = deploy;
+    /// ```
+    pub fn input_response(&self, key: &str) -> Option<InputResponse> {
+        self.channel.input_response(key)
+    }
+
+    /// The state this handler attached to its last [`InputRequired`]
+    /// ([`InputRequired::state`]), on the round that follows it.
+    pub fn input_state(&self) -> Option<Value> {
+        self.channel.input_state()
+    }
+
+    pub(crate) async fn provide_input(&self, ask: InputRequired) -> Result<Resume, ErrorObject> {
+        self.channel.input_required(ask, &self.cancel).await
     }
 
     async fn request(

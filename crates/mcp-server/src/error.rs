@@ -60,6 +60,17 @@ pub enum ToolError {
     /// A protocol-level failure, sent as a JSON-RPC error.
     #[error("{0}")]
     Protocol(ErrorObject),
+    /// The tool needs input from the client first (the explicit way to ask): under 2026-07-28
+    /// the call answers `input_required`, in a session the requests are sent to the client and
+    /// the tool runs again with the answers.
+    #[error("{0}")]
+    InputRequired(Box<crate::InputRequired>),
+}
+
+impl From<crate::InputRequired> for ToolError {
+    fn from(ask: crate::InputRequired) -> Self {
+        Self::InputRequired(Box::new(ask))
+    }
 }
 
 impl ToolError {
@@ -115,6 +126,15 @@ pub enum CallError {
     /// The client's answer did not have the expected shape.
     #[error("the client's answer is invalid: {0}")]
     InvalidResponse(String),
+    /// Under the stateless revision: the client has not answered yet. The request is answered
+    /// with `input_required` (whatever the handler does with this error) and the handler runs
+    /// again when the client retries with the answer. Propagate it with `?`.
+    #[error("waiting for the client's input (the request is answered with input_required)")]
+    InputRequired,
+    /// The client cannot be asked while answering this request: under the stateless revision
+    /// only `tools/call`, `prompts/get` and `resources/read` may ask for input.
+    #[error("client input cannot be requested while answering {0}")]
+    NoInputChannel(String),
 }
 
 impl CallError {

@@ -52,6 +52,7 @@ mod registry;
 mod schema;
 mod server;
 mod session;
+mod stateless;
 pub mod uri_template;
 mod validate;
 
@@ -70,9 +71,14 @@ pub use ext::{
 pub use handler::{Middleware, Next, Request, ServerHandler, completion};
 pub use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Id, codes};
 pub use mcp_types::ProtocolVersion;
+pub use mcp_types::wire::CacheHint;
 pub use output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult, Structured};
 pub use registry::{NoArgs, Prompt, Resource, ResourceTemplate, Tool};
-pub use server::{Server, ServerBuilder, ServerOptions};
+pub use server::{CacheHints, Server, ServerBuilder, ServerOptions};
+pub use stateless::mrtr::InputRequired;
+pub use stateless::seal::{
+    Binding, KeyError, RequestStateSealer, SealError, SealedState, SealingKey, StateError,
+};
 pub use uri_template::{TemplateVars, UriTemplate};
 
 /// Re-exported so handler code can derive `JsonSchema` without naming the version.

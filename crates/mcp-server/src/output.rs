@@ -20,6 +20,31 @@ use mcp_types::{
 
 use crate::error::ToolError;
 use crate::ext::{PromptMessageExt, ResourceContentsExt};
+use crate::stateless::mrtr::InputRequired;
+
+/// What a handler's return value converts to: a result (or a JSON-RPC error), or a request for
+/// client input ([`InputRequired`]). Used by the registry; handlers never name it.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum Reply<T> {
+    /// The final result or error.
+    Done(Result<T, ErrorObject>),
+    /// The handler asked for client input.
+    InputRequired(InputRequired),
+}
+
+/// The ask carried by an error value, if it is one: [`InputRequired`] itself or
+/// [`ToolError::InputRequired`].
+fn ask_of<E: 'static>(e: &E) -> Option<InputRequired> {
+    let any: &dyn Any = e;
+    if let Some(ask) = any.downcast_ref::<InputRequired>() {
+        return Some(ask.clone());
+    }
+    match any.downcast_ref::<ToolError>() {
+        Some(ToolError::InputRequired(ask)) => Some((**ask).clone()),
+        _ => None,
+    }
+}
 
 /// A tool result carrying structured content.
 ///
@@ -46,6 +71,27 @@ pub trait IntoCallToolResult {
     /// The output schema implied by the type, if it produces structured content.
     fn output_schema() -> Option<Value> {
         None
+    }
+
+    /// The result, or the handler's request for client input.
+    #[doc(hidden)]
+    fn into_tool_reply(self) -> Reply<CallToolResult>
+    where
+        Self: Sized,
+    {
+        Reply::Done(self.into_call_tool_result())
+    }
+}
+
+impl IntoCallToolResult for InputRequired {
+    /// Outside a request that can ask for input this is an internal error; the registry turns
+    /// it into an `input_required` result or requests to the client instead.
+    fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
+        Err(ErrorObject::internal_error(self))
+    }
+
+    fn into_tool_reply(self) -> Reply<CallToolResult> {
+        Reply::InputRequired(self)
     }
 }
 
@@ -128,6 +174,16 @@ impl<T: IntoCallToolResult, E: Display + 'static> IntoCallToolResult for Result<
         }
     }
 
+    fn into_tool_reply(self) -> Reply<CallToolResult> {
+        match self {
+            Ok(v) => v.into_tool_reply(),
+            Err(e) => match ask_of(&e) {
+                Some(ask) => Reply::InputRequired(ask),
+                None => Reply::Done(tool_failure(e)),
+            },
+        }
+    }
+
     fn output_schema() -> Option<Value> {
         T::output_schema()
     }
@@ -157,6 +213,29 @@ pub trait IntoReadResourceResult {
         uri: &str,
         mime_type: Option<&str>,
     ) -> Result<ReadResourceResult, ErrorObject>;
+
+    /// The result, or the handler's request for client input.
+    #[doc(hidden)]
+    fn into_resource_reply(self, uri: &str, mime_type: Option<&str>) -> Reply<ReadResourceResult>
+    where
+        Self: Sized,
+    {
+        Reply::Done(self.into_read_resource_result(uri, mime_type))
+    }
+}
+
+impl IntoReadResourceResult for InputRequired {
+    fn into_read_resource_result(
+        self,
+        _uri: &str,
+        _mime: Option<&str>,
+    ) -> Result<ReadResourceResult, ErrorObject> {
+        Err(ErrorObject::internal_error(self))
+    }
+
+    fn into_resource_reply(self, _uri: &str, _mime: Option<&str>) -> Reply<ReadResourceResult> {
+        Reply::InputRequired(self)
+    }
 }
 
 impl IntoReadResourceResult for ReadResourceResult {
@@ -254,12 +333,41 @@ impl<T: IntoReadResourceResult, E: Display + 'static> IntoReadResourceResult for
             Err(e) => Err(protocol_failure(e)),
         }
     }
+
+    fn into_resource_reply(self, uri: &str, mime: Option<&str>) -> Reply<ReadResourceResult> {
+        match self {
+            Ok(v) => v.into_resource_reply(uri, mime),
+            Err(e) => match ask_of(&e) {
+                Some(ask) => Reply::InputRequired(ask),
+                None => Reply::Done(Err(protocol_failure(e))),
+            },
+        }
+    }
 }
 
 /// Converts a prompt handler's return value into a `prompts/get` result.
 pub trait IntoGetPromptResult {
     /// The result, or a JSON-RPC error.
     fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorObject>;
+
+    /// The result, or the handler's request for client input.
+    #[doc(hidden)]
+    fn into_prompt_reply(self) -> Reply<GetPromptResult>
+    where
+        Self: Sized,
+    {
+        Reply::Done(self.into_get_prompt_result())
+    }
+}
+
+impl IntoGetPromptResult for InputRequired {
+    fn into_get_prompt_result(self) -> Result<GetPromptResult, ErrorObject> {
+        Err(ErrorObject::internal_error(self))
+    }
+
+    fn into_prompt_reply(self) -> Reply<GetPromptResult> {
+        Reply::InputRequired(self)
+    }
 }
 
 impl IntoGetPromptResult for GetPromptResult {
@@ -296,6 +404,16 @@ impl<T: IntoGetPromptResult, E: Display + 'static> IntoGetPromptResult for Resul
         match self {
             Ok(v) => v.into_get_prompt_result(),
             Err(e) => Err(protocol_failure(e)),
+        }
+    }
+
+    fn into_prompt_reply(self) -> Reply<GetPromptResult> {
+        match self {
+            Ok(v) => v.into_prompt_reply(),
+            Err(e) => match ask_of(&e) {
+                Some(ask) => Reply::InputRequired(ask),
+                None => Reply::Done(Err(protocol_failure(e))),
+            },
         }
     }
 }

@@ -16,9 +16,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::context::{BoxFuture, RequestContext};
+use crate::context::{BoxFuture, RequestContext, Resume};
 use crate::error::{BuildError, with_data};
-use crate::output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult};
+use crate::output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult, Reply};
 use crate::uri_template::{TemplateVars, UriTemplate};
 use crate::validate::CompiledSchema;
 
@@ -361,13 +361,21 @@ impl ToolEntry {
         let f = Arc::new(f);
         let handler: Arc<ToolFn> = Arc::new(move |cx, args| {
             let f = Arc::clone(&f);
-            Box::pin(async move {
-                let args: A = match serde_json::from_value(args) {
-                    Ok(a) => a,
-                    Err(e) => return Ok(CallToolResult::error(format!("invalid arguments: {e}"))),
-                };
-                f(cx, args).await.into_call_tool_result()
-            })
+            Box::pin(until_complete(cx, move |cx| {
+                let f = Arc::clone(&f);
+                let args = args.clone();
+                Box::pin(async move {
+                    let args: A = match serde_json::from_value(args) {
+                        Ok(a) => a,
+                        Err(e) => {
+                            return Reply::Done(Ok(CallToolResult::error(format!(
+                                "invalid arguments: {e}"
+                            ))));
+                        }
+                    };
+                    f(cx, args).await.into_tool_reply()
+                })
+            }))
         });
         Self::erased(def, input, output, handler)
     }
@@ -394,7 +402,11 @@ impl ToolEntry {
         let f = Arc::new(f);
         let handler: Arc<ToolFn> = Arc::new(move |cx, args| {
             let f = Arc::clone(&f);
-            Box::pin(async move { f(cx, args).await.into_call_tool_result() })
+            Box::pin(until_complete(cx, move |cx| {
+                let f = Arc::clone(&f);
+                let args = args.clone();
+                Box::pin(async move { f(cx, args).await.into_tool_reply() })
+            }))
         });
         Self::erased(def, input, output, handler)
     }
@@ -491,7 +503,12 @@ impl ResourceEntry {
             let f = Arc::clone(&f);
             let uri = Arc::clone(&uri);
             let mime = mime.clone();
-            Box::pin(async move { f(cx).await.into_read_resource_result(&uri, mime.as_deref()) })
+            Box::pin(until_complete(cx, move |cx| {
+                let f = Arc::clone(&f);
+                let uri = Arc::clone(&uri);
+                let mime = mime.clone();
+                Box::pin(async move { f(cx).await.into_resource_reply(&uri, mime.as_deref()) })
+            }))
         });
         Self { resource, handler }
     }
@@ -517,18 +534,25 @@ impl TemplateEntry {
         let handler: Arc<TemplateFn> = Arc::new(move |cx, vars| {
             let f = Arc::clone(&f);
             let mime = mime.clone();
-            Box::pin(async move {
-                let uri = cx.uri().unwrap_or_default().to_owned();
-                let args: A = serde_json::from_value(vars.to_json()).map_err(|e| {
-                    with_data(
-                        ErrorObject::invalid_params(format!("invalid URI {uri}: {e}")),
-                        &serde_json::json!({"uri": uri}),
-                    )
-                })?;
-                f(cx, args)
-                    .await
-                    .into_read_resource_result(&uri, mime.as_deref())
-            })
+            let vars = vars.to_json();
+            Box::pin(until_complete(cx, move |cx| {
+                let f = Arc::clone(&f);
+                let mime = mime.clone();
+                let vars = vars.clone();
+                Box::pin(async move {
+                    let uri = cx.uri().unwrap_or_default().to_owned();
+                    let args: A = match serde_json::from_value(vars) {
+                        Ok(a) => a,
+                        Err(e) => {
+                            return Reply::Done(Err(with_data(
+                                ErrorObject::invalid_params(format!("invalid URI {uri}: {e}")),
+                                &serde_json::json!({"uri": uri}),
+                            )));
+                        }
+                    };
+                    f(cx, args).await.into_resource_reply(&uri, mime.as_deref())
+                })
+            }))
         });
         Ok(Self {
             template,
@@ -589,24 +613,56 @@ impl PromptEntry {
                 .filter(|r| !args.contains_key(*r))
                 .cloned()
                 .collect();
-            Box::pin(async move {
-                if !missing.is_empty() {
-                    return Err(ErrorObject::invalid_params(format!(
-                        "missing required prompt arguments: {}",
-                        missing.join(", ")
-                    )));
-                }
-                let args: Map<String, Value> = args
-                    .into_iter()
-                    .map(|(k, v)| (k, Value::String(v)))
-                    .collect();
-                let args: A = serde_json::from_value(Value::Object(args)).map_err(|e| {
-                    ErrorObject::invalid_params(format!("invalid prompt arguments: {e}"))
-                })?;
-                f(cx, args).await.into_get_prompt_result()
-            })
+            if !missing.is_empty() {
+                return Box::pin(std::future::ready(Err(ErrorObject::invalid_params(
+                    format!("missing required prompt arguments: {}", missing.join(", ")),
+                ))));
+            }
+            let args: Map<String, Value> = args
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect();
+            let args = Value::Object(args);
+            Box::pin(until_complete(cx, move |cx| {
+                let f = Arc::clone(&f);
+                let args = args.clone();
+                Box::pin(async move {
+                    let args: A = match serde_json::from_value(args) {
+                        Ok(a) => a,
+                        Err(e) => {
+                            return Reply::Done(Err(ErrorObject::invalid_params(format!(
+                                "invalid prompt arguments: {e}"
+                            ))));
+                        }
+                    };
+                    f(cx, args).await.into_prompt_reply()
+                })
+            }))
         });
         Self { prompt, handler }
+    }
+}
+
+/// Runs a handler until it completes. Each [`InputRequired`](crate::InputRequired) it returns
+/// goes to the request's channel: a session asks the client and the handler runs again with the
+/// answers; a stateless request records it and ends (it answers `input_required`, and the
+/// placeholder error returned here is never sent).
+async fn until_complete<T, F>(cx: RequestContext, mut run: F) -> Result<T, ErrorObject>
+where
+    F: FnMut(RequestContext) -> BoxFuture<'static, Reply<T>> + Send,
+{
+    loop {
+        match run(cx.clone()).await {
+            Reply::Done(result) => return result,
+            Reply::InputRequired(ask) => match cx.provide_input(ask).await? {
+                Resume::Replay => {}
+                Resume::Stop => {
+                    return Err(ErrorObject::internal_error(
+                        "the request is waiting for client input",
+                    ));
+                }
+            },
+        }
     }
 }
 

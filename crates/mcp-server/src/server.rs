@@ -28,6 +28,10 @@ use crate::registry::{
     self, Prompt, PromptEntry, Registry, Resource, ResourceEntry, ResourceTemplate, ServerEvent,
     Snapshot, TemplateEntry, Tool, ToolEntry,
 };
+use crate::stateless::mrtr::MrtrLimits;
+use crate::stateless::seal::{RequestStateSealer, SealingKey};
+use mcp_types::wire::CacheHint;
+use tokio::sync::Semaphore;
 
 /// Limits and defaults of a server. Every field has a sensible default; each limit maps onto the
 /// request engine of every connection the server serves.
@@ -63,8 +67,96 @@ pub struct ServerOptions {
     /// How long closing a connection may spend writing what is still queued (default 5 s).
     pub shutdown_timeout: Duration,
     /// Logging threshold before the client sends `logging/setLevel` (default `info`; `None`
-    /// sends nothing until the client asks).
+    /// sends nothing until the client asks). Stateless (2026-07-28) requests ignore it: they
+    /// get log messages only when their `_meta` names a level.
     pub default_log_level: Option<LoggingLevel>,
+    /// How long a sealed `requestState` of a multi round-trip request stays valid (default 10
+    /// minutes).
+    pub request_state_ttl: Duration,
+    /// The longest sealed `requestState` produced or accepted, in bytes (default 64 KiB).
+    pub max_request_state_bytes: usize,
+    /// Rounds of input one request may go through, stateless (`input_required`) or on a
+    /// session (an [`InputRequired`](crate::InputRequired) handler run again), before it fails
+    /// (default 16).
+    pub max_input_rounds: u16,
+    /// Distinct input requests one run of a handler may make (default 32).
+    pub max_input_requests: usize,
+    /// `subscriptions/listen` streams open at the same time on this server (default 16). Each
+    /// also occupies one of [`max_concurrent_requests`](Self::max_concurrent_requests) of its
+    /// connection.
+    pub max_subscriptions: usize,
+    /// The caching hints (`ttlMs`, `cacheScope`) of stateless results.
+    pub cache: CacheHints,
+}
+
+/// The caching hints of each cacheable stateless (2026-07-28) result. Every default is
+/// [`CacheHint::default`]: immediately stale (`ttlMs: 0`) and `private`, which is always true.
+/// Raise them for lists that change rarely and hold no per-user data.
+///
+/// ```
+/// use mcp_server::{CacheHint, CacheHints, ServerOptions, model::CacheScope};
+///
+/// let mut options = ServerOptions::default();
+/// options.cache = CacheHints::default().tools(CacheHint::new(60_000, CacheScope::Public));
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheHints {
+    /// `server/discover`.
+    pub discover: CacheHint,
+    /// `tools/list`.
+    pub tools: CacheHint,
+    /// `prompts/list`.
+    pub prompts: CacheHint,
+    /// `resources/list` and `resources/templates/list`.
+    pub resources: CacheHint,
+    /// `resources/read`.
+    pub resource_reads: CacheHint,
+}
+
+impl CacheHints {
+    /// With the hint of `server/discover`.
+    pub fn discover(mut self, hint: CacheHint) -> Self {
+        self.discover = hint;
+        self
+    }
+
+    /// With the hint of `tools/list`.
+    pub fn tools(mut self, hint: CacheHint) -> Self {
+        self.tools = hint;
+        self
+    }
+
+    /// With the hint of `prompts/list`.
+    pub fn prompts(mut self, hint: CacheHint) -> Self {
+        self.prompts = hint;
+        self
+    }
+
+    /// With the hint of `resources/list` and `resources/templates/list`.
+    pub fn resources(mut self, hint: CacheHint) -> Self {
+        self.resources = hint;
+        self
+    }
+
+    /// With the hint of `resources/read`.
+    pub fn resource_reads(mut self, hint: CacheHint) -> Self {
+        self.resource_reads = hint;
+        self
+    }
+
+    /// The hint for a cacheable method's result.
+    pub(crate) fn for_method(&self, method: &str) -> Option<CacheHint> {
+        match method {
+            "server/discover" => Some(self.discover),
+            "tools/list" => Some(self.tools),
+            "prompts/list" => Some(self.prompts),
+            "resources/list" | "resources/templates/list" => Some(self.resources),
+            "resources/read" => Some(self.resource_reads),
+            _ => None,
+        }
+    }
 }
 
 impl Default for ServerOptions {
@@ -78,11 +170,24 @@ impl Default for ServerOptions {
             outgoing_queue: 1024,
             shutdown_timeout: Duration::from_secs(5),
             default_log_level: Some(LoggingLevel::Info),
+            request_state_ttl: RequestStateSealer::DEFAULT_TTL,
+            max_request_state_bytes: RequestStateSealer::DEFAULT_MAX_SIZE,
+            max_input_rounds: 16,
+            max_input_requests: 32,
+            max_subscriptions: 16,
+            cache: CacheHints::default(),
         }
     }
 }
 
 impl ServerOptions {
+    pub(crate) fn mrtr_limits(&self) -> MrtrLimits {
+        MrtrLimits {
+            max_rounds: self.max_input_rounds,
+            max_asks: self.max_input_requests,
+        }
+    }
+
     /// The request engine configured with these limits.
     pub(crate) fn engine(&self) -> mcp_jsonrpc::EngineBuilder {
         mcp_jsonrpc::Engine::builder()
@@ -103,6 +208,10 @@ pub(crate) struct ServerInner {
     pub(crate) middleware: Vec<Arc<dyn Middleware>>,
     pub(crate) options: ServerOptions,
     pub(crate) state: StateMap,
+    /// Seals the `requestState` of stateless multi round-trip requests.
+    pub(crate) sealer: RequestStateSealer,
+    /// One permit per open `subscriptions/listen`.
+    pub(crate) subscriptions: Arc<Semaphore>,
 }
 
 /// A configured MCP server. Cheap to clone; serve it on any number of connections.
@@ -147,6 +256,8 @@ pub struct ServerBuilder {
     enable_tools: bool,
     enable_resources: bool,
     enable_prompts: bool,
+    sealing_key: Option<SealingKey>,
+    previous_sealing_key: Option<SealingKey>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -172,6 +283,8 @@ impl Server {
             enable_tools: false,
             enable_resources: false,
             enable_prompts: false,
+            sealing_key: None,
+            previous_sealing_key: None,
         }
     }
 
@@ -292,6 +405,30 @@ impl ServerBuilder {
     /// [`RequestContext::state`](crate::RequestContext::state).
     pub fn with_state<T: Send + Sync + 'static>(mut self, state: T) -> Self {
         self.state.insert(state);
+        self
+    }
+
+    /// The key that seals the `requestState` of stateless multi round-trip requests.
+    ///
+    /// Without one, [`build`](Self::build) generates a random key: fine for one process, but a
+    /// state sealed by one replica (or before a restart) then does not open on another. Give
+    /// every replica behind a load balancer the same key.
+    pub fn sealing_key(mut self, key: SealingKey) -> Self {
+        self.sealing_key = Some(key);
+        self
+    }
+
+    /// The key used before the current [`sealing_key`](Self::sealing_key): states it sealed
+    /// still open (for a grace period of one
+    /// [`request_state_ttl`](ServerOptions::request_state_ttl) after a rotation).
+    pub fn previous_sealing_key(mut self, key: SealingKey) -> Self {
+        self.previous_sealing_key = Some(key);
+        self
+    }
+
+    /// The caching hints of stateless results (`ttlMs`, `cacheScope`), per feature.
+    pub fn cache_hints(mut self, hints: CacheHints) -> Self {
+        self.options.cache = hints;
         self
     }
 
@@ -452,6 +589,31 @@ impl ServerBuilder {
                 "page_size, max_concurrent_requests, max_pending_client_requests, outgoing_queue and client_request_timeout must be positive; max_message_bytes at least 1024",
             ));
         }
+        if o.request_state_ttl.is_zero()
+            || o.max_request_state_bytes < 512
+            || o.max_input_rounds == 0
+            || o.max_input_requests == 0
+            || o.max_subscriptions == 0
+        {
+            return Err(BuildError::InvalidOption(
+                "request_state_ttl, max_input_rounds, max_input_requests and max_subscriptions must be positive; max_request_state_bytes at least 512",
+            ));
+        }
+        let key = match self.sealing_key.take() {
+            Some(key) => key,
+            None => SealingKey::generate().map_err(|_| {
+                BuildError::InvalidOption(
+                    "no sealing key was given and the system random source failed",
+                )
+            })?,
+        };
+        let mut sealer = RequestStateSealer::new(key)
+            .ttl(o.request_state_ttl)
+            .max_size(o.max_request_state_bytes);
+        if let Some(previous) = self.previous_sealing_key.take() {
+            sealer = sealer.previous_key(previous);
+        }
+        let subscriptions = Arc::new(Semaphore::new(o.max_subscriptions));
         for (prompt, _) in self.snapshot.prompt_completions.keys() {
             if self.snapshot.prompt(prompt).is_none() {
                 return Err(BuildError::UnknownCompletionTarget {
@@ -505,6 +667,8 @@ impl ServerBuilder {
                 middleware: self.middleware,
                 options: self.options,
                 state: self.state,
+                sealer,
+                subscriptions,
             }),
         })
     }

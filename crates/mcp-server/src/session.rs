@@ -14,19 +14,22 @@ use mcp_jsonrpc::{
 };
 use mcp_types::methods;
 use mcp_types::{
-    ClientCapabilities, Era, Implementation, InitializeResult, ProtocolVersion,
+    ClientCapabilities, Era, Implementation, InitializeResult, InputResponse, ProtocolVersion,
     ResourceUpdatedNotificationParams,
 };
 use serde_json::value::RawValue;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{BoxFuture, ClientChannel, ClientScope, LogThreshold};
+use crate::context::{BoxFuture, ClientChannel, ClientScope, LogThreshold, Resume};
 use crate::dispatch::{Origin, dispatch, empty, encode};
 use crate::error::{CallError, ServeError, not_initialized};
 use crate::handler::{Endpoint, Next, Request};
 use crate::registry::ServerEvent;
 use crate::server::Server;
+use crate::stateless::mrtr::InputRequired;
+use crate::stateless::serve;
+use crate::stateless::shim::{self, SessionInputs};
 
 /// The newest revision negotiated with `initialize`.
 pub(crate) fn latest_session_version() -> ProtocolVersion {
@@ -101,6 +104,10 @@ impl Session {
 /// tagged with the inbound request they belong to (so HTTP puts them on that POST's stream).
 struct SessionChannel {
     peer: Peer,
+    scope: Arc<ClientScope>,
+    /// Answers gathered for an [`InputRequired`](crate::InputRequired) handler.
+    inputs: Arc<SessionInputs>,
+    max_input_rounds: u16,
 }
 
 impl ClientChannel for SessionChannel {
@@ -131,6 +138,41 @@ impl ClientChannel for SessionChannel {
             }
         })
     }
+
+    fn input_response(&self, key: &str) -> Option<InputResponse> {
+        self.inputs.response(key)
+    }
+
+    fn input_state(&self) -> Option<serde_json::Value> {
+        self.inputs.state()
+    }
+
+    fn input_required(
+        &self,
+        ask: InputRequired,
+        cancel: &CancellationToken,
+    ) -> BoxFuture<'static, Result<Resume, ErrorObject>> {
+        Box::pin(shim::fulfil(
+            self.peer.clone(),
+            Arc::clone(&self.scope),
+            Arc::clone(&self.inputs),
+            ask,
+            cancel.clone(),
+            self.max_input_rounds,
+        ))
+    }
+}
+
+/// The end of the middleware chain for a request of the stateless revision.
+struct StatelessEndpoint<'a> {
+    server: &'a Server,
+    rpc: &'a mcp_jsonrpc::RequestContext,
+}
+
+impl Endpoint for StatelessEndpoint<'_> {
+    fn call(&self, request: Request) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>> {
+        Box::pin(serve::serve(self.server, self.rpc, request))
+    }
 }
 
 /// The end of the middleware chain for a request on a session.
@@ -149,15 +191,17 @@ impl Endpoint for SessionEndpoint<'_> {
                 "ping" => return empty(),
                 _ => {}
             }
-            // Requests carrying the stateless revision's `_meta` end here too until the
-            // stateless era is served.
             let Some(scope) = self.session.scope.get() else {
                 return Err(not_initialized(&request.method));
             };
+            let options = &self.session.server.inner.options;
             let origin = Origin {
                 scope: Arc::clone(scope),
                 channel: Arc::new(SessionChannel {
                     peer: self.rpc.peer().clone(),
+                    scope: Arc::clone(scope),
+                    inputs: Arc::default(),
+                    max_input_rounds: options.max_input_rounds,
                 }),
                 cancel: self.rpc.cancellation().clone(),
                 subscriptions: Some(&self.session.subscriptions),
@@ -177,16 +221,35 @@ impl Handler for SessionHandler {
         cx: mcp_jsonrpc::RequestContext,
     ) -> Result<Box<RawValue>, ErrorObject> {
         let session = &*self.0;
+        // A request carrying the stateless revision's `_meta` is served on its own, whatever
+        // the connection did before; anything else belongs to the session.
+        let stateless = serve::classify(&request.method, request.params.as_deref());
         let request = Request {
             id: request.id,
             method: request.method,
             params: request.params,
-            protocol_version: session.scope.get().map(|s| s.version),
+            protocol_version: match stateless {
+                Some(version) => version,
+                None => session.scope.get().map(|s| s.version),
+            },
             extensions: cx.extensions().clone(),
         };
+        let chain = &session.server.inner.middleware;
+        if stateless.is_some() {
+            let endpoint = StatelessEndpoint {
+                server: &session.server,
+                rpc: &cx,
+            };
+            return Next {
+                chain,
+                endpoint: &endpoint,
+            }
+            .run(request)
+            .await;
+        }
         let endpoint = SessionEndpoint { session, rpc: &cx };
         Next {
-            chain: &session.server.inner.middleware,
+            chain,
             endpoint: &endpoint,
         }
         .run(request)

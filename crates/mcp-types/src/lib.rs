@@ -38,6 +38,7 @@ mod version;
 
 pub mod error_codes;
 pub mod methods;
+pub mod wire;
 pub mod x_mcp_header;
 
 pub use generated::model::*;

@@ -672,6 +672,17 @@ impl Hub {
                     finishes = Some(id);
                     key
                 }
+                Message::Notification(n) => {
+                    if let (true, Some(id)) = (shared, &related) {
+                        if let Some(original) = st.original.get(id) {
+                            super::stateless::retag_subscription(n, id, original);
+                        }
+                    }
+                    related
+                        .as_ref()
+                        .and_then(|id| st.routes.get(id).copied())
+                        .unwrap_or(STANDALONE)
+                }
                 _ => related
                     .as_ref()
                     .and_then(|id| st.routes.get(id).copied())

@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use http::request::Parts;
 use http::{HeaderMap, Response, StatusCode};
-use mcp_jsonrpc::{ErrorObject, Message, codes};
+use mcp_jsonrpc::{ErrorObject, Id, Message, codes};
 use serde_json::{Map, Value};
 
 use super::McpParamHeaders;
@@ -23,6 +23,40 @@ pub(crate) const MCP_PARAM_PREFIX: &str = "mcp-param-";
 pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// The `_meta` key carrying the client capabilities of a stateless request.
 pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The `_meta` key tagging a notification with the `subscriptions/listen` request it belongs to.
+pub(crate) const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// A notification on the shared stateless connection names its `subscriptions/listen` request
+/// by the id the server saw, which the transport rewrote; puts back the id the client sent, so
+/// the rewriting stays invisible.
+pub(crate) fn retag_subscription(n: &mut mcp_jsonrpc::Notification, internal: &Id, original: &Id) {
+    let Some(raw) = &n.params else {
+        return;
+    };
+    if !raw.get().contains(META_SUBSCRIPTION_ID) {
+        return;
+    }
+    let Ok(mut params) = serde_json::from_str::<Value>(raw.get()) else {
+        return;
+    };
+    let Some(tag) = params
+        .get_mut("_meta")
+        .and_then(|m| m.get_mut(META_SUBSCRIPTION_ID))
+    else {
+        return;
+    };
+    if serde_json::to_value(internal).ok().as_ref() != Some(&*tag) {
+        return;
+    }
+    let Ok(original) = serde_json::to_value(original) else {
+        return;
+    };
+    *tag = original;
+    if let Ok(raw) = mcp_jsonrpc::to_raw(&params) {
+        n.params = Some(raw);
+    }
+}
 
 /// The protocol revisions that use sessions (`initialize`).
 pub(crate) const SESSION_ERA: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -383,6 +417,30 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn subscription_tags_get_the_client_id_back() {
+        let params =
+            json!({"_meta": {META_SUBSCRIPTION_ID: 17, "other/key": 1}, "notifications": {}});
+        let mut n = mcp_jsonrpc::Notification {
+            method: "notifications/tools/list_changed".into(),
+            params: Some(mcp_jsonrpc::to_raw(&params).unwrap()),
+        };
+        retag_subscription(&mut n, &Id::Number(17), &Id::String("sub-a".into()));
+        let got: Value = serde_json::from_str(n.params.as_ref().unwrap().get()).unwrap();
+        assert_eq!(got["_meta"][META_SUBSCRIPTION_ID], "sub-a");
+        assert_eq!(got["_meta"]["other/key"], 1);
+        // Another request's tag, or none, is left alone.
+        let before = n.params.as_ref().unwrap().get().to_owned();
+        retag_subscription(&mut n, &Id::Number(3), &Id::Number(99));
+        assert_eq!(n.params.as_ref().unwrap().get(), before);
+        let mut plain = mcp_jsonrpc::Notification {
+            method: "notifications/progress".into(),
+            params: Some(mcp_jsonrpc::to_raw(&json!({"progress": 1})).unwrap()),
+        };
+        retag_subscription(&mut plain, &Id::Number(17), &Id::Number(1));
+        assert_eq!(plain.params.as_ref().unwrap().get(), r#"{"progress":1}"#);
     }
 
     #[test]

@@ -1,0 +1,217 @@
+//! `subscriptions/listen`: a long-lived request whose response stream carries the change
+//! notifications the client opted in to, each tagged with the listen request's id.
+//!
+//! The subscription lives exactly as long as the request: closing the stream (HTTP) or
+//! `notifications/cancelled` (stdio) ends it. Each open subscription occupies one of the
+//! connection's concurrent requests, and at most
+//! [`ServerOptions::max_subscriptions`](crate::ServerOptions::max_subscriptions) are open per
+//! server.
+
+use mcp_jsonrpc::{ErrorObject, Id, Peer};
+use mcp_types::wire::{self, ResultType};
+use mcp_types::{
+    JsonObject, Meta, RequestId, ServerCapabilities, SubscriptionFilter,
+    SubscriptionsListenRequestParams, SubscriptionsListenResult,
+};
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::registry::ServerEvent;
+use crate::server::Server;
+
+/// The part of `requested` the server honours, given its capabilities.
+pub(crate) fn honoured(
+    requested: &SubscriptionFilter,
+    capabilities: &ServerCapabilities,
+) -> SubscriptionFilter {
+    let asked = |flag: Option<bool>| flag == Some(true);
+    let tools = capabilities
+        .tools
+        .as_ref()
+        .is_some_and(|t| t.list_changed == Some(true));
+    let prompts = capabilities
+        .prompts
+        .as_ref()
+        .is_some_and(|p| p.list_changed == Some(true));
+    let resources = capabilities.resources.as_ref();
+    let resources_list = resources.is_some_and(|r| r.list_changed == Some(true));
+    let subscribe = resources.is_some_and(|r| r.subscribe == Some(true));
+    SubscriptionFilter {
+        tools_list_changed: (tools && asked(requested.tools_list_changed)).then_some(true),
+        prompts_list_changed: (prompts && asked(requested.prompts_list_changed)).then_some(true),
+        resources_list_changed: (resources_list && asked(requested.resources_list_changed))
+            .then_some(true),
+        resource_subscriptions: requested
+            .resource_subscriptions
+            .clone()
+            .filter(|uris| subscribe && !uris.is_empty()),
+    }
+}
+
+/// What an event sends on a subscription with `filter`, if anything.
+fn notification(event: &ServerEvent, filter: &SubscriptionFilter) -> Option<(&'static str, Value)> {
+    let on = |flag: Option<bool>| flag == Some(true);
+    match event {
+        ServerEvent::ToolsChanged if on(filter.tools_list_changed) => Some((
+            "notifications/tools/list_changed",
+            Value::Object(JsonObject::new()),
+        )),
+        ServerEvent::PromptsChanged if on(filter.prompts_list_changed) => Some((
+            "notifications/prompts/list_changed",
+            Value::Object(JsonObject::new()),
+        )),
+        ServerEvent::ResourcesChanged if on(filter.resources_list_changed) => Some((
+            "notifications/resources/list_changed",
+            Value::Object(JsonObject::new()),
+        )),
+        ServerEvent::ResourceUpdated(uri)
+            if filter
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.contains(uri)) =>
+        {
+            Some((
+                "notifications/resources/updated",
+                serde_json::json!({ "uri": uri }),
+            ))
+        }
+        _ => None,
+    }
+}
+
+fn subscription_id(id: &Id) -> RequestId {
+    match id {
+        Id::Number(n) => RequestId::Integer(*n),
+        Id::String(s) => RequestId::String(s.clone()),
+    }
+}
+
+/// Sends a notification tagged with the subscription id; `false` when the connection is gone.
+async fn send(peer: &Peer, method: &'static str, params: Value, id: &RequestId) -> bool {
+    let Value::Object(mut params) = params else {
+        return true;
+    };
+    wire::tag_subscription(&mut params, id);
+    match mcp_jsonrpc::to_raw(&params) {
+        Ok(raw) => peer.notify(method, Some(raw)).await.is_ok(),
+        Err(e) => {
+            tracing::warn!(%method, error = %e, "subscription notification not sent");
+            true
+        }
+    }
+}
+
+/// Serves one `subscriptions/listen` request until it is cancelled or the server's registry
+/// goes away.
+pub(crate) async fn listen(
+    server: &Server,
+    rpc: &mcp_jsonrpc::RequestContext,
+    params: Option<&Value>,
+) -> Result<Box<serde_json::value::RawValue>, ErrorObject> {
+    let params: SubscriptionsListenRequestParams =
+        serde_json::from_value(params.cloned().unwrap_or(Value::Null))
+            .map_err(ErrorObject::invalid_params)?;
+    let inner = &server.inner;
+    let filter = honoured(&params.notifications, &inner.handler.capabilities());
+    let Ok(_permit) = std::sync::Arc::clone(&inner.subscriptions).try_acquire_owned() else {
+        return Err(ErrorObject::internal_error(format!(
+            "too many open subscriptions (at most {})",
+            inner.options.max_subscriptions
+        )));
+    };
+    let id = subscription_id(rpc.id());
+    // Subscribe before acknowledging, so nothing that happens after the acknowledgement is
+    // missed.
+    let mut events = inner.registry.subscribe();
+    let peer = rpc.peer();
+    let ack = serde_json::json!({ "notifications": filter });
+    if !send(peer, "notifications/subscriptions/acknowledged", ack, &id).await {
+        return Err(ErrorObject::internal_error("the connection closed"));
+    }
+    tracing::debug!(subscription = %rpc.id(), "subscription open");
+    let cancel = rpc.cancellation();
+    loop {
+        let event = tokio::select! {
+            () = cancel.cancelled() => {
+                return Err(ErrorObject::internal_error("the subscription was cancelled"));
+            }
+            e = events.recv() => e,
+        };
+        let event = match event {
+            Ok(e) => e,
+            Err(RecvError::Lagged(n)) => {
+                tracing::debug!(missed = n, "subscription events lagged");
+                continue;
+            }
+            Err(RecvError::Closed) => break,
+        };
+        if let Some((method, params)) = notification(&event, &filter) {
+            if !send(peer, method, params, &id).await {
+                return Err(ErrorObject::internal_error("the connection closed"));
+            }
+        }
+    }
+    let mut meta = Meta::new();
+    meta.insert(
+        wire::META_SUBSCRIPTION_ID.into(),
+        serde_json::to_value(&id).map_err(ErrorObject::internal_error)?,
+    );
+    let result = SubscriptionsListenResult {
+        meta,
+        result_type: ResultType::Complete.as_str().to_owned(),
+    };
+    let mut map = match serde_json::to_value(&result) {
+        Ok(Value::Object(m)) => m,
+        _ => return Err(ErrorObject::internal_error("listen result")),
+    };
+    wire::lower_result(
+        "subscriptions/listen",
+        &mut map,
+        ResultType::Complete,
+        Some(&inner.info),
+        None,
+    )
+    .map_err(ErrorObject::internal_error)?;
+    mcp_jsonrpc::to_raw(&map).map_err(ErrorObject::internal_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_types::{ServerCapabilitiesResources, ServerCapabilitiesTools};
+
+    #[test]
+    fn honours_only_what_is_declared() {
+        let caps = ServerCapabilities {
+            tools: Some(ServerCapabilitiesTools {
+                list_changed: Some(true),
+            }),
+            resources: Some(ServerCapabilitiesResources {
+                list_changed: None,
+                subscribe: Some(true),
+            }),
+            ..ServerCapabilities::default()
+        };
+        let asked = SubscriptionFilter {
+            tools_list_changed: Some(true),
+            prompts_list_changed: Some(true),
+            resources_list_changed: Some(true),
+            resource_subscriptions: Some(vec!["test://a".into()]),
+        };
+        let got = honoured(&asked, &caps);
+        assert_eq!(got.tools_list_changed, Some(true));
+        assert_eq!(got.prompts_list_changed, None);
+        assert_eq!(got.resources_list_changed, None);
+        assert_eq!(
+            got.resource_subscriptions,
+            Some(vec!["test://a".to_owned()])
+        );
+        assert!(notification(&ServerEvent::ToolsChanged, &got).is_some());
+        assert!(notification(&ServerEvent::PromptsChanged, &got).is_none());
+        assert!(notification(&ServerEvent::ResourceUpdated("test://a".into()), &got).is_some());
+        assert!(notification(&ServerEvent::ResourceUpdated("test://b".into()), &got).is_none());
+        let nothing = honoured(&SubscriptionFilter::default(), &caps);
+        assert_eq!(nothing, SubscriptionFilter::default());
+        assert!(notification(&ServerEvent::ToolsChanged, &nothing).is_none());
+    }
+}

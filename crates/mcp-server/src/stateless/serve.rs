@@ -1,0 +1,239 @@
+//! Serving one request of the stateless revision (2026-07-28) on any connection.
+//!
+//! The request brings its own revision, client capabilities and client information in
+//! `params._meta`; nothing is taken from earlier requests on the same connection. The request
+//! is routed by the same dispatch as session traffic, with a per-request [`ClientScope`] and a
+//! [`StatelessChannel`]; the result is lowered to the stateless wire (`resultType`,
+//! `serverInfo`, caching hints) and multi round-trip requests end in the handler's result, an
+//! `input_required` result or an error, as their [`Exchange`] decides.
+
+use std::sync::Arc;
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::wire::{self, RequestMeta, ResultType, RetryInput};
+use mcp_types::{
+    DiscoverResult, Era, Implementation, Project, ProtocolVersion, ServerCapabilities,
+};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::channel::StatelessChannel;
+use super::listen;
+use super::mrtr::{Exchange, HandlerOutcome, Verdict};
+use super::rpc_error;
+use super::seal::Binding;
+use crate::context::{ClientScope, LogThreshold};
+use crate::dispatch::{Origin, dispatch};
+use crate::handler::Request;
+use crate::server::Server;
+
+#[derive(serde::Deserialize)]
+struct MetaProbe {
+    #[serde(rename = "_meta")]
+    meta: Option<Value>,
+}
+
+/// How a request is to be served: statelessly (with the revision its `_meta` names, when it
+/// names a known one) or on the session.
+pub(crate) fn classify(method: &str, params: Option<&RawValue>) -> Option<Option<ProtocolVersion>> {
+    let meta = params
+        .and_then(|p| serde_json::from_str::<MetaProbe>(p.get()).ok())
+        .and_then(|p| p.meta);
+    if wire::era_of_meta(method, meta.as_ref()) != Era::Stateless {
+        return None;
+    }
+    Some(
+        meta.as_ref()
+            .and_then(|m| m.get(wire::META_PROTOCOL_VERSION))
+            .and_then(Value::as_str)
+            .and_then(ProtocolVersion::from_date),
+    )
+}
+
+/// The stateless revisions this server serves.
+pub(crate) fn supported_versions() -> Vec<ProtocolVersion> {
+    wire::stateless_versions().collect()
+}
+
+fn internal(e: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::internal_error(e)
+}
+
+/// Lowers an encoded result to the stateless wire. A custom method's result that is not an
+/// object is passed through.
+fn lower(
+    server: &Server,
+    method: &str,
+    raw: &RawValue,
+    kind: ResultType,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let mut value: Value = serde_json::from_str(raw.get()).map_err(internal)?;
+    let Value::Object(map) = &mut value else {
+        return Ok(raw.to_owned());
+    };
+    let inner = &server.inner;
+    let hint = inner.options.cache.for_method(method);
+    wire::lower_result(method, map, kind, Some(&inner.info), hint).map_err(internal)?;
+    mcp_jsonrpc::to_raw(map).map_err(internal)
+}
+
+/// Whether the server's capabilities cover a method: without `tools` (`prompts`, `resources`,
+/// `completions`) declared, the methods of that feature do not exist.
+fn serves(capabilities: &ServerCapabilities, method: &str) -> bool {
+    match method.split_once('/').map(|(family, _)| family) {
+        Some("tools") => capabilities.tools.is_some(),
+        Some("prompts") => capabilities.prompts.is_some(),
+        Some("resources") => capabilities.resources.is_some(),
+        Some("completion") => capabilities.completions.is_some(),
+        _ => true,
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct IsError {
+    #[serde(rename = "isError", default)]
+    is_error: Option<bool>,
+}
+
+fn is_error_result(raw: &RawValue) -> bool {
+    serde_json::from_str::<IsError>(raw.get()).is_ok_and(|r| r.is_error == Some(true))
+}
+
+/// Serves one stateless request.
+pub(crate) async fn serve(
+    server: &Server,
+    rpc: &mcp_jsonrpc::RequestContext,
+    request: Request,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let params: Option<Value> = match request.params.as_deref() {
+        None => None,
+        Some(raw) => Some(serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)?),
+    };
+    let meta = RequestMeta::lift(params.as_ref(), &supported_versions())
+        .map_err(|e| rpc_error(e.to_error()))?;
+    let version = meta.protocol_version;
+    let method = request.method.clone();
+    let result = match method.as_str() {
+        "server/discover" => discover(server, version),
+        "subscriptions/listen" => listen::listen(server, rpc, params.as_ref()).await,
+        _ => call(server, rpc, request, params, meta).await,
+    };
+    result.map_err(|mut e| {
+        e.code = wire::lower_error_code(e.code, version);
+        e
+    })
+}
+
+/// `server/discover`: the stateless revisions served, the capabilities derived from what is
+/// registered, the instructions; cacheable.
+fn discover(server: &Server, version: ProtocolVersion) -> Result<Box<RawValue>, ErrorObject> {
+    let inner = &server.inner;
+    let mut capabilities = inner.handler.capabilities();
+    capabilities.project(version);
+    let hint = inner.options.cache.discover;
+    let result = DiscoverResult {
+        meta: None,
+        cache_scope: hint.scope,
+        capabilities,
+        instructions: inner.instructions.clone(),
+        result_type: ResultType::Complete.as_str().to_owned(),
+        supported_versions: wire::stateless_versions()
+            .map(|v| v.as_str().to_owned())
+            .collect(),
+        ttl_ms: i64::try_from(hint.ttl_ms).unwrap_or(i64::MAX),
+    };
+    let raw = mcp_jsonrpc::to_raw(&result).map_err(internal)?;
+    lower(server, "server/discover", &raw, ResultType::Complete)
+}
+
+/// The target a sealed state is bound to (tool or prompt name, resource URI) and the
+/// arguments, from the params of a request that may ask for input.
+fn binding(method: &str, params: Option<&Value>) -> Binding {
+    let field = |name: &str| params.and_then(|p| p.get(name));
+    let (target, arguments) = match method {
+        "resources/read" => (field("uri"), None),
+        _ => (field("name"), field("arguments")),
+    };
+    Binding::new(method, target.and_then(Value::as_str).unwrap_or_default()).arguments(arguments)
+}
+
+async fn call(
+    server: &Server,
+    rpc: &mcp_jsonrpc::RequestContext,
+    request: Request,
+    mut params: Option<Value>,
+    meta: RequestMeta,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let inner = &server.inner;
+    let version = meta.protocol_version;
+    let method: Arc<str> = Arc::from(request.method.as_str());
+    if !serves(&inner.handler.capabilities(), &method) {
+        return Err(ErrorObject::method_not_found(&method));
+    }
+    let mut request = request;
+    let exchange = if wire::supports_input_required(&method, version) {
+        let retry = RetryInput::lift(params.as_ref()).map_err(|e| rpc_error(e.to_error()))?;
+        if !retry.is_empty() {
+            // The exchange holds them now; the handler's params must not fail on answers the
+            // model types do not know (unknown keys are to be ignored).
+            if let Some(Value::Object(p)) = params.as_mut() {
+                p.remove("inputResponses");
+                p.remove("requestState");
+                request.params = Some(mcp_jsonrpc::to_raw(p).map_err(internal)?);
+            }
+        }
+        let exchange = Exchange::open(
+            &inner.sealer,
+            binding(&method, params.as_ref()),
+            meta.client_capabilities.clone(),
+            retry,
+            inner.options.mrtr_limits(),
+        )
+        .map_err(rpc_error)?;
+        Some(Arc::new(exchange))
+    } else {
+        None
+    };
+    drop(params);
+    let scope = Arc::new(ClientScope {
+        version,
+        info: meta
+            .client_info
+            .unwrap_or_else(|| Implementation::new("unknown", "unknown")),
+        capabilities: meta.client_capabilities,
+        log: LogThreshold::new(meta.log_level),
+    });
+    let channel = Arc::new(StatelessChannel {
+        peer: rpc.peer().clone(),
+        exchange: exchange.clone(),
+        method: Arc::clone(&method),
+    });
+    let origin = Origin {
+        scope,
+        channel,
+        cancel: rpc.cancellation().clone(),
+        subscriptions: None,
+    };
+    let result = dispatch(server, origin, request).await;
+    if let Some(exchange) = exchange {
+        let failed = match &result {
+            Err(_) => true,
+            Ok(raw) => is_error_result(raw),
+        };
+        let outcome = if failed {
+            HandlerOutcome::Failed
+        } else {
+            HandlerOutcome::Succeeded
+        };
+        match exchange.finish(outcome, &inner.sealer) {
+            Verdict::Complete => {}
+            Verdict::InputRequired(mut ask) => {
+                ask.project(version);
+                let raw = mcp_jsonrpc::to_raw(&ask).map_err(internal)?;
+                return lower(server, &method, &raw, ResultType::InputRequired);
+            }
+            Verdict::Error(e) => return Err(rpc_error(e)),
+        }
+    }
+    lower(server, &method, &result?, ResultType::Complete)
+}

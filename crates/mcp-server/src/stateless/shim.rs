@@ -1,0 +1,118 @@
+//! The session side of the explicit layer: a handler that returns an [`InputRequired`] on a
+//! stateful session (2025-11-25 and earlier) gets real server-to-client requests. Each embedded
+//! request is sent to the client on the connection, the answers are kept for the request, and
+//! the handler runs again and reads them with `cx.input_response(key)`; rounds are bounded.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcp_jsonrpc::{ErrorObject, Peer, RequestOptions};
+use mcp_types::wire::{self, InputKind};
+use mcp_types::{InputRequest, InputResponse, Project, ProtocolVersion};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::mrtr::InputRequired;
+use super::rpc_error;
+use crate::context::{ClientScope, Resume};
+use crate::error::CallError;
+
+#[derive(Debug, Default)]
+struct Gathered {
+    answers: BTreeMap<String, InputResponse>,
+    state: Option<Value>,
+    rounds: u16,
+}
+
+/// The answers gathered for one request on a session.
+#[derive(Debug, Default)]
+pub(crate) struct SessionInputs {
+    gathered: Mutex<Gathered>,
+}
+
+impl SessionInputs {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Gathered> {
+        self.gathered.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn response(&self, key: &str) -> Option<InputResponse> {
+        self.lock().answers.get(key).cloned()
+    }
+
+    pub(crate) fn state(&self) -> Option<Value> {
+        self.lock().state.clone()
+    }
+}
+
+fn params_of(request: InputRequest, version: ProtocolVersion) -> Result<Option<Value>, String> {
+    let value = match request {
+        InputRequest::Elicit(mut r) => {
+            r.params.project(version);
+            serde_json::to_value(r.params)
+        }
+        InputRequest::CreateMessage(mut r) => {
+            r.params.project(version);
+            serde_json::to_value(r.params)
+        }
+        InputRequest::ListRoots(r) => match r.params {
+            None => return Ok(None),
+            Some(mut p) => {
+                p.project(version);
+                serde_json::to_value(p)
+            }
+        },
+    };
+    value.map(Some).map_err(|e| e.to_string())
+}
+
+/// Sends every request of `ask` to the client and keeps the answers for the replay.
+///
+/// Fails with `-32021` when the client did not declare what a request needs, with `-32602`
+/// after `max_rounds` rounds, and with the client's own error (or an internal error for a
+/// malformed answer, a timeout or a closed connection) when a request fails.
+pub(crate) async fn fulfil(
+    peer: Peer,
+    scope: Arc<ClientScope>,
+    inputs: Arc<SessionInputs>,
+    ask: InputRequired,
+    cancel: CancellationToken,
+    max_rounds: u16,
+) -> Result<Resume, ErrorObject> {
+    {
+        let mut g = inputs.lock();
+        g.rounds = g.rounds.saturating_add(1);
+        if g.rounds > max_rounds {
+            return Err(ErrorObject::invalid_params(format!(
+                "the request did not complete within {max_rounds} rounds of input"
+            )));
+        }
+    }
+    let (requests, state) = ask.into_parts();
+    for (key, request) in requests {
+        let kind = InputKind::of(&request);
+        if !kind.declared_by(&scope.capabilities) {
+            return Err(rpc_error(wire::missing_capability(
+                &kind.required_capabilities(),
+            )));
+        }
+        let params = params_of(request, scope.version)
+            .map_err(|e| ErrorObject::internal_error(format!("input request {key}: {e}")))?;
+        let params = match params {
+            Some(p) => Some(mcp_jsonrpc::to_raw(&p).map_err(ErrorObject::internal_error)?),
+            None => None,
+        };
+        let call = peer.request(kind.method(), params, RequestOptions::new());
+        let raw = tokio::select! {
+            r = call => r.map_err(CallError::from_rpc),
+            () = cancel.cancelled() => Err(CallError::Cancelled),
+        }
+        .map_err(|e| e.to_error_object())?;
+        let value: Value = serde_json::from_str(raw.get()).map_err(ErrorObject::internal_error)?;
+        let answer = kind.parse_response(&value).map_err(|e| {
+            ErrorObject::internal_error(format!("the client's answer to {key}: {e}"))
+        })?;
+        inputs.lock().answers.insert(key, answer);
+    }
+    inputs.lock().state = state;
+    Ok(Resume::Replay)
+}
