@@ -93,6 +93,39 @@ pub fn completion(mut values: Vec<String>) -> CompleteResult {
 ///
 /// Lifecycle (`initialize`, `ping`), `logging/setLevel`, subscription bookkeeping, projection of
 /// results to the client's revision and cancellation are handled around it.
+///
+/// ```
+/// use mcp_server::model::{
+///     CallToolRequestParams, CallToolResult, Implementation, ServerCapabilities,
+///     ServerCapabilitiesTools,
+/// };
+/// use mcp_server::{BoxFuture, ErrorObject, RequestContext, Server, ServerHandler};
+///
+/// struct Shout;
+///
+/// impl ServerHandler for Shout {
+///     fn capabilities(&self) -> ServerCapabilities {
+///         ServerCapabilities {
+///             tools: Some(ServerCapabilitiesTools::default()),
+///             ..ServerCapabilities::default()
+///         }
+///     }
+///
+///     fn call_tool(
+///         &self,
+///         params: CallToolRequestParams,
+///         _cx: RequestContext,
+///     ) -> BoxFuture<'_, Result<CallToolResult, ErrorObject>> {
+///         Box::pin(async move { Ok(CallToolResult::text(params.name.to_uppercase())) })
+///     }
+/// }
+///
+/// let server = Server::builder(Implementation::new("shout", "1.0.0"))
+///     .handler(Shout)
+///     .build()
+///     .unwrap();
+/// # let _ = server;
+/// ```
 pub trait ServerHandler: Send + Sync + 'static {
     /// The capabilities to declare in `initialize`.
     fn capabilities(&self) -> ServerCapabilities;
