@@ -151,31 +151,45 @@ fn stateless_meta() -> Value {
 }
 
 #[tokio::test]
-async fn a_stateless_envelope_is_answered_not_initialized_and_the_session_goes_on() {
+async fn a_stateless_envelope_is_served_beside_the_session() {
     let (peer, serving) = start(server(ServerOptions::default()), Recorder::default()).await;
-    for method in ["tools/list", "server/discover", "tools/call"] {
-        let err = call(
-            &peer,
-            method,
-            json!({"name": "sample", "arguments": {"prompt": "x"}, "_meta": stateless_meta()}),
-        )
+    // Before any initialize: served statelessly, from the request's own `_meta`.
+    let discover = call(&peer, "server/discover", json!({"_meta": stateless_meta()}))
         .await
-        .unwrap_err();
-        match err {
-            CallError::Rpc(e) => assert_eq!(e.code, mcp_server::NOT_INITIALIZED, "{method}"),
-            other => panic!("{method}: {other}"),
-        }
-    }
-    // The connection is still usable: a session can start on it.
-    initialize(&peer, json!({})).await;
+        .unwrap();
+    assert_eq!(discover["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(discover["resultType"], "complete");
     let tools = call(&peer, "tools/list", json!({"_meta": stateless_meta()}))
         .await
         .unwrap();
-    assert!(tools["tools"].as_array().unwrap().len() >= 2);
+    assert_eq!(tools["resultType"], "complete");
+    // The request declared no sampling: the tool that samples fails with -32021.
+    let err = call(
+        &peer,
+        "tools/call",
+        json!({"name": "sample", "arguments": {"prompt": "x"}, "_meta": stateless_meta()}),
+    )
+    .await
+    .unwrap_err();
+    match err {
+        CallError::Rpc(e) => assert_eq!(e.code, -32021),
+        other => panic!("{other}"),
+    }
+    // Session traffic still needs initialize, and then both eras go on side by side.
+    let err = call(&peer, "tools/list", json!({})).await.unwrap_err();
+    assert!(matches!(err, CallError::Rpc(e) if e.code == mcp_server::NOT_INITIALIZED));
+    initialize(&peer, json!({})).await;
+    let session = call(&peer, "tools/list", json!({})).await.unwrap();
+    assert!(session["tools"].as_array().unwrap().len() >= 2);
     assert!(
-        tools.get("resultType").is_none(),
+        session.get("resultType").is_none(),
         "session results stay 2025-shaped"
     );
+    let stateless = call(&peer, "tools/list", json!({"_meta": stateless_meta()}))
+        .await
+        .unwrap();
+    assert_eq!(stateless["resultType"], "complete");
+    assert_eq!(stateless["tools"], session["tools"]);
     peer.close();
     serving.await.unwrap();
 }
