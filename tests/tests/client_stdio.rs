@@ -1,4 +1,5 @@
-//! The client against this project's `everything` server over stdio, for each stateful revision:
+//! The client against this project's `everything` server over stdio, for each revision (the
+//! session revisions and the stateless 2026-07-28):
 //! negotiation, every typed call, the client-side features, notifications, and what happens when
 //! the server dies mid-request.
 
@@ -12,8 +13,8 @@ use mcp_client::{
 };
 use mcp_transport_stdio::ServerCommand;
 use mcp_types::{
-    ContentBlock, CreateMessageResult, Implementation, LoggingLevel, ProtocolVersion,
-    ResourceContentsKind,
+    ContentBlock, CreateMessageResult, Era, Implementation, LoggingLevel, ProtocolVersion,
+    ResourceContentsKind, SubscriptionFilter,
 };
 use serde_json::json;
 
@@ -100,7 +101,15 @@ async fn exercise(version: ProtocolVersion) {
             .contains("every feature")
     );
     assert!(session.offers("tools") && session.offers("resources") && session.offers("prompts"));
-    session.ping().await.unwrap();
+    let stateless = session.era() == Era::Stateless;
+    if stateless {
+        assert!(matches!(
+            session.ping().await,
+            Err(CallError::NotInRevision { .. })
+        ));
+    } else {
+        session.ping().await.unwrap();
+    }
 
     // Tools.
     let tools = session.list_all_tools().await.unwrap();
@@ -221,26 +230,52 @@ async fn exercise(version: ProtocolVersion) {
             .unwrap()
             .contains(r#"{\"id\":\"7\"}"#)
     );
-    match session.subscribe("test://static-text").await {
-        Ok(()) => {
-            let mut updates = session.notifications();
-            session.call_tool("touch", json!({})).await.unwrap();
-            let updated = tokio::time::timeout(Duration::from_secs(5), async {
-                loop {
-                    match updates.recv().await {
-                        Some(ServerNotification::ResourceUpdated(p)) => break p.uri,
-                        Some(_) => continue,
-                        None => panic!("session closed"),
-                    }
+    if stateless {
+        // No resources/subscribe: a subscriptions/listen stream carries the updates.
+        assert!(matches!(
+            session.subscribe("test://static-text").await,
+            Err(CallError::NotInRevision { .. })
+        ));
+        let filter = SubscriptionFilter {
+            resource_subscriptions: Some(vec!["test://static-text".into()]),
+            ..Default::default()
+        };
+        let mut updates = session.listen(filter).await.unwrap();
+        session.call_tool("touch", json!({})).await.unwrap();
+        let updated = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                match updates.recv().await {
+                    Some(ServerNotification::ResourceUpdated(p)) => break p.uri,
+                    Some(_) => continue,
+                    None => panic!("subscription ended"),
                 }
-            })
-            .await
-            .expect("resource updated notification");
-            assert_eq!(updated, "test://static-text");
-            session.unsubscribe("test://static-text").await.unwrap();
+            }
+        })
+        .await
+        .expect("resource updated notification on the listen stream");
+        assert_eq!(updated, "test://static-text");
+    } else {
+        match session.subscribe("test://static-text").await {
+            Ok(()) => {
+                let mut updates = session.notifications();
+                session.call_tool("touch", json!({})).await.unwrap();
+                let updated = tokio::time::timeout(Duration::from_secs(5), async {
+                    loop {
+                        match updates.recv().await {
+                            Some(ServerNotification::ResourceUpdated(p)) => break p.uri,
+                            Some(_) => continue,
+                            None => panic!("session closed"),
+                        }
+                    }
+                })
+                .await
+                .expect("resource updated notification");
+                assert_eq!(updated, "test://static-text");
+                session.unsubscribe("test://static-text").await.unwrap();
+            }
+            Err(CallError::MissingCapability { .. }) => {}
+            Err(other) => panic!("{version}: subscribe failed: {other}"),
         }
-        Err(CallError::MissingCapability { .. }) => {}
-        Err(other) => panic!("{version}: subscribe failed: {other}"),
     }
 
     // Prompts and completion.
@@ -275,11 +310,14 @@ async fn exercise(version: ProtocolVersion) {
         matches!(timed_out, Err(CallError::Timeout)),
         "{timed_out:?}"
     );
-    session.ping().await.unwrap();
+    session.list_tools(None).await.unwrap();
 
     session.close().await;
     assert!(session.is_closed());
-    assert!(matches!(session.ping().await, Err(CallError::Closed(_))));
+    assert!(matches!(
+        session.list_tools(None).await,
+        Err(CallError::Closed(_))
+    ));
     child.shutdown().await.unwrap();
 }
 
@@ -303,11 +341,21 @@ async fn every_feature_on_2025_11_25() {
     exercise(REVISIONS[3]).await;
 }
 
+/// The stateless revision: `server/discover`, per-request `_meta`, sampling, roots and
+/// elicitation through `input_required` rounds answered by the same handlers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_feature_on_2026_07_28() {
+    exercise(ProtocolVersion::V2026_07_28).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_capabilities_are_refused_without_a_round_trip() {
     // A client without handlers declares nothing; the server's requests get -32601 and its
     // tools report that they cannot ask.
-    let client = Client::builder(Implementation::new("bare", "1.0.0")).build();
+    // A stateless server refuses such a call with -32021 instead.
+    let client = Client::builder(Implementation::new("bare", "1.0.0"))
+        .protocol_version(ProtocolVersion::V2025_11_25)
+        .build();
     assert_eq!(
         serde_json::to_value(client.capabilities()).unwrap(),
         json!({})
@@ -340,7 +388,7 @@ fn host_config() -> HostConfig {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn host_aggregates_routes_and_refuses_url_entries_clearly() {
+async fn host_aggregates_routes_and_reports_unreachable_url_entries_clearly() {
     let host = Host::new(
         Client::builder(Implementation::new("host-test", "1.0.0")).build(),
         host_config(),
@@ -350,8 +398,15 @@ async fn host_aggregates_routes_and_refuses_url_entries_clearly() {
     for (name, outcome) in &outcomes {
         match name.as_str() {
             "remote" => {
-                let error = outcome.as_ref().unwrap_err().to_string();
-                assert!(error.contains("HTTP"), "{error}");
+                // Nothing listens there: the HTTP failure is in the error's chain.
+                let error = outcome.as_ref().unwrap_err();
+                let mut chain = error.to_string();
+                let mut source = std::error::Error::source(error);
+                while let Some(cause) = source {
+                    chain.push_str(&format!(": {cause}"));
+                    source = cause.source();
+                }
+                assert!(chain.contains("HTTP"), "{chain}");
             }
             _ => assert!(outcome.is_ok(), "{name}: {outcome:?}"),
         }
@@ -437,7 +492,10 @@ async fn a_killed_server_fails_the_pending_call_promptly_and_the_host_reconnects
     }
     assert!(session.is_closed());
     assert_eq!(host.status("alpha").await, Some(ServerStatus::Closed));
-    assert!(matches!(session.ping().await, Err(CallError::Closed(_))));
+    assert!(matches!(
+        session.list_tools(None).await,
+        Err(CallError::Closed(_))
+    ));
 
     let fresh = host.reconnect("alpha").await.unwrap();
     assert_ne!(host.process_id("alpha").await, Some(pid));

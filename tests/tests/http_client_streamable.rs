@@ -576,3 +576,143 @@ async fn speaks_http2_with_prior_knowledge() {
         "{log:?}"
     );
 }
+
+#[tokio::test]
+async fn the_next_post_waits_until_the_standalone_stream_is_open() {
+    // The server is slow to answer the GET. Whatever it sends there in reaction to the next
+    // POST (the conformance mocks send `elicitation/create`) would be lost if that POST went
+    // out before the stream existed.
+    let server = TestServer::start(|rec| async move {
+        if rec.method == Method::GET {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let (tx, resp) = sse_channel();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                drop(tx);
+            });
+            return resp;
+        }
+        if rec.rpc_method() == Some("tools/list") {
+            return json(result(&rec.rpc_id().unwrap(), json!({"tools": []})));
+        }
+        session_basics(&rec).await.unwrap_or_else(|| status(500))
+    })
+    .await;
+    let client = StreamableHttpClient::builder(server.url("/mcp"))
+        .build()
+        .unwrap();
+    let (conn, handle) = client.connect().await.unwrap();
+    let mut d = Driver::new(conn);
+    init(&mut d).await;
+    d.send(request(2, "tools/list", json!({}))).await;
+    assert_eq!(d.recv().await["id"], 2);
+    let log = server.log();
+    let get = log.iter().find(|r| r.method == Method::GET).expect("a GET");
+    assert_eq!(get.header("mcp-session-id"), Some(SID));
+    assert_eq!(get.header("accept"), Some("text/event-stream"));
+    let list = log
+        .iter()
+        .find(|r| r.rpc_method() == Some("tools/list"))
+        .unwrap();
+    assert!(
+        list.at >= get.at + Duration::from_millis(300),
+        "tools/list was sent {:?} after the GET, before its answer",
+        list.at - get.at
+    );
+    handle.close().await;
+}
+
+#[tokio::test]
+async fn a_failed_standalone_get_is_retried_with_backoff() {
+    let gets = Arc::new(AtomicUsize::new(0));
+    let g2 = gets.clone();
+    let server = TestServer::start(move |rec| {
+        let gets = g2.clone();
+        async move {
+            if rec.method == Method::GET {
+                return match gets.fetch_add(1, Ordering::SeqCst) {
+                    0 => status(503),
+                    _ => {
+                        let note =
+                            json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"});
+                        let (tx, resp) = sse_channel();
+                        tx.send(event(&note, Some("e1"))).await.unwrap();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_secs(30)).await;
+                            drop(tx);
+                        });
+                        resp
+                    }
+                };
+            }
+            session_basics(&rec).await.unwrap_or_else(|| status(500))
+        }
+    })
+    .await;
+    let client = StreamableHttpClient::builder(server.url("/mcp"))
+        .reconnect(Reconnect::default().initial_delay(Duration::from_millis(20)))
+        .build()
+        .unwrap();
+    let (conn, handle) = client.connect().await.unwrap();
+    let mut d = Driver::new(conn);
+    init(&mut d).await;
+    let note = d.recv().await;
+    assert_eq!(note["method"], "notifications/tools/list_changed");
+    assert_eq!(gets.load(Ordering::SeqCst), 2);
+    handle.close().await;
+}
+
+#[tokio::test]
+async fn a_stateless_request_is_cancelled_by_closing_its_stream() {
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<()>();
+    let closed_tx = Arc::new(std::sync::Mutex::new(Some(closed_tx)));
+    let server = TestServer::start(move |rec| {
+        let closed_tx = closed_tx.clone();
+        async move {
+            if rec.rpc_method() == Some("tools/call") {
+                let (tx, resp) = sse_channel();
+                tokio::spawn(async move {
+                    tx.closed().await;
+                    if let Some(done) = closed_tx.lock().unwrap().take() {
+                        let _ = done.send(());
+                    }
+                });
+                return resp;
+            }
+            status(500)
+        }
+    })
+    .await;
+    let client = StreamableHttpClient::builder(server.url("/mcp"))
+        .build()
+        .unwrap();
+    let (conn, handle) = client.connect().await.unwrap();
+    let mut d = Driver::new(conn);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    d.send(request(
+        1,
+        "tools/call",
+        json!({"name": "slow", "_meta": meta}),
+    ))
+    .await;
+    server
+        .wait_for(|r| r.rpc_method() == Some("tools/call"))
+        .await;
+    d.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+                  "params":{"requestId":1}}))
+        .await;
+    tokio::time::timeout(Duration::from_secs(5), closed_rx)
+        .await
+        .expect("the response stream was not closed")
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        server
+            .log()
+            .iter()
+            .all(|r| r.rpc_method() != Some("notifications/cancelled")),
+        "no cancellation POST on the stateless wire"
+    );
+    handle.close().await;
+}

@@ -4,8 +4,11 @@
 //! * [`Client::builder`] sets who the client is and which server requests it answers
 //!   ([`ClientBuilder::on_sample`], [`ClientBuilder::on_elicit`], [`ClientBuilder::roots`]); the
 //!   capabilities it declares follow from those.
-//! * [`Client::connect`] negotiates a session over any [`mcp_jsonrpc::Connection`] and returns a
-//!   [`ClientSession`] with typed calls for every server feature.
+//! * [`Client::connect`] negotiates over any [`mcp_jsonrpc::Connection`]: `server/discover` for
+//!   a stateless (2026-07-28) session, falling back to `initialize` for older servers, and
+//!   returns a [`ClientSession`] with typed calls for every server feature. On a stateless
+//!   session every request carries its `_meta`, and `input_required` answers are resolved with
+//!   the same handlers that answer a session-era server's requests.
 //! * [`Host`] keeps one session per server of an `mcpServers` configuration
 //!   ([`config::HostConfig`]) and routes calls by collision-free names.
 //!
@@ -42,3 +45,8 @@ pub use mrtr::Outcome;
 pub use notify::{Notifications, ServerNotification};
 pub use rpc::Progress;
 pub use session::ClientSession;
+
+/// The guide in `docs/client.md`, whose examples are compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/client.md")]
+pub struct ClientGuide;

@@ -34,7 +34,7 @@ pub(crate) enum Negotiated {
     /// `initialize` succeeded.
     Session {
         version: ProtocolVersion,
-        init: InitializeResult,
+        init: Box<InitializeResult>,
     },
     /// `server/discover` succeeded.
     Stateless {
@@ -42,7 +42,7 @@ pub(crate) enum Negotiated {
         discover: Box<DiscoverResult>,
         /// The discover result's raw text, to seed the response cache.
         raw: String,
-        server_info: Implementation,
+        server_info: Box<Implementation>,
     },
 }
 
@@ -137,7 +137,7 @@ fn is_modern_error(code: i64) -> bool {
 
 /// How one `server/discover` attempt ended.
 enum Probe {
-    Found(Negotiated),
+    Found(Box<Negotiated>),
     /// `-32022`, with the versions the server offered.
     Unsupported(Vec<String>, ErrorObject),
     /// Anything that says the server is from before the stateless era.
@@ -151,7 +151,7 @@ pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, 
         let mut retries = 0;
         loop {
             match discover(client, rpc, version).await? {
-                Probe::Found(negotiated) => return Ok(negotiated),
+                Probe::Found(negotiated) => return Ok(*negotiated),
                 Probe::Legacy(reason) => {
                     tracing::debug!(%reason, "server/discover not understood; falling back to initialize");
                     break;
@@ -226,7 +226,7 @@ async fn discover(
         Err(other) => return Err(ConnectError::Discover(other.into())),
     };
     match decode_discover(raw.get(), version) {
-        Ok(found) => Ok(Probe::Found(found)),
+        Ok(found) => Ok(Probe::Found(Box::new(found))),
         Err(reason) => Ok(Probe::Legacy(reason)),
     }
 }
@@ -301,7 +301,7 @@ fn decode_discover(text: &str, version: ProtocolVersion) -> Result<Negotiated, S
         version,
         discover: Box::new(discover),
         raw: text.to_owned(),
-        server_info,
+        server_info: Box::new(server_info),
     })
 }
 
@@ -365,7 +365,10 @@ async fn initialize(
     rpc.notify("notifications/initialized", None)
         .await
         .map_err(ConnectError::Initialized)?;
-    Ok(Negotiated::Session { version, init })
+    Ok(Negotiated::Session {
+        version,
+        init: Box::new(init),
+    })
 }
 
 /// The `InitializeResult`-shaped view of a stateless session, for code written against

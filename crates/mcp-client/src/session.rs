@@ -162,7 +162,7 @@ impl ClientSession {
             handler.set_cache(cache.clone());
         }
         let (version, init, discover, meta) = match negotiated {
-            Negotiated::Session { version, init } => (version, init, None, Map::new()),
+            Negotiated::Session { version, init } => (version, *init, None, Map::new()),
             Negotiated::Stateless {
                 version,
                 discover,
