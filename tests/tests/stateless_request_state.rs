@@ -7,9 +7,13 @@ mod stateless_support;
 
 use std::time::Duration;
 
-use mcp_server::{SealingKey, Server, ServerOptions};
+use mcp_server::{
+    BoxFuture, ErrorObject, Middleware, Next, Request, RequestStateSubject, SealingKey, Server,
+    ServerOptions,
+};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use stateless_support::{Http, all_capabilities, builder, with_meta};
+use stateless_support::{Http, Stdio, all_capabilities, builder, with_meta};
 
 fn key(byte: u8) -> SealingKey {
     SealingKey::new([byte; 32]).unwrap()
@@ -193,4 +197,52 @@ async fn a_state_is_bound_to_its_call() {
         )
         .await;
     assert_eq!(o.text(), r#"staging accept (state {"target":"staging"})"#);
+}
+
+/// Stands in for an authentication layer: the caller's name from a `_meta` key.
+struct SubjectFromMeta;
+
+impl Middleware for SubjectFromMeta {
+    fn handle<'a>(
+        &'a self,
+        mut request: Request,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
+        let user = request
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .and_then(|p| p["_meta"]["test.example/user"].as_str().map(str::to_owned));
+        if let Some(user) = user {
+            request.extensions.insert(RequestStateSubject(user));
+        }
+        Box::pin(next.run(request))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_is_bound_to_its_subject() {
+    let server = builder().middleware(SubjectFromMeta).build().unwrap();
+    let mut c = Stdio::start(server);
+    let as_user = |user: &str, responses: Option<Value>, state: Option<&str>| {
+        let mut params = greet(responses, state);
+        params["_meta"]["test.example/user"] = json!(user);
+        params
+    };
+    let o = c.request("tools/call", as_user("alice", None, None)).await;
+    let state = o.result()["requestState"].as_str().unwrap().to_owned();
+    let o = c
+        .request("tools/call", as_user("bob", Some(alice()), Some(&state)))
+        .await;
+    assert_eq!(o.error_code(), -32602);
+    assert!(
+        o.response["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("another principal")
+    );
+    let o = c
+        .request("tools/call", as_user("alice", Some(alice()), Some(&state)))
+        .await;
+    assert_eq!(o.text(), "Hello, Alice!");
 }

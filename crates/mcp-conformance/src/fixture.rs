@@ -573,6 +573,20 @@ pub fn try_build() -> Result<Server, mcp_server::BuildError> {
                 .description("Asks only for the kinds of input the client declared"),
             input_capabilities,
         )
+        .tool_raw(
+            Tool::new("test_x_mcp_header")
+                .description("Echoes a region that clients mirror into the Mcp-Param-Region header")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {
+                        "region": {"type": "string", "x-mcp-header": "Region", "description": "A region"}
+                    },
+                    "required": ["region"]
+                })),
+            |_cx: ToolContext, args: Value| async move {
+                format!("Region: {}", args["region"].as_str().unwrap_or_default())
+            },
+        )
         .resource(
             Resource::new("test://static-text", "static-text")
                 .description("A static text resource for testing")

@@ -77,7 +77,8 @@ pub use registry::{NoArgs, Prompt, Resource, ResourceTemplate, Tool};
 pub use server::{CacheHints, Server, ServerBuilder, ServerOptions};
 pub use stateless::mrtr::InputRequired;
 pub use stateless::seal::{
-    Binding, KeyError, RequestStateSealer, SealError, SealedState, SealingKey, StateError,
+    Binding, KeyError, RequestStateSealer, RequestStateSubject, SealError, SealedState, SealingKey,
+    StateError,
 };
 pub use uri_template::{TemplateVars, UriTemplate};
 

@@ -21,6 +21,7 @@ use crate::error::{BuildError, with_data};
 use crate::output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult, Reply};
 use crate::uri_template::{TemplateVars, UriTemplate};
 use crate::validate::CompiledSchema;
+use mcp_types::x_mcp_header::{self, ParamHeader};
 
 /// A tool to register: its `tools/list` definition, built step by step.
 ///
@@ -316,6 +317,9 @@ pub(crate) type CompleteFn =
 pub(crate) struct ToolEntry {
     pub(crate) tool: mcp_types::Tool,
     pub(crate) input: CompiledSchema,
+    /// The parameters the input schema designates for `Mcp-Param-*` headers (`x-mcp-header`).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) param_headers: Vec<ParamHeader>,
     pub(crate) output: Option<CompiledSchema>,
     pub(crate) handler: Arc<ToolFn>,
 }
@@ -427,6 +431,11 @@ impl ToolEntry {
         };
         let compiled_input =
             CompiledSchema::object(input.clone()).map_err(|r| invalid("inputSchema", r))?;
+        let param_headers = match input.as_object() {
+            Some(schema) => x_mcp_header::param_headers(schema)
+                .map_err(|e| invalid("inputSchema", e.to_string()))?,
+            None => Vec::new(),
+        };
         tool.input_schema =
             serde_json::from_value(input).map_err(|e| invalid("inputSchema", e.to_string()))?;
         let compiled_output = match output {
@@ -447,9 +456,39 @@ impl ToolEntry {
         Ok(Self {
             tool,
             input: compiled_input,
+            param_headers,
             output: compiled_output,
             handler,
         })
+    }
+
+    /// On a stateless HTTP request, the `Mcp-Param-*` headers must mirror the designated
+    /// arguments exactly: present with the argument's text when it has a value, absent when it
+    /// is absent or `null`. A mismatch is `-32020` (HTTP 400).
+    #[cfg(feature = "http")]
+    fn check_param_headers(&self, cx: &RequestContext, args: &Value) -> Result<(), ErrorObject> {
+        use mcp_transport_http::server::McpParamHeaders;
+        let Some(headers) = cx.extensions().get::<McpParamHeaders>() else {
+            return Ok(());
+        };
+        let empty = serde_json::Map::new();
+        let args = args.as_object().unwrap_or(&empty);
+        for param in &self.param_headers {
+            let expected = param.value_in(args).and_then(x_mcp_header::header_text);
+            let sent = headers.get(&param.name);
+            if expected.as_deref() != sent {
+                let detail = match (&expected, sent) {
+                    (Some(_), None) => "is missing".to_owned(),
+                    (None, Some(_)) => "is sent for an argument without a value".to_owned(),
+                    _ => "does not match the argument".to_owned(),
+                };
+                return Err(ErrorObject::new(
+                    mcp_jsonrpc::codes::HEADER_MISMATCH,
+                    format!("header {} {detail}", param.header_name()),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Validates, runs and checks one call.
@@ -459,6 +498,8 @@ impl ToolEntry {
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResult, ErrorObject> {
         let args = Value::Object(arguments.unwrap_or_default());
+        #[cfg(feature = "http")]
+        self.check_param_headers(&cx, &args)?;
         if let Err(e) = self.input.check(&args) {
             // Input validation errors are tool execution errors, so the model can correct them.
             return Ok(CallToolResult::error(format!(

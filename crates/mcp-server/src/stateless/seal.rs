@@ -205,6 +205,37 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// Who a stateless request is made for, as a stable string (an OAuth subject, a user id). Put
+/// it into the request's extensions (typically in a [`Middleware`](crate::Middleware) that reads
+/// the authenticated principal the transport attached) and every `requestState` sealed for the
+/// request is bound to it: another subject cannot continue the request, as the specification
+/// asks of servers that authenticate their callers.
+///
+/// ```
+/// use mcp_server::{BoxFuture, ErrorObject, Middleware, Next, Request, RequestStateSubject};
+/// use serde_json::value::RawValue;
+///
+/// #[derive(Clone)]
+/// struct User(String); // what an authentication layer attached
+///
+/// struct BindStateToUser;
+///
+/// impl Middleware for BindStateToUser {
+///     fn handle<'a>(
+///         &'a self,
+///         mut request: Request,
+///         next: Next<'a>,
+///     ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
+///         if let Some(user) = request.extensions.get::<User>().cloned() {
+///             request.extensions.insert(RequestStateSubject(user.0));
+///         }
+///         Box::pin(next.run(request))
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RequestStateSubject(pub String);
+
 /// What a sealed state carries: the round it leads to, the handler's own state and the answers
 /// collected in earlier rounds (keyed like the asks they answer).
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -21,7 +21,7 @@ use super::channel::StatelessChannel;
 use super::listen;
 use super::mrtr::{Exchange, HandlerOutcome, Verdict};
 use super::rpc_error;
-use super::seal::Binding;
+use super::seal::{Binding, RequestStateSubject};
 use crate::context::{ClientScope, LogThreshold};
 use crate::dispatch::{Origin, dispatch};
 use crate::handler::Request;
@@ -148,13 +148,18 @@ fn discover(server: &Server, version: ProtocolVersion) -> Result<Box<RawValue>, 
 
 /// The target a sealed state is bound to (tool or prompt name, resource URI) and the
 /// arguments, from the params of a request that may ask for input.
-fn binding(method: &str, params: Option<&Value>) -> Binding {
+fn binding(method: &str, params: Option<&Value>, subject: Option<&RequestStateSubject>) -> Binding {
     let field = |name: &str| params.and_then(|p| p.get(name));
     let (target, arguments) = match method {
         "resources/read" => (field("uri"), None),
         _ => (field("name"), field("arguments")),
     };
-    Binding::new(method, target.and_then(Value::as_str).unwrap_or_default()).arguments(arguments)
+    let binding = Binding::new(method, target.and_then(Value::as_str).unwrap_or_default())
+        .arguments(arguments);
+    match subject {
+        Some(s) => binding.subject(&s.0),
+        None => binding,
+    }
 }
 
 async fn call(
@@ -184,7 +189,11 @@ async fn call(
         }
         let exchange = Exchange::open(
             &inner.sealer,
-            binding(&method, params.as_ref()),
+            binding(
+                &method,
+                params.as_ref(),
+                request.extensions.get::<RequestStateSubject>(),
+            ),
             meta.client_capabilities.clone(),
             retry,
             inner.options.mrtr_limits(),

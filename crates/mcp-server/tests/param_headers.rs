@@ -1,0 +1,160 @@
+//! `x-mcp-header` on the server side (feature `http`): a stateless Streamable HTTP call must
+//! mirror each designated argument into its `Mcp-Param-*` header; the transport decodes the
+//! headers and the server compares them with the arguments. Tools with invalid annotations are
+//! refused when the server is built.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use mcp_server::model::Implementation;
+use mcp_server::{BuildError, Server, Tool, ToolContext};
+use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "priority": {"type": "integer", "x-mcp-header": "Priority"},
+            "query": {"type": "string"}
+        },
+        "required": ["region"]
+    })
+}
+
+async fn start() -> std::net::SocketAddr {
+    let server = Server::builder(Implementation::new("headers", "1.0.0"))
+        .tool_raw(
+            Tool::new("search").input_schema(schema()),
+            |_cx: ToolContext, args: Value| async move { format!("searched {}", args["region"]) },
+        )
+        .build()
+        .unwrap();
+    let service = StreamableHttpService::builder(server.connection_handler())
+        .config(HttpServerConfig::default().path("/mcp"))
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(service.serve_with_listener(listener, std::future::pending()));
+    addr
+}
+
+/// A stateless `tools/call` of `search` with these arguments and `Mcp-Param-*` headers:
+/// the HTTP status and the JSON-RPC answer.
+async fn call(
+    addr: std::net::SocketAddr,
+    arguments: Value,
+    params: &[(&str, &str)],
+) -> (StatusCode, Value) {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "search", "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let mut request = Request::builder()
+        .method(Method::POST)
+        .uri(format!("http://{addr}/mcp"))
+        .header("host", addr.to_string())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "search");
+    for (name, value) in params {
+        request = request.header(format!("mcp-param-{name}"), *value);
+    }
+    let response = sender
+        .send_request(
+            request
+                .body(Full::new(Bytes::from(body.to_string())))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap())
+}
+
+#[tokio::test]
+async fn headers_must_mirror_the_designated_arguments() {
+    let addr = start().await;
+    let args = json!({"region": "us-west1", "priority": 42, "query": "SELECT 1"});
+    // Plain and base64 forms of the same values are accepted.
+    let (status, answer) = call(
+        addr,
+        args.clone(),
+        &[("Region", "us-west1"), ("Priority", "42")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "searched \"us-west1\""
+    );
+    let (status, _) = call(
+        addr,
+        args.clone(),
+        &[("region", "=?base64?dXMtd2VzdDE=?="), ("PRIORITY", "42")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    // A missing header, a different value, a header for an absent argument: -32020, HTTP 400.
+    for (arguments, headers) in [
+        (args.clone(), vec![("Priority", "42")]),
+        (
+            args.clone(),
+            vec![("Region", "eu-west1"), ("Priority", "42")],
+        ),
+        (
+            args.clone(),
+            vec![("Region", "us-west1"), ("Priority", "43")],
+        ),
+        (
+            json!({"region": "us-west1"}),
+            vec![("Region", "us-west1"), ("Priority", "1")],
+        ),
+    ] {
+        let (status, answer) = call(addr, arguments, &headers).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{headers:?}: {answer}");
+        assert_eq!(answer["error"]["code"], -32020, "{headers:?}");
+        assert_eq!(answer["id"], 1);
+    }
+    // A null argument means no header.
+    let (status, answer) = call(
+        addr,
+        json!({"region": "us-west1", "priority": null}),
+        &[("Region", "us-west1")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}
+
+#[test]
+fn invalid_annotations_are_refused_at_build() {
+    let bad =
+        json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}});
+    let err = Server::builder(Implementation::new("bad", "1"))
+        .tool_raw(
+            Tool::new("t").input_schema(bad),
+            |_cx: ToolContext, _a: Value| async { "x" },
+        )
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            BuildError::InvalidSchema {
+                which: "inputSchema",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
