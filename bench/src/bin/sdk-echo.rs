@@ -4,8 +4,9 @@
 //! Usage: `sdk-echo --stdio|--stdio-pipes|--http ADDR [--stateless] [--threads N]` (`--threads 0`:
 //! a single-threaded runtime; default: tokio's multi-threaded runtime with one worker per
 //! available core, like `#[tokio::main]`). `--http` serves Streamable HTTP at `http://ADDR/mcp`
-//! with `StreamableHttpService` and `Server::connection_handler`; `--stateless` (2026-07-28
-//! clients) is refused until the server serves the stateless revision.
+//! with `StreamableHttpService` and `Server::connection_handler` (64 open request streams per
+//! session instead of the transport's default 16, for the 32-in-flight runs); `--stateless`
+//! (2026-07-28 clients) is refused until the server serves the stateless revision.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -111,8 +112,13 @@ fn main() -> ExitCode {
                     Ok(server.serve_io(reader, writer).await?)
                 }
                 Mode::Http(addr) => {
+                    // The transport allows 16 open request streams per session by default; the
+                    // load driver keeps up to 32 requests in flight on one session.
+                    let config = HttpServerConfig::default()
+                        .path("/mcp")
+                        .max_streams_per_session(64);
                     StreamableHttpService::builder(server.connection_handler())
-                        .config(HttpServerConfig::default().path("/mcp"))
+                        .config(config)
                         .build()
                         .serve(addr)
                         .await
