@@ -99,9 +99,9 @@ async fn the_server_answers_with_the_schema_codes() {
         code_of(&peer, "tools/frobnicate", json!({})).await,
         schema::METHOD_NOT_FOUND
     );
-    // `server/discover` exists, but not in a 2025-11-25 session.
+    // A protocol method only the server sends.
     assert_eq!(
-        code_of(&peer, "server/discover", json!({})).await,
+        code_of(&peer, "sampling/createMessage", json!({})).await,
         schema::METHOD_NOT_FOUND
     );
     assert_eq!(
