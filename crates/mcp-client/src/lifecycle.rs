@@ -147,6 +147,7 @@ enum Probe {
 /// Negotiates as [`Client::connect`] documents.
 pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, ConnectError> {
     let shared = &client.shared;
+    let mut probe_failure = None;
     if let Some(mut version) = newest_in_range(client, Era::Stateless) {
         let mut retries = 0;
         loop {
@@ -154,6 +155,7 @@ pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, 
                 Probe::Found(negotiated) => return Ok(*negotiated),
                 Probe::Legacy(reason) => {
                     tracing::debug!(%reason, "server/discover not understood; falling back to initialize");
+                    probe_failure = Some(reason);
                     break;
                 }
                 Probe::Unsupported(offered, error) => {
@@ -182,7 +184,10 @@ pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, 
         None => Err(ConnectError::UnsupportedVersion {
             requested: shared.protocol_version,
             min: shared.min_protocol_version,
-            answered: "no answer to server/discover".into(),
+            answered: format!(
+                "nothing stateless (server/discover: {})",
+                probe_failure.as_deref().unwrap_or("not sent")
+            ),
         }),
     }
 }
