@@ -196,3 +196,84 @@ async fn both_eras_interleave_on_one_stdio_connection() {
         .await;
     assert_eq!(o.error_code(), -32601);
 }
+
+/// A session client on stdio that answers every elicitation with `{name, city}` and returns
+/// the call's text and how many elicitation requests it answered.
+async fn session_trip(server: mcp_server::Server) -> (String, usize) {
+    let mut c = Stdio::start(server);
+    c.send(&init(1)).await;
+    c.response_to(&json!(1)).await;
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    c.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "counted_trip", "arguments": {}}}))
+        .await;
+    let mut asked = 0;
+    loop {
+        let m = c.recv().await;
+        if m["method"] == "elicitation/create" {
+            asked += 1;
+            c.send(
+                &json!({"jsonrpc": "2.0", "id": m["id"], "result": {"action": "accept",
+                           "content": {"name": "Bob", "city": "Rome"}}}),
+            )
+            .await;
+        } else if m["id"] == 2 {
+            return (
+                m["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                asked,
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_mode_runs_session_handlers_the_stateless_way() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use mcp_server::prelude::*;
+    use stateless_support::{City, Name};
+
+    let build = |replay: bool, runs: Arc<AtomicUsize>| {
+        let mut options = mcp_server::ServerOptions::default();
+        options.force_input_replay = replay;
+        Server::builder(Implementation::new("replay", "1"))
+            .options(options)
+            .tool(
+                Tool::new("counted_trip"),
+                move |cx: ToolContext, _args: NoArgs| {
+                    let runs = Arc::clone(&runs);
+                    async move {
+                        runs.fetch_add(1, Ordering::SeqCst);
+                        let name = match cx.elicit::<Name>("name", "Name?").await? {
+                            Elicitation::Accepted(n) => n.name,
+                            _ => String::new(),
+                        };
+                        let city = match cx.elicit::<City>("city", "City?").await? {
+                            Elicitation::Accepted(c) => c.city,
+                            _ => String::new(),
+                        };
+                        Ok::<_, ToolError>(format!("{name} in {city}"))
+                    }
+                },
+            )
+            .build()
+            .unwrap()
+    };
+    let direct = Arc::new(AtomicUsize::new(0));
+    let (text, asked) = session_trip(build(false, Arc::clone(&direct))).await;
+    assert_eq!((text.as_str(), asked), ("Bob in Rome", 2));
+    assert_eq!(direct.load(Ordering::SeqCst), 1, "direct requests: one run");
+    let replayed = Arc::new(AtomicUsize::new(0));
+    let (text, asked) = session_trip(build(true, Arc::clone(&replayed))).await;
+    assert_eq!((text.as_str(), asked), ("Bob in Rome", 2));
+    assert_eq!(
+        replayed.load(Ordering::SeqCst),
+        3,
+        "replay: one run per round, as under 2026-07-28"
+    );
+}

@@ -89,6 +89,13 @@ pub(crate) trait ClientChannel: Send + Sync + 'static {
         ask: InputRequired,
         cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Resume, ErrorObject>>;
+
+    /// The asks a run left unanswered when they are to be fulfilled by a replay (the test mode
+    /// [`ServerOptions::force_input_replay`](crate::ServerOptions::force_input_replay) on
+    /// sessions); `None` everywhere else.
+    fn take_pending(&self) -> Option<InputRequired> {
+        None
+    }
 }
 
 /// What to do after an [`InputRequired`] was handed to the channel.
@@ -580,6 +587,10 @@ impl RequestContext {
 
     pub(crate) async fn provide_input(&self, ask: InputRequired) -> Result<Resume, ErrorObject> {
         self.channel.input_required(ask, &self.cancel).await
+    }
+
+    pub(crate) fn take_pending(&self) -> Option<InputRequired> {
+        self.channel.take_pending()
     }
 
     async fn request(

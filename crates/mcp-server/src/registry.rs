@@ -693,7 +693,15 @@ where
     F: FnMut(RequestContext) -> BoxFuture<'static, Reply<T>> + Send,
 {
     loop {
-        match run(cx.clone()).await {
+        let reply = match run(cx.clone()).await {
+            // Replay mode: the run stopped at asks that were recorded instead of sent.
+            Reply::Done(result) => match cx.take_pending() {
+                Some(ask) => Reply::InputRequired(ask),
+                None => return result,
+            },
+            ask => ask,
+        };
+        match reply {
             Reply::Done(result) => return result,
             Reply::InputRequired(ask) => match cx.provide_input(ask).await? {
                 Resume::Replay => {}

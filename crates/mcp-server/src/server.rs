@@ -87,6 +87,11 @@ pub struct ServerOptions {
     pub max_subscriptions: usize,
     /// The caching hints (`ttlMs`, `cacheScope`) of stateless results.
     pub cache: CacheHints,
+    /// Test mode (default off): on sessions too, `cx.elicit`, `cx.sample` and `cx.roots` stop
+    /// the handler at an ask that has no answer yet; the asks are then sent to the client and
+    /// the handler runs again from the start with the answers, as it does under the stateless
+    /// revision. Turn it on in tests to find handler code that is not safe to replay.
+    pub force_input_replay: bool,
 }
 
 /// The caching hints of each cacheable stateless (2026-07-28) result. Every default is
@@ -176,6 +181,7 @@ impl Default for ServerOptions {
             max_input_requests: 32,
             max_subscriptions: 16,
             cache: CacheHints::default(),
+            force_input_replay: false,
         }
     }
 }

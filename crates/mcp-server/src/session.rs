@@ -27,6 +27,7 @@ use crate::error::{CallError, ServeError, not_initialized};
 use crate::handler::{Endpoint, Next, Request};
 use crate::registry::ServerEvent;
 use crate::server::Server;
+use crate::stateless::channel::input_request;
 use crate::stateless::mrtr::InputRequired;
 use crate::stateless::serve;
 use crate::stateless::shim::{self, SessionInputs};
@@ -108,16 +109,39 @@ struct SessionChannel {
     /// Answers gathered for an [`InputRequired`](crate::InputRequired) handler.
     inputs: Arc<SessionInputs>,
     max_input_rounds: u16,
+    /// [`ServerOptions::force_input_replay`](crate::ServerOptions::force_input_replay).
+    replay: bool,
+}
+
+impl SessionChannel {
+    /// Replay mode: an ask is answered from an earlier round or recorded, never sent now.
+    fn replayed(
+        &self,
+        key: &str,
+        method: &'static str,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, CallError> {
+        if let Some(answer) = self.inputs.response(key) {
+            return mcp_jsonrpc::to_raw(&answer)
+                .map_err(|e| CallError::InvalidResponse(e.to_string()));
+        }
+        self.inputs.pend(key, input_request(method, params)?);
+        Err(CallError::InputRequired)
+    }
 }
 
 impl ClientChannel for SessionChannel {
     fn request(
         &self,
-        _key: &str,
+        key: &str,
         method: &'static str,
         params: Option<Box<RawValue>>,
         cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Box<RawValue>, CallError>> {
+        if self.replay {
+            let result = self.replayed(key, method, params.as_deref());
+            return Box::pin(std::future::ready(result));
+        }
         // The engine applies the timeout and the limit on pending requests; dropping the call
         // (the handler's request was cancelled) sends `notifications/cancelled`.
         let call = self.peer.request(method, params, RequestOptions::new());
@@ -161,6 +185,14 @@ impl ClientChannel for SessionChannel {
             self.max_input_rounds,
         ))
     }
+
+    fn take_pending(&self) -> Option<InputRequired> {
+        if self.replay {
+            self.inputs.take_pending()
+        } else {
+            None
+        }
+    }
 }
 
 /// The end of the middleware chain for a request of the stateless revision.
@@ -202,6 +234,7 @@ impl Endpoint for SessionEndpoint<'_> {
                     scope: Arc::clone(scope),
                     inputs: Arc::default(),
                     max_input_rounds: options.max_input_rounds,
+                    replay: options.force_input_replay,
                 }),
                 cancel: self.rpc.cancellation().clone(),
                 subscriptions: Some(&self.session.subscriptions),

@@ -30,7 +30,10 @@ pub(crate) struct StatelessChannel {
 }
 
 /// Builds the input request a context asks for from its method and encoded params.
-fn input_request(method: &str, params: Option<&RawValue>) -> Result<InputRequest, CallError> {
+pub(crate) fn input_request(
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<InputRequest, CallError> {
     let invalid = |e: serde_json::Error| CallError::InvalidRequest(e.to_string());
     let raw = params.map_or("{}", RawValue::get);
     match InputKind::from_method(method) {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_jsonrpc::{ErrorObject, Peer, RequestOptions};
 use mcp_types::wire::{self, InputKind};
-use mcp_types::{InputRequest, InputResponse, Project, ProtocolVersion};
+use mcp_types::{InputRequest, InputRequests, InputResponse, Project, ProtocolVersion};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -22,6 +22,8 @@ struct Gathered {
     answers: BTreeMap<String, InputResponse>,
     state: Option<Value>,
     rounds: u16,
+    /// Asks made in replay mode that have no answer yet.
+    pending: InputRequests,
 }
 
 /// The answers gathered for one request on a session.
@@ -41,6 +43,24 @@ impl SessionInputs {
 
     pub(crate) fn state(&self) -> Option<Value> {
         self.lock().state.clone()
+    }
+
+    /// Replay mode: records an ask that has no answer yet.
+    pub(crate) fn pend(&self, key: &str, request: InputRequest) {
+        self.lock().pending.insert(key.to_owned(), request);
+    }
+
+    /// Replay mode: the asks recorded in the run that just ended, as one `InputRequired`.
+    pub(crate) fn take_pending(&self) -> Option<InputRequired> {
+        let pending = std::mem::take(&mut self.lock().pending);
+        if pending.is_empty() {
+            return None;
+        }
+        Some(
+            pending
+                .into_iter()
+                .fold(InputRequired::new(), |ask, (k, r)| ask.request(k, r)),
+        )
     }
 }
 
@@ -113,6 +133,8 @@ pub(crate) async fn fulfil(
         })?;
         inputs.lock().answers.insert(key, answer);
     }
-    inputs.lock().state = state;
+    if state.is_some() {
+        inputs.lock().state = state;
+    }
     Ok(Resume::Replay)
 }
