@@ -225,6 +225,31 @@ fn auth_provider(run: &Run) -> Result<Arc<dyn mcp_auth::AuthProvider>, RunError>
             builder =
                 builder.client_credentials_grant(ClientCredentials::with_private_key(id, key));
         }
+        "auth/wif-jwt-bearer" => {
+            let (Some(id), Some(jwt)) = (id, run.context_str("valid_jwt")) else {
+                return Err(RunError::Input("client_id and valid_jwt needed".into()));
+            };
+            let jwt = jwt.to_owned();
+            builder =
+                builder.jwt_bearer_grant(ClientCredentials::public(id), move || Ok(jwt.clone()));
+        }
+        "auth/enterprise-managed-authorization" => {
+            let (Some(id), Some(secret), Some(endpoint), Some(idp_id), Some(id_token)) = (
+                id,
+                secret,
+                run.context_str("idp_token_endpoint"),
+                run.context_str("idp_client_id"),
+                run.context_str("idp_id_token"),
+            ) else {
+                return Err(RunError::Input(
+                    "client_id, client_secret, idp_token_endpoint, idp_client_id and idp_id_token needed"
+                        .into(),
+                ));
+            };
+            let idp =
+                mcp_auth::EnterpriseIdp::new(endpoint, ClientCredentials::public(idp_id), id_token);
+            builder = builder.enterprise_grant(ClientCredentials::with_secret(id, secret), idp);
+        }
         _ => {
             if let (Some(id), Some(secret)) = (id, secret) {
                 builder = builder.pre_registered(ClientCredentials::with_secret(id, secret));
