@@ -5,8 +5,9 @@
 //! a single-threaded runtime; default: tokio's multi-threaded runtime with one worker per
 //! available core, like `#[tokio::main]`). `--http` serves Streamable HTTP at `http://ADDR/mcp`
 //! with `StreamableHttpService` and `Server::connection_handler` (64 open request streams per
-//! session instead of the transport's default 16, for the 32-in-flight runs); `--stateless`
-//! (2026-07-28 clients) is refused until the server serves the stateless revision.
+//! session instead of the transport's default 16, for the 32-in-flight runs). 2026-07-28
+//! requests are served statelessly either way; `--stateless` also turns sessions off (no
+//! session ids), like `limit-http --stateless`.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -37,8 +38,11 @@ enum Mode {
     /// stdin/stdout registered with the runtime's reactor as non-blocking pipes (they must be
     /// pipes), instead of tokio's stdin/stdout which hop through the blocking thread pool.
     StdioPipes,
-    /// Streamable HTTP on this address.
-    Http(SocketAddr),
+    /// Streamable HTTP on this address; `stateful: false` hands out no session ids.
+    Http {
+        addr: SocketAddr,
+        stateful: bool,
+    },
 }
 
 struct Config {
@@ -54,13 +58,10 @@ fn config() -> Result<Config, ArgError> {
     } else if args.flag("--stdio-pipes") {
         Mode::StdioPipes
     } else if let Some(addr) = args.parsed_opt::<SocketAddr>("--http")? {
-        if args.flag("--stateless") {
-            return Err(ArgError(
-                "--stateless: the SDK server does not serve the stateless 2026-07-28 revision yet"
-                    .into(),
-            ));
+        Mode::Http {
+            addr,
+            stateful: !args.flag("--stateless"),
         }
-        Mode::Http(addr)
     } else {
         return Err(ArgError(
             "give --stdio, --stdio-pipes or --http ADDR".into(),
@@ -111,11 +112,12 @@ fn main() -> ExitCode {
                     let writer = tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?;
                     Ok(server.serve_io(reader, writer).await?)
                 }
-                Mode::Http(addr) => {
+                Mode::Http { addr, stateful } => {
                     // The transport allows 16 open request streams per session by default; the
                     // load driver keeps up to 32 requests in flight on one session.
                     let config = HttpServerConfig::default()
                         .path("/mcp")
+                        .stateful(stateful)
                         .max_streams_per_session(64);
                     StreamableHttpService::builder(server.connection_handler())
                         .config(config)
