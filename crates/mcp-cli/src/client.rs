@@ -115,9 +115,10 @@ where
     Fut: std::future::Future<Output = Result<Exit, Fail>>,
 {
     let target = target::resolve(args)?;
-    let log_level = args
-        .log_level
-        .as_deref()
+    // Log messages are shown at `info` and above unless asked otherwise. A stateless
+    // (2026-07-28) server sends none unless the request names a level, so ask for one always.
+    let explicit_level = args.log_level.is_some();
+    let log_level = Some(args.log_level.as_deref().unwrap_or("info"))
         .map(|level| {
             serde_json::from_value::<LoggingLevel>(Value::String(level.to_owned())).map_err(|_| {
                 Fail::usage(format!(
@@ -146,7 +147,7 @@ where
                     chain(&error)
                 ));
             }
-        } else {
+        } else if explicit_level {
             term.say("mcp: the server offers no logging; --log-level ignored");
         }
     }
