@@ -228,6 +228,18 @@ fn the_bundled_server_answers_out_of_the_box() {
     echo.expect_code(0);
     assert_eq!(echo.stdout, "hello\n");
 
+    // Forced onto the stateless revision: per-request `_meta`, no `initialize`.
+    let stateless = run(&[
+        "call",
+        "echo",
+        "--arg",
+        "text=stateless",
+        "--protocol",
+        "2026-07-28",
+    ]);
+    stateless.expect_code(0);
+    assert_eq!(stateless.stdout, "stateless\n");
+
     let json = run(&["call", "add", "--arg", "a=2", "--arg", "b=3", "--json"]);
     json.expect_code(0);
     assert_eq!(json.json()["structuredContent"]["sum"], 5.0);

@@ -85,13 +85,6 @@ fn client(args: &ServerArgs, term: &Arc<Term>) -> Result<Client, Fail> {
         .request_timeout(timeout)
         .initialize_timeout(timeout.unwrap_or(Duration::from_secs(30)));
     if let Some(version) = args.protocol {
-        if version.era() != Era::Session {
-            return Err(Fail::usage(format!(
-                "{version} is a stateless revision; the client commands negotiate with \
-                 `initialize` (up to {}). `mcp discover --protocol {version}` speaks it",
-                mcp_client::latest_session_version()
-            )));
-        }
         builder = builder
             .protocol_version(version)
             .min_protocol_version(version);
