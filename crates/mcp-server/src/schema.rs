@@ -100,12 +100,23 @@ fn restrict_property(name: &str, prop: Value) -> Result<Value, String> {
         let t = non_null[0].clone();
         map.insert("type".to_owned(), t);
     }
-    // `Option<Enum>` comes as `anyOf: [{enum...}, {type: null}]`.
+    // `Option<Enum>` of a unit-only enum comes as `"enum": [..., null]` (with the type array
+    // above); the form has no null choice, leaving the field out means none.
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    // An enum whose variants have doc comments comes as `oneOf: [{const, description}, ...]`;
+    // its `Option` adds a null alternative. A titled choice is `{const, title}`: the doc
+    // comment is the title.
+    if let Some(Value::Array(alts)) = map.get_mut("oneOf") {
+        alts.retain(|a| !is_null_schema(a));
+        for alt in alts.iter_mut() {
+            *alt = titled_choice(alt);
+        }
+    }
+    // Other optional schemas come as `anyOf: [{...}, {type: null}]`.
     if let Some(Value::Array(alts)) = map.get("anyOf").cloned() {
-        let non_null: Vec<Value> = alts
-            .into_iter()
-            .filter(|a| a.get("type").and_then(Value::as_str) != Some("null"))
-            .collect();
+        let non_null: Vec<Value> = alts.into_iter().filter(|a| !is_null_schema(a)).collect();
         if non_null.len() == 1 && map.get("type").is_none() {
             map.remove("anyOf");
             if let Value::Object(inner) = &non_null[0] {
@@ -113,6 +124,8 @@ fn restrict_property(name: &str, prop: Value) -> Result<Value, String> {
                     map.entry(k.clone()).or_insert_with(|| v.clone());
                 }
             }
+            // The alternative may itself be an enum written the `Option` way.
+            return restrict_property(name, Value::Object(map));
         }
     }
     if map.get("type").is_none() && (map.contains_key("enum") || map.contains_key("oneOf")) {
@@ -146,6 +159,36 @@ fn restrict_property(name: &str, prop: Value) -> Result<Value, String> {
     Ok(Value::Object(map))
 }
 
+/// A choice of a titled enum as elicitation has it: `{"const": value, "title": label}`, the
+/// label taken from the choice's `title`, else its `description`, else the value itself.
+fn titled_choice(choice: &Value) -> Value {
+    let Some(value) = choice.get("const") else {
+        return choice.clone();
+    };
+    let title = ["title", "description"]
+        .iter()
+        .find_map(|key| choice.get(*key).filter(|v| v.is_string()))
+        .or_else(|| Some(value).filter(|v| v.is_string()))
+        .cloned();
+    let mut out = Map::new();
+    out.insert("const".to_owned(), value.clone());
+    if let Some(title) = title {
+        out.insert("title".to_owned(), title);
+    }
+    Value::Object(out)
+}
+
+/// Whether a schema admits only `null`: `{"type": "null"}`, `{"const": null}` or
+/// `{"enum": [null]}`.
+fn is_null_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("null")
+        || schema.get("const").is_some_and(Value::is_null)
+        || schema
+            .get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|values| values.iter().all(Value::is_null))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +210,27 @@ mod tests {
     enum Color {
         Red,
         Green,
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    struct Preferences {
+        /// Favourite colour
+        color: Option<Color>,
+        /// Second choice
+        fallback: Option<Color>,
+        size: Option<Size>,
+        name: String,
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Size {
+        /// Small
+        S,
+        /// Large
+        L,
     }
 
     #[allow(dead_code)]
@@ -193,6 +257,33 @@ mod tests {
         assert_eq!(s["properties"]["color"]["type"], "string");
         assert_eq!(s["properties"]["color"]["enum"], json!(["red", "green"]));
         assert!(s.get("$defs").is_none());
+    }
+
+    #[test]
+    fn optional_enums_keep_their_choices_and_are_not_required() {
+        let s = elicitation_schema_for::<Preferences>().unwrap();
+        let color = &s["properties"]["color"];
+        assert_eq!(
+            color,
+            &json!({"type": "string", "enum": ["red", "green"], "description": "Favourite colour"}),
+            "{s}"
+        );
+        assert_eq!(s["properties"]["fallback"]["enum"], json!(["red", "green"]));
+        let size = &s["properties"]["size"];
+        assert_eq!(size["type"], "string", "{s}");
+        assert_eq!(
+            size["oneOf"],
+            json!([{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]),
+            "titled choices as elicitation has them: {s}"
+        );
+        assert_eq!(s["required"], json!(["name"]));
+        // The protocol's own type for `requestedSchema` takes it unchanged.
+        let typed: mcp_types::ElicitRequestFormParamsRequestedSchema =
+            serde_json::from_value(s.clone()).unwrap();
+        assert_eq!(serde_json::to_value(typed).unwrap(), s);
+        // What the schema promises, the type accepts.
+        let none: Preferences = serde_json::from_value(json!({"name": "Ada"})).unwrap();
+        assert!(none.color.is_none());
     }
 
     #[test]
