@@ -13,7 +13,9 @@
 //!   caching hints `ttlMs`/`cacheScope` on the results whose schema has them;
 //! - [`removed_in`]: the client methods a revision dropped (they get `-32601`);
 //! - multi round-trip requests: [`InputKind`], [`RetryInput`], [`input_required`];
-//! - error codes per era ([`lower_error_code`], [`missing_capability`]).
+//! - error codes per era ([`lower_error_code`], [`missing_capability`]);
+//! - extensions declared per request ([`declares_extension`], [`missing_extension`]) and the
+//!   shapes of the tasks extension ([`tasks`], `resultType: "task"`).
 //!
 //! ```
 //! use mcp_types::wire::{self, RequestMeta, ResultType};
@@ -92,6 +94,17 @@ pub const CACHEABLE_METHODS: [&str; 6] = [
 /// The methods a server may answer with an `InputRequiredResult` (multi round-trip requests).
 /// Every other request must complete or fail.
 pub const INPUT_REQUIRED_METHODS: [&str; 3] = ["prompts/get", "resources/read", "tools/call"];
+
+/// The identifier of the tasks extension (SEP-2663): declared under `capabilities.extensions`
+/// by a server that can answer with task handles, and per request by a client that accepts
+/// them.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The methods a server may answer with a `CreateTaskResult` (`resultType: "task"`) when the
+/// request declared the [`TASKS_EXTENSION`].
+pub const TASK_METHODS: [&str; 1] = ["tools/call"];
+
+pub mod tasks;
 
 /// The revisions that carry version and capabilities per request, oldest first.
 pub fn stateless_versions() -> impl Iterator<Item = ProtocolVersion> {
@@ -425,6 +438,8 @@ pub enum ResultType {
     Complete,
     /// `"input_required"`: an `InputRequiredResult`; the client retries with answers.
     InputRequired,
+    /// `"task"`: a `CreateTaskResult` of the tasks extension; the client polls `tasks/get`.
+    Task,
 }
 
 impl ResultType {
@@ -433,6 +448,7 @@ impl ResultType {
         match self {
             ResultType::Complete => "complete",
             ResultType::InputRequired => "input_required",
+            ResultType::Task => "task",
         }
     }
 }
@@ -446,6 +462,8 @@ pub enum LowerError {
     InputRequiredNotAllowed(String),
     /// An `InputRequiredResult` with neither `inputRequests` nor `requestState`.
     EmptyInputRequired,
+    /// A `CreateTaskResult` for a method that cannot run as a task (see [`TASK_METHODS`]).
+    TaskNotAllowed(String),
     /// The result's `_meta` is not an object.
     InvalidMeta,
 }
@@ -460,6 +478,9 @@ impl fmt::Display for LowerError {
                 f.write_str("an InputRequiredResult needs inputRequests or requestState (or both)")
             }
             LowerError::InvalidMeta => f.write_str("the result's _meta is not an object"),
+            LowerError::TaskNotAllowed(m) => {
+                write!(f, "{m} must not be answered with a CreateTaskResult")
+            }
         }
     }
 }
@@ -469,7 +490,8 @@ impl std::error::Error for LowerError {}
 /// Lowers a result to the stateless wire, in place: sets `resultType`, adds
 /// `_meta["io.modelcontextprotocol/serverInfo"]` when `server_info` is given, and on the results
 /// of [`CACHEABLE_METHODS`] adds `ttlMs` and `cacheScope` from `cache` (or the conservative
-/// [`CacheHint::default`]) unless the result already has them.
+/// [`CacheHint::default`]) unless the result already has them. A `CreateTaskResult`
+/// ([`ResultType::Task`]) is allowed only for [`TASK_METHODS`] and never gets caching hints.
 ///
 /// Fields the revision lacks are the job of [`crate::Project`], which should run first.
 pub fn lower_result(
@@ -486,6 +508,9 @@ pub fn lower_result(
         if !result.contains_key("inputRequests") && !result.contains_key("requestState") {
             return Err(LowerError::EmptyInputRequired);
         }
+    }
+    if result_type == ResultType::Task && !TASK_METHODS.contains(&method) {
+        return Err(LowerError::TaskNotAllowed(method.to_owned()));
     }
     if let Some(info) = server_info {
         let meta = result
@@ -560,6 +585,39 @@ pub fn missing_capability(required: &ClientCapabilities) -> ErrorObject {
             names.join(", ")
         ),
         data: Some(serde_json::json!({ "requiredCapabilities": value })),
+    }
+}
+
+/// Whether `capabilities` declare the extension `id` (a key of `extensions`, whatever its
+/// settings).
+///
+/// ```
+/// use mcp_types::ClientCapabilities;
+/// use mcp_types::wire::{self, TASKS_EXTENSION};
+///
+/// let caps: ClientCapabilities = serde_json::from_value(serde_json::json!({
+///     "extensions": {"io.modelcontextprotocol/tasks": {}}
+/// }))?;
+/// assert!(wire::declares_extension(&caps, TASKS_EXTENSION));
+/// assert!(!wire::declares_extension(&ClientCapabilities::default(), TASKS_EXTENSION));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+pub fn declares_extension(capabilities: &ClientCapabilities, id: &str) -> bool {
+    capabilities
+        .extensions
+        .as_ref()
+        .is_some_and(|e| e.contains_key(id))
+}
+
+/// The `-32021` error for a request that needs the extension `id` and did not declare it:
+/// `data.requiredCapabilities` is `{"extensions": {id: {}}}`.
+pub fn missing_extension(id: &str) -> ErrorObject {
+    let mut extensions = JsonObject::new();
+    extensions.insert(id.to_owned(), Value::Object(JsonObject::new()));
+    ErrorObject {
+        code: error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message: format!("the request needs the {id} extension, which it did not declare"),
+        data: Some(serde_json::json!({ "requiredCapabilities": { "extensions": extensions } })),
     }
 }
 
@@ -993,6 +1051,35 @@ mod tests {
             "tools/call",
             ProtocolVersion::V2025_11_25
         ));
+    }
+
+    #[test]
+    fn task_results_and_extensions() {
+        let info = Implementation::new("srv", "2.0");
+        let mut r = json!({"taskId": "t", "status": "working"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        lower_result("tools/call", &mut r, ResultType::Task, Some(&info), None).unwrap();
+        assert_eq!(r["resultType"], "task");
+        assert!(!r.contains_key("ttlMs") && !r.contains_key("cacheScope"));
+        // Only task methods, and cacheable methods get no hints as tasks either.
+        let mut r = JsonObject::new();
+        assert_eq!(
+            lower_result("resources/read", &mut r, ResultType::Task, None, None),
+            Err(LowerError::TaskNotAllowed("resources/read".into()))
+        );
+        assert!(r.is_empty());
+        let caps: ClientCapabilities =
+            serde_json::from_value(json!({"extensions": {TASKS_EXTENSION: {}}})).unwrap();
+        assert!(declares_extension(&caps, TASKS_EXTENSION));
+        assert!(!declares_extension(&caps, "com.example/other"));
+        let e = missing_extension(TASKS_EXTENSION);
+        assert_eq!(e.code, error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(
+            e.data,
+            Some(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
+        );
     }
 
     #[test]
