@@ -87,6 +87,13 @@ impl mcp_jsonrpc::Handler for TestHandler {
                     .map_err(ErrorObject::internal_error)?;
                 Ok(raw(json!({"client said": answer})))
             }
+            "note_then_answer" => {
+                cx.peer()
+                    .notify_with("notifications/message", &json!({"data": "before"}))
+                    .await
+                    .map_err(ErrorObject::internal_error)?;
+                Ok(raw(json!({"answered": true})))
+            }
             "panic" => panic!("handler bug"),
             other => Err(ErrorObject::method_not_found(other)),
         }
@@ -768,4 +775,62 @@ async fn slow_reader_backpressure_loses_nothing() {
         ids,
         (0..N as u64).filter(|i| i % 2 == 1).collect::<Vec<_>>()
     );
+}
+
+#[tokio::test]
+async fn a_handler_answering_at_once_never_overtakes_what_it_sent() {
+    let (_peer, mut rx, mut tx) = raw_peer(Engine::builder(), TestHandler::default());
+    for id in 1..=20 {
+        tx.send(request(id, "note_then_answer", json!({})))
+            .await
+            .unwrap();
+    }
+    for id in 1..=20 {
+        let Message::Notification(n) = next_message(&mut rx).await else {
+            panic!("the notification must come first")
+        };
+        assert_eq!(n.method, "notifications/message");
+        let Message::Response(r) = next_message(&mut rx).await else {
+            panic!("then the response")
+        };
+        assert_eq!(r.id, Some(Id::Number(id)));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_driver_stops_the_engine_on_a_multi_thread_runtime() {
+    let (a, b) = memory_pair(16);
+    let (peer, driver) = Engine::builder().start(b, TestHandler::default());
+    let (mut rx, mut tx) = a.into_parts();
+    // Poll the driver (which moves the engine onto a task of its own), then drop it.
+    let polled = tokio::time::timeout(Duration::from_millis(20), driver).await;
+    assert!(polled.is_err(), "the driver must still be running");
+    let failed = peer
+        .call::<_, Value>("echo", &json!({}), RequestOptions::new())
+        .await;
+    assert!(matches!(failed, Err(CallError::Closed(_))), "{failed:?}");
+    let _ = tx.send(request(1, "echo", json!({}))).await;
+    let end = tokio::time::timeout(Duration::from_secs(5), rx.next())
+        .await
+        .expect("the engine's end of the connection must close");
+    assert!(end.is_none(), "no answer once the driver is gone: {end:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spawned_driver_reports_the_close() {
+    let (a, b) = memory_pair(16);
+    let (peer, driver) = Engine::builder().start(b, TestHandler::default());
+    let running = tokio::spawn(driver);
+    let (client, _client_task) = Engine::builder().spawn(a, TestHandler::default());
+    let echoed: Value = client
+        .call("echo", &json!({"x": 1}), RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(echoed, json!({"x": 1}));
+    peer.close();
+    let result = tokio::time::timeout(Duration::from_secs(5), running)
+        .await
+        .expect("the driver must finish")
+        .expect("no panic");
+    assert!(result.is_ok(), "{result:?}");
 }

@@ -3,9 +3,10 @@
 //! Work done on the driver's own task: decoding results are routed (responses to waiting
 //! callers, progress to callbacks, cancellations to handler tokens), notifications run one at a
 //! time in wire order, and all writes go through one sink with a flush only when the outbound
-//! queue is momentarily empty. Requests are spawned, bounded by a semaphore whose permit the
-//! driver must hold before it reads the next frame: when every permit is taken the transport is
-//! not read (backpressure instead of buffering).
+//! queue is momentarily empty. A request handler is first polled right here; one that does not
+//! finish at once moves onto a spawned task. Running handlers are bounded by a semaphore whose
+//! permit the driver must hold before it reads the next frame: when every permit is taken the
+//! transport is not read (backpressure instead of buffering).
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -36,7 +37,7 @@ const READ_BUDGET: usize = 64;
 /// Frames written per poll before flushing and yielding.
 const WRITE_BUDGET: usize = 256;
 
-type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+type BoxFuture<T = ()> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 enum Phase {
     Running,
@@ -242,7 +243,7 @@ impl<H: Handler> DriverState<H> {
                 }
             }
             match self.reader.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(incoming))) => self.dispatch(incoming),
+                Poll::Ready(Some(Ok(incoming))) => self.dispatch(incoming, cx),
                 Poll::Ready(Some(Err(e))) => {
                     let reason = e.to_string();
                     self.begin_shutdown(Err(e), reason);
@@ -258,11 +259,11 @@ impl<H: Handler> DriverState<H> {
         cx.waker().wake_by_ref();
     }
 
-    fn dispatch(&mut self, incoming: Incoming) {
+    fn dispatch(&mut self, incoming: Incoming, cx: &mut Context<'_>) {
         let Incoming { frame, extensions } = incoming;
         match frame {
-            Ok(Inbound::Single(message)) => self.dispatch_message(message, extensions, None),
-            Ok(Inbound::Batch(items)) => self.dispatch_batch(items, extensions),
+            Ok(Inbound::Single(message)) => self.dispatch_message(message, extensions, None, cx),
+            Ok(Inbound::Batch(items)) => self.dispatch_batch(items, extensions, cx),
             Err(error) => {
                 tracing::warn!(%error, "bad inbound frame");
                 if let FrameError::Invalid(invalid) = &error {
@@ -292,6 +293,7 @@ impl<H: Handler> DriverState<H> {
         &mut self,
         items: Vec<Result<Message, InvalidMessage>>,
         extensions: Extensions,
+        cx: &mut Context<'_>,
     ) {
         if !self.shared.batches_allowed() {
             tracing::warn!("batch received but the negotiated revision forbids batches");
@@ -306,7 +308,9 @@ impl<H: Handler> DriverState<H> {
         let mut batch = Batch::default();
         for item in items {
             match item {
-                Ok(message) => self.dispatch_message(message, extensions.clone(), Some(&mut batch)),
+                Ok(message) => {
+                    self.dispatch_message(message, extensions.clone(), Some(&mut batch), cx)
+                }
                 Err(invalid) => {
                     tracing::warn!(%invalid, "bad batch element");
                     self.fail_pending_with(&invalid);
@@ -351,9 +355,10 @@ impl<H: Handler> DriverState<H> {
         message: Message,
         extensions: Extensions,
         batch: Option<&mut Batch>,
+        cx: &mut Context<'_>,
     ) {
         match message {
-            Message::Request(request) => self.dispatch_request(request, extensions, batch),
+            Message::Request(request) => self.dispatch_request(request, extensions, batch, cx),
             Message::Notification(notification) => {
                 self.dispatch_notification(notification, extensions)
             }
@@ -366,6 +371,7 @@ impl<H: Handler> DriverState<H> {
         request: Request,
         extensions: Extensions,
         batch: Option<&mut Batch>,
+        cx: &mut Context<'_>,
     ) {
         let id = request.id.clone();
         let token = {
@@ -390,28 +396,60 @@ impl<H: Handler> DriverState<H> {
             }
             return;
         };
-        let cx = RequestContext {
+        let rcx = RequestContext {
             id: id.clone(),
             cancel: token,
             peer: self.peer(Some(id.clone())),
             extensions,
         };
         if let Some(b) = batch {
-            b.requests.push((request, cx));
+            b.requests.push((request, rcx));
             return;
         }
-        let handler = self.handler.clone();
-        let shared = self.shared.clone();
-        let tx = self.tx.clone();
-        let permit = self.permit.take();
-        tokio::spawn(async move {
-            let _permit = permit;
-            if let Some(response) = run_handler(handler, shared, request, cx).await {
-                let _ = tx
-                    .send(Outbound::related(Message::Response(response), Some(id)))
-                    .await;
+        // The handler's first poll happens here, on the driver's task: a handler that finishes
+        // without waiting (most do) costs no task spawn and no thread hand-off. One that waits
+        // moves, already started, onto a task of its own; the next poll there registers that
+        // task's waker (every future re-registers on each poll), so it makes progress on its
+        // own from then on.
+        let mut running: BoxFuture<Option<Response>> = Box::pin(run_handler(
+            self.handler.clone(),
+            self.shared.clone(),
+            request,
+            rcx,
+        ));
+        match running.as_mut().poll(cx) {
+            Poll::Ready(None) => {}
+            Poll::Ready(Some(response)) => {
+                // The permit stays with the driver for the next frame: nothing is left running.
+                let outbound = Outbound::related(Message::Response(response), Some(id));
+                // Through the shared queue, behind whatever the handler sent while it ran
+                // (progress, log messages), so the answer never overtakes them.
+                match self.tx.try_send(outbound) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(outbound)) => {
+                        let tx = self.tx.clone();
+                        let permit = self.permit.take();
+                        tokio::spawn(async move {
+                            let _permit = permit;
+                            let _ = tx.send(outbound).await;
+                        });
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => {}
+                }
             }
-        });
+            Poll::Pending => {
+                let tx = self.tx.clone();
+                let permit = self.permit.take();
+                tokio::spawn(async move {
+                    let _permit = permit;
+                    if let Some(response) = running.await {
+                        let _ = tx
+                            .send(Outbound::related(Message::Response(response), Some(id)))
+                            .await;
+                    }
+                });
+            }
+        }
     }
 
     fn dispatch_notification(&mut self, notification: Notification, extensions: Extensions) {

@@ -44,9 +44,12 @@ pub fn batches_allowed_in(revision: &str) -> bool {
 /// so object safety is not needed. Both methods have defaults: requests are answered with
 /// `-32601` and notifications are ignored, so `()` is a handler for a side that serves nothing.
 ///
-/// Requests run concurrently on spawned tasks (at most `max_in_flight`); notifications run one at
-/// a time in wire order on the engine's own task, so a notification handler should be quick (it
-/// may await requests to the peer: responses keep flowing while it runs).
+/// Requests run concurrently (at most `max_in_flight`): a request handler is first polled on the
+/// engine's own task, and one that has to wait continues on a spawned task, so a handler that
+/// answers at once costs no task and no thread hand-off. Handlers must therefore not block the
+/// thread (use `tokio::task::spawn_blocking` for blocking work). Notifications run one at a time
+/// in wire order on the engine's own task, so a notification handler should be quick (it may
+/// await requests to the peer: responses keep flowing while it runs).
 pub trait Handler: Send + Sync + 'static {
     /// Answers a request with a raw result or an error.
     fn handle_request(
@@ -271,12 +274,7 @@ impl EngineBuilder {
         let shared = Arc::new(Shared::new(self.config));
         let peer = Peer::new(shared.clone(), tx.clone(), None);
         let state = driver::DriverState::new(shared, connection, Arc::new(handler), tx, rx);
-        (
-            peer,
-            Driver {
-                inner: Box::pin(state),
-            },
-        )
+        (peer, Driver::new(Box::pin(state)))
     }
 
     /// Starts the engine and spawns its driver on the current Tokio runtime.
@@ -293,9 +291,30 @@ impl EngineBuilder {
 /// The future that runs an engine: reads, dispatches, writes. It resolves when the connection
 /// closes: `Ok` for a clean close (end of input or [`Peer::close`]), `Err` for a transport
 /// failure.
+///
+/// On a multi-threaded Tokio runtime the first poll moves the engine onto a task of its own and
+/// the `Driver` then waits for that task (dropping the `Driver` stops it). The engine thus always
+/// runs on a worker thread, next to the I/O reactor and the request handlers it spawns, even when
+/// it is awaited from `block_on` (as `#[tokio::main]` does): no thread hand-off per message.
 #[must_use = "the engine does nothing unless its driver is polled"]
 pub struct Driver {
-    inner: Pin<Box<dyn Future<Output = Result<(), TransportError>> + Send>>,
+    inner: DriverInner,
+}
+
+type EngineFuture = Pin<Box<dyn Future<Output = Result<(), TransportError>> + Send>>;
+
+enum DriverInner {
+    Local(EngineFuture),
+    Spawned(JoinHandle<Result<(), TransportError>>),
+    Finished,
+}
+
+impl Driver {
+    fn new(future: EngineFuture) -> Self {
+        Driver {
+            inner: DriverInner::Local(future),
+        }
+    }
 }
 
 impl std::fmt::Debug for Driver {
@@ -308,7 +327,40 @@ impl Future for Driver {
     type Output = Result<(), TransportError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.inner.as_mut().poll(cx)
+        let this = &mut *self;
+        if matches!(this.inner, DriverInner::Local(_)) && on_multi_thread_runtime() {
+            if let DriverInner::Local(future) =
+                std::mem::replace(&mut this.inner, DriverInner::Finished)
+            {
+                this.inner = DriverInner::Spawned(tokio::spawn(future));
+            }
+        }
+        let out = match &mut this.inner {
+            DriverInner::Local(future) => std::task::ready!(future.as_mut().poll(cx)),
+            DriverInner::Spawned(handle) => match std::task::ready!(Pin::new(handle).poll(cx)) {
+                Ok(out) => out,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(e) => Err(TransportError::Closed(format!("engine task ended: {e}"))),
+            },
+            DriverInner::Finished => Err(TransportError::Closed(
+                "the engine driver was polled after it finished".into(),
+            )),
+        };
+        this.inner = DriverInner::Finished;
+        Poll::Ready(out)
+    }
+}
+
+fn on_multi_thread_runtime() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread)
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let DriverInner::Spawned(handle) = &self.inner {
+            handle.abort();
+        }
     }
 }
 
