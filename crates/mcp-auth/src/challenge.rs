@@ -27,7 +27,7 @@ impl Challenge {
     }
 }
 
-/// The parts of a `Bearer` challenge that MCP uses.
+/// The parts of a `Bearer` (or `DPoP`, RFC 9449 section 7.1) challenge that MCP uses.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BearerChallenge {
     /// `resource_metadata`: where the Protected Resource Metadata lives (RFC 9728).
@@ -41,25 +41,32 @@ pub struct BearerChallenge {
 }
 
 impl BearerChallenge {
-    /// Reads the first `Bearer` challenge from all `WWW-Authenticate` headers in `headers`.
-    /// Returns an empty challenge when there is none.
+    /// Reads the first `Bearer` challenge from all `WWW-Authenticate` headers in `headers`,
+    /// or, when there is none, the first `DPoP` challenge (a resource that accepts only
+    /// DPoP-bound tokens challenges with that scheme alone). Returns an empty challenge when
+    /// there is neither.
     pub fn from_headers(headers: &HeaderMap) -> Self {
-        for value in headers.get_all(WWW_AUTHENTICATE) {
-            let Ok(text) = value.to_str() else { continue };
-            if let Some(c) = parse_challenges(text)
-                .into_iter()
-                .find(|c| c.scheme.eq_ignore_ascii_case("bearer"))
-            {
-                let get = |name: &str| c.param(name).map(str::to_owned);
-                return Self {
-                    resource_metadata: get("resource_metadata"),
-                    scope: get("scope"),
-                    error: get("error"),
-                    error_description: get("error_description"),
-                };
-            }
+        let challenges: Vec<Challenge> = headers
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(parse_challenges)
+            .collect();
+        let scheme = |name: &'static str| move |c: &&Challenge| c.scheme.eq_ignore_ascii_case(name);
+        let Some(c) = challenges
+            .iter()
+            .find(scheme("bearer"))
+            .or_else(|| challenges.iter().find(scheme("dpop")))
+        else {
+            return Self::default();
+        };
+        let get = |name: &str| c.param(name).map(str::to_owned);
+        Self {
+            resource_metadata: get("resource_metadata"),
+            scope: get("scope"),
+            error: get("error"),
+            error_description: get("error_description"),
         }
-        Self::default()
     }
 
     /// The requested scopes, split on spaces.
@@ -237,6 +244,29 @@ mod tests {
             BearerChallenge::from_headers(&HeaderMap::new()),
             BearerChallenge::default()
         );
+    }
+
+    #[test]
+    fn dpop_challenge_when_there_is_no_bearer_one() {
+        let mut h = HeaderMap::new();
+        h.append(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static(
+                r#"DPoP algs="ES256", resource_metadata="https://r/.well-known/oauth-protected-resource""#,
+            ),
+        );
+        let b = BearerChallenge::from_headers(&h);
+        assert_eq!(
+            b.resource_metadata.as_deref(),
+            Some("https://r/.well-known/oauth-protected-resource")
+        );
+        // A Bearer challenge wins over a DPoP one, in any order.
+        h.append(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer resource_metadata="https://b/prm""#),
+        );
+        let b = BearerChallenge::from_headers(&h);
+        assert_eq!(b.resource_metadata.as_deref(), Some("https://b/prm"));
     }
 
     #[test]

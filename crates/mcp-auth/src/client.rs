@@ -6,13 +6,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::assertion::{ClientAuth, ClientCredentials};
-use crate::challenge::{BearerChallenge, split_scopes};
+use crate::challenge::{BearerChallenge, parse_challenges, split_scopes};
+use crate::dpop::{self, DpopKey, DpopPolicy, Nonces};
 use crate::error::AuthError;
 use crate::handler::{AuthorizationHandler, AuthorizationRequest, AuthorizationResponse};
 use crate::http::{BoxFuture, HttpClient, HyperHttpClient};
@@ -25,16 +26,51 @@ use crate::uri;
 
 /// The interface an HTTP transport uses to authorize its requests.
 ///
-/// For each request the transport calls [`authorization`](Self::authorization) and sends the
-/// returned `Authorization` header, if any. On a `401` it calls
-/// [`on_unauthorized`](Self::on_unauthorized) and, on success, retries the request once. On a
-/// `403` whose `WWW-Authenticate` says `error="insufficient_scope"` it calls
-/// [`on_insufficient_scope`](Self::on_insufficient_scope) and, on success, retries; the
-/// provider bounds how often that can happen.
+/// For each HTTP request the transport calls [`authorize_request`](Self::authorize_request)
+/// with the request's method and URL, which adds the credentials (by default the
+/// [`authorization`](Self::authorization) header). It shows every response to
+/// [`on_response`](Self::on_response) first, which may ask for one immediate retry (a DPoP
+/// nonce challenge). On a `401` it calls [`on_unauthorized`](Self::on_unauthorized) and, on
+/// success, retries the request. On a `403` whose `WWW-Authenticate` says
+/// `error="insufficient_scope"` it calls [`on_insufficient_scope`](Self::on_insufficient_scope)
+/// and, on success, retries; the provider bounds how often that can happen.
 pub trait AuthProvider: Send + Sync {
     /// The `Authorization` header for a request to `resource_url`, refreshing an expired token
     /// first when possible. `None` means "send the request without credentials".
+    ///
+    /// For a DPoP-bound token this is `DPoP <token>`, which the resource accepts only with a
+    /// proof: transports call [`authorize_request`](Self::authorize_request), which adds both.
     fn authorization<'a>(&'a self, resource_url: &'a str) -> BoxFuture<'a, Option<HeaderValue>>;
+
+    /// Adds the credentials of one HTTP request with `method` to `url` to `headers`. The
+    /// default adds the [`authorization`](Self::authorization) header; a provider with
+    /// sender-constrained tokens adds what it computes from the method and URL as well
+    /// ([`OAuthClient`] with DPoP: `Authorization: DPoP <token>` and a fresh `DPoP` proof).
+    /// Called again for every retry, so every attempt carries fresh credentials.
+    fn authorize_request<'a>(
+        &'a self,
+        method: &'a Method,
+        url: &'a str,
+        headers: &'a mut HeaderMap,
+    ) -> BoxFuture<'a, Result<(), AuthError>> {
+        let _ = method;
+        Box::pin(async move {
+            if let Some(value) = self.authorization(url).await {
+                headers.insert(AUTHORIZATION, value);
+            }
+            Ok(())
+        })
+    }
+
+    /// Sees the status and headers of every response to a request made with
+    /// [`authorize_request`](Self::authorize_request), before the transport acts on the
+    /// status. [`ResponseAction::Retry`] asks for the request to be sent again at once, with
+    /// fresh credentials; transports honour that at most once per request. The default does
+    /// nothing ([`ResponseAction::Proceed`]).
+    fn on_response(&self, url: &str, status: StatusCode, headers: &HeaderMap) -> ResponseAction {
+        let _ = (url, status, headers);
+        ResponseAction::Proceed
+    }
 
     /// Handles a `401` from `resource_url`: `headers` are the response headers (their
     /// `WWW-Authenticate` values are read). Obtains a new token or fails.
@@ -51,6 +87,17 @@ pub trait AuthProvider: Send + Sync {
         resource_url: &'a str,
         headers: &'a HeaderMap,
     ) -> BoxFuture<'a, Result<(), AuthError>>;
+}
+
+/// What a transport does with a response after [`AuthProvider::on_response`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResponseAction {
+    /// Handle the response as usual: a `401` or `403` goes to the provider.
+    Proceed,
+    /// Send the request again right away with fresh credentials (at most once per request),
+    /// for example after a `use_dpop_nonce` challenge that supplied a new nonce.
+    Retry,
 }
 
 /// The OAuth `application_type` of the client (OpenID Connect Dynamic Client Registration),
@@ -233,11 +280,14 @@ struct Config {
     max_step_up_attempts: u32,
     max_resources: usize,
     expiry_skew_secs: u64,
+    dpop: DpopPolicy,
+    max_dpop_nonces: usize,
 }
 
 /// Builds an [`OAuthClient`].
 pub struct OAuthClientBuilder {
     config: Config,
+    dpop_key: Option<DpopKey>,
     http: Option<Arc<dyn HttpClient>>,
     store: Option<Arc<dyn TokenStore>>,
     handler: Option<Arc<dyn AuthorizationHandler>>,
@@ -395,6 +445,27 @@ impl OAuthClientBuilder {
         self
     }
 
+    /// When tokens are bound to a key with DPoP (RFC 9449); default
+    /// [`DpopPolicy::WhenSupported`]: whenever the authorization server accepts `ES256`
+    /// proofs.
+    pub fn dpop(mut self, policy: DpopPolicy) -> Self {
+        self.config.dpop = policy;
+        self
+    }
+
+    /// The DPoP key (default: a new one generated when the client is built). Give the same
+    /// key again to use DPoP-bound tokens kept in a persistent store after a restart.
+    pub fn dpop_key(mut self, key: DpopKey) -> Self {
+        self.dpop_key = Some(key);
+        self
+    }
+
+    /// How many servers' DPoP nonces are remembered at once (default 64).
+    pub fn max_dpop_nonces(mut self, servers: usize) -> Self {
+        self.config.max_dpop_nonces = servers.max(1);
+        self
+    }
+
     /// Builds the client.
     pub fn build(self) -> Result<OAuthClient, AuthError> {
         let config = self.config;
@@ -428,9 +499,20 @@ impl OAuthClientBuilder {
                 source,
             })?),
         };
+        let dpop = match (config.dpop, self.dpop_key) {
+            (DpopPolicy::Disabled, _) => None,
+            (_, key) => Some(Dpop {
+                key: match key {
+                    Some(k) => k,
+                    None => DpopKey::generate()?,
+                },
+                nonces: Nonces::new(config.max_dpop_nonces),
+            }),
+        };
         Ok(OAuthClient {
             inner: Arc::new(Inner {
                 config,
+                dpop,
                 http,
                 store: self
                     .store
@@ -486,6 +568,8 @@ impl std::fmt::Debug for OAuthClient {
 
 struct Inner {
     config: Config,
+    /// The DPoP key and the servers' nonces, unless DPoP is disabled.
+    dpop: Option<Dpop>,
     http: Arc<dyn HttpClient>,
     store: Arc<dyn TokenStore>,
     handler: Option<Arc<dyn AuthorizationHandler>>,
@@ -493,6 +577,12 @@ struct Inner {
     flow: tokio::sync::Mutex<()>,
     /// What is known about each protected resource, by the URL the transport uses.
     resources: Mutex<HashMap<String, ResourceState>>,
+}
+
+/// What the client needs for DPoP.
+struct Dpop {
+    key: DpopKey,
+    nonces: Nonces,
 }
 
 /// The outcome of discovery for one resource.
@@ -588,7 +678,10 @@ impl OAuthClient {
                 max_step_up_attempts: 2,
                 max_resources: 64,
                 expiry_skew_secs: 30,
+                dpop: DpopPolicy::default(),
+                max_dpop_nonces: 64,
             },
+            dpop_key: None,
             http: None,
             store: None,
             handler: None,
@@ -677,15 +770,15 @@ impl OAuthClient {
         url: &str,
         content_type: &'static str,
         body: Vec<u8>,
-        authorization: Option<HeaderValue>,
+        headers: HeaderMap,
     ) -> Result<http::Response<Bytes>, AuthError> {
         let mut req = http::Request::builder()
             .method(Method::POST)
             .uri(url)
             .header(CONTENT_TYPE, content_type)
             .header(ACCEPT, "application/json");
-        if let Some(a) = authorization {
-            req = req.header(AUTHORIZATION, a);
+        if let Some(h) = req.headers_mut() {
+            h.extend(headers);
         }
         let req = req
             .body(Bytes::from(body))
@@ -962,7 +1055,9 @@ impl OAuthClient {
             body["client_uri"] = u.as_str().into();
         }
         let body = serde_json::to_vec(&body).map_err(|e| AuthError::Config(e.to_string()))?;
-        let response = self.post(url, "application/json", body, None).await?;
+        let response = self
+            .post(url, "application/json", body, HeaderMap::new())
+            .await?;
         let status = response.status();
         if !status.is_success() {
             return Err(Self::endpoint_error(
@@ -1072,26 +1167,85 @@ impl OAuthClient {
         }
     }
 
+    /// The DPoP key to bind tokens from this authorization server to, if DPoP is used with
+    /// it: when the policy allows it and the server accepts `ES256` proofs.
+    fn dpop_for(&self, d: &Discovered) -> Result<Option<&Dpop>, AuthError> {
+        let Some(dpop) = &self.inner.dpop else {
+            return Ok(None);
+        };
+        let listed = AuthorizationServerMetadata::lists(
+            &d.meta.dpop_signing_alg_values_supported,
+            dpop::ALG,
+        );
+        match (listed, self.inner.config.dpop) {
+            (true, _) => Ok(Some(dpop)),
+            (false, DpopPolicy::Required) => Err(AuthError::DpopNotSupported {
+                issuer: d.issuer.clone(),
+            }),
+            (false, _) => Ok(None),
+        }
+    }
+
+    /// Whether a token can be presented by this client: a bearer token, or one bound to the
+    /// client's own DPoP key.
+    fn usable_binding(&self, tokens: &TokenSet) -> bool {
+        match &tokens.dpop_jkt {
+            None => true,
+            Some(jkt) => self
+                .inner
+                .dpop
+                .as_ref()
+                .is_some_and(|d| d.key.thumbprint() == jkt),
+        }
+    }
+
     async fn token_request(
         &self,
         d: &Discovered,
         client: &ResolvedClient,
-        mut form: Vec<(&'static str, String)>,
+        form: Vec<(&'static str, String)>,
         requested: &[String],
         previous_refresh: Option<&str>,
     ) -> Result<TokenSet, AuthError> {
         let url = self.endpoint(d.meta.token_endpoint.as_ref(), "token_endpoint", &d.issuer)?;
-        let auth = self.authenticate_client(client, d, &mut form)?;
-        let body = {
-            let mut body = form_urlencoded::Serializer::new(String::new());
-            for (k, v) in &form {
-                body.append_pair(k, v);
+        let dpop = self.dpop_for(d)?;
+        let mut nonce_retried = false;
+        let response = loop {
+            // Client authentication is redone for a retry: an assertion's `jti` is single-use.
+            let mut form = form.clone();
+            let auth = self.authenticate_client(client, d, &mut form)?;
+            let mut headers = authorization_headers(auth);
+            if let Some(dpop) = dpop {
+                let nonce = dpop.nonces.get(url);
+                let proof = dpop.key.proof(&Method::POST, url, None, nonce.as_deref())?;
+                headers.insert(dpop::DPOP, header_value(proof)?);
             }
-            body.finish().into_bytes()
+            let response = self
+                .post(
+                    url,
+                    "application/x-www-form-urlencoded",
+                    form_body(&form),
+                    headers,
+                )
+                .await?;
+            let Some(dpop) = dpop else { break response };
+            // RFC 9449 section 8: a nonce may come with any answer; `use_dpop_nonce` asks for a
+            // new proof carrying it.
+            let fresh = response
+                .headers()
+                .get(dpop::DPOP_NONCE)
+                .is_some_and(|v| dpop.nonces.record(url, v));
+            if fresh
+                && !nonce_retried
+                && response.status() == StatusCode::BAD_REQUEST
+                && oauth_error(response.body()).as_deref() == Some("use_dpop_nonce")
+            {
+                tracing::debug!(%url, "token endpoint asked for a DPoP nonce; retrying");
+                nonce_retried = true;
+                continue;
+            }
+            break response;
         };
-        let response = self
-            .post(url, "application/x-www-form-urlencoded", body, auth)
-            .await?;
         let status = response.status();
         if !status.is_success() {
             return Err(Self::endpoint_error("token", status, response.body()));
@@ -1103,11 +1257,21 @@ impl OAuthClient {
         };
         let tr: TokenResponse =
             serde_json::from_slice(response.body()).map_err(|e| invalid(e.to_string()))?;
-        match tr.token_type.as_deref() {
-            Some(t) if t.eq_ignore_ascii_case("bearer") => {}
-            Some(t) => return Err(AuthError::UnsupportedTokenType(t.to_owned())),
-            None => return Err(invalid("no token_type".to_owned())),
-        }
+        let dpop_jkt = match (tr.token_type.as_deref(), dpop) {
+            (Some(t), Some(dpop)) if t.eq_ignore_ascii_case("dpop") => {
+                Some(dpop.key.thumbprint().to_owned())
+            }
+            // RFC 9449 section 5: a server may answer a proof with a bearer token.
+            (Some(t), Some(_))
+                if t.eq_ignore_ascii_case("bearer")
+                    && self.inner.config.dpop == DpopPolicy::Required =>
+            {
+                return Err(AuthError::UnsupportedTokenType(t.to_owned()));
+            }
+            (Some(t), _) if t.eq_ignore_ascii_case("bearer") => None,
+            (Some(t), _) => return Err(AuthError::UnsupportedTokenType(t.to_owned())),
+            (None, _) => return Err(invalid("no token_type".to_owned())),
+        };
         if tr.access_token.is_empty()
             || HeaderValue::try_from(format!("Bearer {}", tr.access_token)).is_err()
         {
@@ -1131,6 +1295,7 @@ impl OAuthClient {
                 Some(s) => split_scopes(&s),
                 None => requested.to_vec(),
             },
+            dpop_jkt,
         })
     }
 
@@ -1235,16 +1400,14 @@ impl OAuthClient {
             assigned_method: None,
         };
         let auth = self.authenticate_client(&client, &at_idp, &mut form)?;
-        let body = {
-            let mut body = form_urlencoded::Serializer::new(String::new());
-            for (k, v) in &form {
-                body.append_pair(k, v);
-            }
-            body.finish().into_bytes()
-        };
         let url = idp.token_endpoint.as_str();
         let response = self
-            .post(url, "application/x-www-form-urlencoded", body, auth)
+            .post(
+                url,
+                "application/x-www-form-urlencoded",
+                form_body(&form),
+                authorization_headers(auth),
+            )
             .await?;
         if !response.status().is_success() {
             return Err(Self::endpoint_error(
@@ -1433,9 +1596,23 @@ impl OAuthClient {
         headers: &HeaderMap,
     ) -> Result<(), AuthError> {
         let _flow = self.inner.flow.lock().await;
-        let challenge = BearerChallenge::from_headers(headers);
         let previous = self.state(resource_url);
+        // A DPoP error about the proof of a bound token is not fixed by a new token: the
+        // nonce retry (`on_response`) has been made, or the proof itself is refused.
+        if previous
+            .as_ref()
+            .and_then(|p| p.tokens.as_ref())
+            .is_some_and(|t| t.dpop_jkt.is_some())
+        {
+            if let Some((error, description)) = dpop_challenge_error(headers) {
+                if error == "use_dpop_nonce" || error == "invalid_dpop_proof" {
+                    return Err(AuthError::DpopRejected { error, description });
+                }
+            }
+        }
+        let challenge = BearerChallenge::from_headers(headers);
         let d = Arc::new(self.discover(resource_url, &challenge).await?);
+        self.dpop_for(&d)?;
         let previous = match previous {
             Some(p) if p.discovered.issuer == d.issuer && p.discovered.resource == d.resource => {
                 Some(p)
@@ -1483,7 +1660,12 @@ impl OAuthClient {
             .map(|t| t.access_token.clone());
         let refreshed_before = previous.as_ref().is_some_and(|p| p.refreshed_after_401);
         let step_up = previous.as_ref().and_then(|p| p.step_up.clone());
-        if let Some(saved) = stored.tokens.get(&d.resource).cloned() {
+        if let Some(saved) = stored
+            .tokens
+            .get(&d.resource)
+            .filter(|t| self.usable_binding(t))
+            .cloned()
+        {
             if rejected.as_deref() != Some(saved.access_token.as_str())
                 && !saved.expires_within(now_secs(), self.inner.config.expiry_skew_secs)
             {
@@ -1599,12 +1781,13 @@ impl OAuthClient {
         Ok(())
     }
 
-    async fn current_authorization(&self, resource_url: &str) -> Option<HeaderValue> {
+    /// The token to present to `resource_url`, refreshed first when it is about to expire.
+    async fn current_tokens(&self, resource_url: &str) -> Option<TokenSet> {
         let skew = self.inner.config.expiry_skew_secs;
         let state = self.state(resource_url)?;
         let tokens = state.tokens.as_ref()?;
         if !tokens.expires_within(now_secs(), skew) {
-            return bearer(&tokens.access_token);
+            return Some(tokens.clone());
         }
         tokens.refresh_token.as_ref()?;
         let _flow = self.inner.flow.lock().await;
@@ -1612,7 +1795,7 @@ impl OAuthClient {
         let state = self.state(resource_url)?;
         let tokens = state.tokens.clone()?;
         if !tokens.expires_within(now_secs(), skew) {
-            return bearer(&tokens.access_token);
+            return Some(tokens);
         }
         let d = state.discovered.clone();
         let client = match &state.client {
@@ -1624,7 +1807,6 @@ impl OAuthClient {
         };
         match self.refresh(&d, &client, &tokens).await {
             Ok(new) => {
-                let header = bearer(&new.access_token);
                 match self.inner.store.load(&d.issuer).await {
                     Ok(stored) => {
                         let mut stored = stored.unwrap_or_default();
@@ -1635,10 +1817,10 @@ impl OAuthClient {
                     Err(e) => tracing::warn!(error = %e, "could not load stored credentials"),
                 }
                 if let Some(s) = self.resources().get_mut(resource_url) {
-                    s.tokens = Some(new);
+                    s.tokens = Some(new.clone());
                     s.refreshed_after_401 = false;
                 }
-                header
+                Some(new)
             }
             Err(e) => {
                 tracing::debug!(error = %e, "token refresh failed");
@@ -1649,15 +1831,137 @@ impl OAuthClient {
     }
 }
 
+impl OAuthClient {
+    /// The credentials of one request: `Bearer`, or `DPoP` with a fresh proof for a token
+    /// bound to this client's key.
+    async fn authorize(
+        &self,
+        method: &Method,
+        url: &str,
+        headers: &mut HeaderMap,
+    ) -> Result<(), AuthError> {
+        let Some(tokens) = self.current_tokens(url).await else {
+            return Ok(());
+        };
+        let Some(jkt) = &tokens.dpop_jkt else {
+            if let Some(v) = bearer(&tokens.access_token) {
+                headers.insert(AUTHORIZATION, v);
+            }
+            return Ok(());
+        };
+        match &self.inner.dpop {
+            Some(dpop) if dpop.key.thumbprint() == jkt => {
+                let nonce = dpop.nonces.get(url);
+                let proof =
+                    dpop.key
+                        .proof(method, url, Some(&tokens.access_token), nonce.as_deref())?;
+                let mut value = header_value(format!("DPoP {}", tokens.access_token))?;
+                value.set_sensitive(true);
+                headers.insert(AUTHORIZATION, value);
+                headers.insert(dpop::DPOP, header_value(proof)?);
+            }
+            // Bound to a key this client does not hold: presenting it cannot succeed.
+            _ => tracing::debug!("the token is bound to another DPoP key; sending none"),
+        }
+        Ok(())
+    }
+
+    /// Remembers a `DPoP-Nonce` of the server at `url`; a `401` with a `use_dpop_nonce`
+    /// challenge to a DPoP request that brought a usable nonce is retried with it
+    /// (RFC 9449 section 9).
+    fn observe(&self, url: &str, status: StatusCode, headers: &HeaderMap) -> ResponseAction {
+        let (Some(dpop), Some(nonce)) = (&self.inner.dpop, headers.get(dpop::DPOP_NONCE)) else {
+            return ResponseAction::Proceed;
+        };
+        if !dpop.nonces.record(url, nonce) || status != StatusCode::UNAUTHORIZED {
+            return ResponseAction::Proceed;
+        }
+        let bound = self
+            .state(url)
+            .and_then(|s| s.tokens)
+            .is_some_and(|t| t.dpop_jkt.is_some());
+        match dpop_challenge_error(headers) {
+            Some((error, _)) if bound && error == "use_dpop_nonce" => ResponseAction::Retry,
+            _ => ResponseAction::Proceed,
+        }
+    }
+}
+
 fn bearer(token: &str) -> Option<HeaderValue> {
     let mut v = HeaderValue::try_from(format!("Bearer {token}")).ok()?;
     v.set_sensitive(true);
     Some(v)
 }
 
+fn header_value(value: String) -> Result<HeaderValue, AuthError> {
+    HeaderValue::try_from(value).map_err(|_| AuthError::Config("a value is not header-safe".into()))
+}
+
+/// Headers carrying an optional `Authorization` value.
+fn authorization_headers(authorization: Option<HeaderValue>) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    if let Some(a) = authorization {
+        headers.insert(AUTHORIZATION, a);
+    }
+    headers
+}
+
+/// An `application/x-www-form-urlencoded` body.
+fn form_body(form: &[(&'static str, String)]) -> Vec<u8> {
+    let mut body = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in form {
+        body.append_pair(k, v);
+    }
+    body.finish().into_bytes()
+}
+
+/// The OAuth `error` of an error response body, if it has one.
+fn oauth_error(body: &[u8]) -> Option<String> {
+    serde_json::from_slice::<OAuthErrorBody>(body)
+        .ok()
+        .and_then(|b| b.error)
+}
+
+/// The `error` and `error_description` of the first `DPoP` challenge that has an `error`.
+fn dpop_challenge_error(headers: &HeaderMap) -> Option<(String, Option<String>)> {
+    headers
+        .get_all(WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(parse_challenges)
+        .filter(|c| c.scheme.eq_ignore_ascii_case("dpop"))
+        .find_map(|c| {
+            let error = c.param("error")?.to_owned();
+            Some((error, c.param("error_description").map(str::to_owned)))
+        })
+}
+
 impl AuthProvider for OAuthClient {
     fn authorization<'a>(&'a self, resource_url: &'a str) -> BoxFuture<'a, Option<HeaderValue>> {
-        Box::pin(self.current_authorization(resource_url))
+        Box::pin(async move {
+            let tokens = self.current_tokens(resource_url).await?;
+            let scheme = if tokens.dpop_jkt.is_some() {
+                "DPoP"
+            } else {
+                "Bearer"
+            };
+            let mut v = HeaderValue::try_from(format!("{scheme} {}", tokens.access_token)).ok()?;
+            v.set_sensitive(true);
+            Some(v)
+        })
+    }
+
+    fn authorize_request<'a>(
+        &'a self,
+        method: &'a Method,
+        url: &'a str,
+        headers: &'a mut HeaderMap,
+    ) -> BoxFuture<'a, Result<(), AuthError>> {
+        Box::pin(self.authorize(method, url, headers))
+    }
+
+    fn on_response(&self, url: &str, status: StatusCode, headers: &HeaderMap) -> ResponseAction {
+        self.observe(url, status, headers)
     }
 
     fn on_unauthorized<'a>(

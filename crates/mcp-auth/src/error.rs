@@ -168,6 +168,22 @@ pub enum AuthError {
     /// The token endpoint issued a token type this client cannot use.
     #[error("unsupported token type {0:?}")]
     UnsupportedTokenType(String),
+    /// DPoP is required ([`DpopPolicy::Required`](crate::DpopPolicy::Required)) but the
+    /// authorization server does not accept `ES256` proofs.
+    #[error("authorization server {issuer:?} does not support DPoP with ES256")]
+    DpopNotSupported {
+        /// The issuer.
+        issuer: String,
+    },
+    /// The resource rejected the DPoP proof of a bound token (`invalid_dpop_proof`, or a
+    /// `use_dpop_nonce` challenge that the retry with its nonce did not satisfy).
+    #[error("the resource rejected the DPoP proof: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    DpopRejected {
+        /// The `error` of the `DPoP` challenge.
+        error: String,
+        /// Its `error_description`, if any.
+        description: Option<String>,
+    },
     /// The resource kept demanding scopes after the configured number of step-up attempts.
     #[error("gave up after {attempts} step-up authorizations for scope {scope:?}")]
     StepUpLimit {

@@ -36,6 +36,8 @@ mod assertion;
 #[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "client")]
+mod dpop;
+#[cfg(feature = "client")]
 mod handler;
 #[cfg(feature = "client")]
 mod http;
@@ -61,8 +63,10 @@ pub use assertion::{ClientAuth, ClientCredentials, PrivateKeyJwt, SigningAlgorit
 #[cfg(feature = "client")]
 pub use client::{
     ApplicationType, AuthProvider, ClientMetadata, EnterpriseIdp, OAuthClient, OAuthClientBuilder,
-    StaticToken,
+    ResponseAction, StaticToken,
 };
+#[cfg(feature = "client")]
+pub use dpop::{DpopKey, DpopPolicy};
 #[cfg(feature = "client")]
 pub use handler::{
     AuthorizationHandler, AuthorizationRequest, AuthorizationResponse, HeadlessRedirect,

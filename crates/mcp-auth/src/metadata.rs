@@ -27,6 +27,13 @@ pub struct ProtectedResourceMetadata {
     /// A URL of human-readable documentation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_documentation: Option<String>,
+    /// The JWS algorithms the resource accepts in DPoP proofs (RFC 9728 section 2,
+    /// RFC 9449).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// Whether the resource accepts only DPoP-bound access tokens (RFC 9728 section 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_bound_access_tokens_required: Option<bool>,
     /// Any other members, kept as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -107,6 +114,10 @@ pub struct AuthorizationServerMetadata {
     /// The JWK Set of the server's signing keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jwks_uri: Option<String>,
+    /// The JWS algorithms accepted in DPoP proofs (RFC 9449 section 5.1); its presence means
+    /// the server can bind tokens to a key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
     /// Any other members, kept as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

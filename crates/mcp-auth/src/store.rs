@@ -81,6 +81,10 @@ pub struct TokenSet {
     /// The scopes granted (or, if the server did not say, requested).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// For a DPoP-bound token (`token_type` `DPoP`), the thumbprint of the key it is bound
+    /// to ([`DpopKey::thumbprint`](crate::DpopKey::thumbprint)); `None` for a bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_jkt: Option<String>,
 }
 
 impl TokenSet {
@@ -91,6 +95,7 @@ impl TokenSet {
             refresh_token: None,
             expires_at: None,
             scopes: Vec::new(),
+            dpop_jkt: None,
         }
     }
 
@@ -110,6 +115,7 @@ impl fmt::Debug for TokenSet {
             )
             .field("expires_at", &self.expires_at)
             .field("scopes", &self.scopes)
+            .field("dpop_jkt", &self.dpop_jkt)
             .finish()
     }
 }

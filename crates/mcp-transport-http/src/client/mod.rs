@@ -215,8 +215,8 @@ impl std::fmt::Debug for StreamableHttpClientBuilder {
 impl StreamableHttpClientBuilder {
     /// Adds a header sent with every HTTP request (for example an API key). Headers the
     /// transport manages (`Accept`, `Content-Type`, `Mcp-Session-Id`, `MCP-Protocol-Version`,
-    /// `Last-Event-ID`, `Mcp-Method`, `Mcp-Name`, and `Authorization` when an auth provider is
-    /// set) override custom ones of the same name.
+    /// `Last-Event-ID`, `Mcp-Method`, `Mcp-Name`, and whatever an auth provider adds, such as
+    /// `Authorization` and `DPoP`) override custom ones of the same name.
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.append(name, value);
         self
@@ -230,9 +230,14 @@ impl StreamableHttpClientBuilder {
         self
     }
 
-    /// Uses an OAuth provider: its `Authorization` header goes on every request; a `401` lets
-    /// it authorize and a `403 insufficient_scope` lets it step up, then the request is retried
-    /// (at most three times).
+    /// Uses an OAuth provider: it adds the credentials of every HTTP request from the
+    /// request's method and URL ([`AuthProvider::authorize_request`]: `Authorization`, plus a
+    /// fresh `DPoP` proof for a DPoP-bound token); it sees every response first and may ask
+    /// for one immediate retry (a DPoP nonce challenge); a `401` lets it authorize and a
+    /// `403 insufficient_scope` lets it step up, then the request is retried (at most three
+    /// times).
+    ///
+    /// [`AuthProvider::authorize_request`]: mcp_auth::AuthProvider::authorize_request
     #[cfg(feature = "auth")]
     pub fn auth(mut self, provider: Arc<dyn mcp_auth::AuthProvider>) -> Self {
         self.auth = Some(provider);

@@ -92,13 +92,17 @@ impl Net {
     }
 
     /// Sends one exchange: custom headers first, then the exchange's own headers (which win),
-    /// then the provider's `Authorization`. A `401` or `403 insufficient_scope` lets the
-    /// provider obtain a new token before the exchange is retried.
+    /// then the provider's credentials for this method and URL (`Authorization`, and a `DPoP`
+    /// proof for a DPoP-bound token). The provider sees each response first and may ask for
+    /// one immediate retry (a DPoP nonce challenge); then a `401` or `403 insufficient_scope`
+    /// lets it obtain a new token before the exchange is retried.
     // Without the `auth` feature there is nothing to retry, so the loop runs once.
     #[cfg_attr(not(feature = "auth"), allow(clippy::never_loop))]
     pub async fn send(&self, ex: Exchange<'_>) -> Result<Response<Incoming>, HttpError> {
         #[cfg(feature = "auth")]
         let mut retries = 0;
+        #[cfg(feature = "auth")]
+        let mut provider_retried = false;
         loop {
             let mut req = Request::builder()
                 .method(ex.method.clone())
@@ -119,9 +123,9 @@ impl Net {
             let resource = ex.uri.to_string();
             #[cfg(feature = "auth")]
             if let Some(auth) = &self.auth {
-                if let Some(value) = auth.authorization(&resource).await {
-                    headers.insert(http::header::AUTHORIZATION, value);
-                }
+                auth.authorize_request(&ex.method, &resource, headers)
+                    .await
+                    .map_err(HttpError::Auth)?;
             }
             let resp = self
                 .client
@@ -130,13 +134,23 @@ impl Net {
                 .map_err(|e| HttpError::Request(Box::new(e)))?;
             #[cfg(feature = "auth")]
             if let Some(auth) = &self.auth {
+                let status = resp.status();
+                if auth.on_response(&resource, status, resp.headers())
+                    == mcp_auth::ResponseAction::Retry
+                    && !provider_retried
+                {
+                    provider_retried = true;
+                    continue;
+                }
                 if retries < MAX_AUTH_RETRIES {
-                    let status = resp.status();
+                    // A new token starts a new round of credentials: the provider may ask for
+                    // its immediate retry once more.
                     if status == StatusCode::UNAUTHORIZED {
                         retries += 1;
                         auth.on_unauthorized(&resource, resp.headers())
                             .await
                             .map_err(HttpError::Auth)?;
+                        provider_retried = false;
                         continue;
                     }
                     if status == StatusCode::FORBIDDEN && insufficient_scope(resp.headers()) {
@@ -144,6 +158,7 @@ impl Net {
                         auth.on_insufficient_scope(&resource, resp.headers())
                             .await
                             .map_err(HttpError::Auth)?;
+                        provider_retried = false;
                         continue;
                     }
                 }
