@@ -143,6 +143,13 @@ pub struct AsConfig {
     pub assertion_key: Option<Vec<u8>>,
     /// HMAC key to verify JWT bearer grant assertions with (audience: the issuer).
     pub jwt_bearer_key: Option<Vec<u8>>,
+    /// DPoP (RFC 9449): advertise `ES256`, verify the proofs of token requests and bind the
+    /// tokens of requests that carry one (`cnf.jkt`, `token_type: DPoP`).
+    pub dpop: bool,
+    /// Require this nonce in proofs: others get `400 use_dpop_nonce` with `DPoP-Nonce`.
+    pub dpop_nonce: Option<String>,
+    /// Answer a valid proof with an unbound `Bearer` token anyway.
+    pub dpop_bearer_answer: bool,
 }
 
 impl Default for AsConfig {
@@ -165,6 +172,9 @@ impl Default for AsConfig {
             dcr_client_id: "dcr-client".into(),
             assertion_key: None,
             jwt_bearer_key: None,
+            dpop: false,
+            dpop_nonce: None,
+            dpop_bearer_answer: false,
         }
     }
 }
@@ -176,6 +186,10 @@ pub struct AsLog {
     pub registrations: Vec<Value>,
     pub authorizations: Vec<HashMap<String, String>>,
     pub tokens: Vec<(HashMap<String, String>, Option<String>)>,
+    /// Each DPoP proof at the token endpoint, verified, or why it was refused.
+    pub dpop_proofs: Vec<Result<VerifiedProof, String>>,
+    /// How many token requests were answered `use_dpop_nonce`.
+    pub nonce_challenges: usize,
 }
 
 struct Code {
@@ -186,12 +200,16 @@ struct Code {
     client_id: String,
 }
 
+/// What a refresh token stands for: resource, scope, and the DPoP key it is bound to.
+type RefreshGrant = (String, String, Option<String>);
+
 #[derive(Default)]
 struct AsState {
     log: AsLog,
     codes: HashMap<String, Code>,
-    refresh: HashMap<String, (String, String)>,
+    refresh: HashMap<String, RefreshGrant>,
     issued: u64,
+    jtis: std::collections::HashSet<String>,
 }
 
 pub struct TestAs {
@@ -264,6 +282,9 @@ fn as_handle(
         }
         if config.cimd {
             m["client_id_metadata_document_supported"] = json!(true);
+        }
+        if config.dpop {
+            m["dpop_signing_alg_values_supported"] = json!(["ES256"]);
         }
         return json_response(200, m);
     }
@@ -350,6 +371,48 @@ fn token(
         .map(str::to_owned);
     let mut s = state.lock().unwrap();
     s.log.tokens.push((f.clone(), auth.clone()));
+    let mut jkt = None;
+    if config.dpop {
+        let proofs: Vec<&str> = req
+            .headers()
+            .get_all("dpop")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        if proofs.len() > 1 {
+            return token_error(400, "invalid_dpop_proof");
+        }
+        if let Some(proof) = proofs.first() {
+            let endpoint = format!(
+                "{}/token",
+                issuer.strip_suffix(&config.issuer_path).unwrap_or(issuer)
+            );
+            let verified = verify_proof(proof, "POST", &endpoint, None);
+            s.log.dpop_proofs.push(verified.clone());
+            let proof = match verified {
+                Ok(p) => p,
+                Err(_) => return token_error(400, "invalid_dpop_proof"),
+            };
+            if !s
+                .jtis
+                .insert(proof.claims["jti"].as_str().unwrap_or_default().to_owned())
+            {
+                return token_error(400, "invalid_dpop_proof");
+            }
+            if let Some(nonce) = &config.dpop_nonce {
+                if proof.claims["nonce"].as_str() != Some(nonce) {
+                    s.log.nonce_challenges += 1;
+                    let mut r = token_error(400, "use_dpop_nonce");
+                    r.headers_mut().insert(
+                        "dpop-nonce",
+                        http::HeaderValue::try_from(nonce.as_str()).unwrap(),
+                    );
+                    return r;
+                }
+            }
+            jkt = Some(proof.jkt);
+        }
+    }
     let grant = f.get("grant_type").cloned().unwrap_or_default();
     let (resource, scope) = match grant.as_str() {
         "authorization_code" => {
@@ -368,14 +431,18 @@ fn token(
             (code.resource, code.scope)
         }
         "refresh_token" => {
-            let Some(entry) = f
+            let Some((resource, scope, bound)) = f
                 .get("refresh_token")
                 .and_then(|r| s.refresh.get(r))
                 .cloned()
             else {
                 return token_error(400, "invalid_grant");
             };
-            entry
+            // RFC 9449 section 5: a public client's refresh token is bound to its DPoP key.
+            if bound.is_some() && bound != jkt {
+                return token_error(400, "invalid_grant");
+            }
+            (resource, scope)
         }
         "client_credentials" => {
             if let Some(pem) = &config.assertion_key {
@@ -441,10 +508,14 @@ fn token(
         .audience_override
         .clone()
         .unwrap_or_else(|| resource.clone());
-    let claims = json!({
+    let bind = jkt.clone().filter(|_| !config.dpop_bearer_answer);
+    let mut claims = json!({
         "iss": issuer, "aud": aud, "exp": exp, "sub": "user-1",
         "scope": granted, "client_id": "c", "n": s.issued,
     });
+    if let Some(jkt) = &bind {
+        claims["cnf"] = json!({ "jkt": jkt });
+    }
     let access = jsonwebtoken::encode(
         &Header::new(Algorithm::HS256),
         &claims,
@@ -452,9 +523,11 @@ fn token(
     )
     .unwrap();
     let rt = format!("rt-{}", s.issued);
-    s.refresh.insert(rt.clone(), (resource, scope));
+    s.refresh
+        .insert(rt.clone(), (resource, scope, bind.clone()));
     let mut body = json!({
-        "access_token": access, "token_type": "Bearer",
+        "access_token": access,
+        "token_type": if bind.is_some() { "DPoP" } else { "Bearer" },
         "expires_in": config.expires_in, "scope": granted,
     });
     if grant != "client_credentials" {
@@ -668,6 +741,92 @@ pub async fn call(
         }
     }
     Ok(status)
+}
+
+/// A DPoP proof that passed [`verify_proof`].
+#[derive(Clone, Debug)]
+pub struct VerifiedProof {
+    pub header: Value,
+    pub claims: Value,
+    /// The RFC 7638 thumbprint of the proof's key.
+    pub jkt: String,
+}
+
+/// Checks a DPoP proof as RFC 9449 section 4.3 says, independently of the client's code:
+/// `typ`, `alg` ES256 and a public P-256 `jwk` in the header, the signature with that key,
+/// `jti`, `htm` = `method`, `htu` = `url` exactly, `iat` within a minute, and `ath` = the hash
+/// of `access_token` when one is presented (absent otherwise).
+pub fn verify_proof(
+    proof: &str,
+    method: &str,
+    url: &str,
+    access_token: Option<&str>,
+) -> Result<VerifiedProof, String> {
+    let parts: Vec<&str> = proof.split('.').collect();
+    if parts.len() != 3 {
+        return Err("not a compact JWS".into());
+    }
+    let header: Value = URL_SAFE_NO_PAD
+        .decode(parts[0])
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or("header is not base64url JSON")?;
+    if header["typ"] != "dpop+jwt" {
+        return Err(format!("typ is {}", header["typ"]));
+    }
+    if header["alg"] != "ES256" {
+        return Err(format!("alg is {}", header["alg"]));
+    }
+    let jwk = &header["jwk"];
+    if jwk.get("d").is_some() {
+        return Err("the jwk holds a private key".into());
+    }
+    if jwk["kty"] != "EC" || jwk["crv"] != "P-256" {
+        return Err(format!("jwk is not a P-256 key: {jwk}"));
+    }
+    let (Some(x), Some(y)) = (jwk["x"].as_str(), jwk["y"].as_str()) else {
+        return Err("jwk lacks x or y".into());
+    };
+    let key = DecodingKey::from_ec_components(x, y).map_err(|e| format!("jwk: {e}"))?;
+    let mut validation = jsonwebtoken::Validation::new(Algorithm::ES256);
+    validation.required_spec_claims.clear();
+    validation.validate_exp = false;
+    validation.validate_aud = false;
+    let claims = jsonwebtoken::decode::<Value>(proof, &key, &validation)
+        .map_err(|e| format!("signature: {e}"))?
+        .claims;
+    if claims["jti"].as_str().is_none_or(|j| j.len() < 16) {
+        return Err("jti missing or short".into());
+    }
+    if claims["htm"] != method {
+        return Err(format!("htm {} for a {method}", claims["htm"]));
+    }
+    if claims["htu"] != url {
+        return Err(format!("htu {} for {url}", claims["htu"]));
+    }
+    if claims["iat"]
+        .as_u64()
+        .is_none_or(|iat| iat.abs_diff(now()) > 60)
+    {
+        return Err(format!("iat {} out of the window", claims["iat"]));
+    }
+    match access_token {
+        Some(token) => {
+            let ath = URL_SAFE_NO_PAD.encode(Sha256::digest(token.as_bytes()));
+            if claims["ath"] != ath {
+                return Err(format!("ath {} is not the token's hash", claims["ath"]));
+            }
+        }
+        None if claims.get("ath").is_some() => return Err("ath without a token".into()),
+        None => {}
+    }
+    let canonical = format!(r#"{{"crv":"P-256","kty":"EC","x":"{x}","y":"{y}"}}"#);
+    let jkt = URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()));
+    Ok(VerifiedProof {
+        header,
+        claims,
+        jkt,
+    })
 }
 
 /// Decodes a Basic header into `(id, secret)`.
