@@ -834,3 +834,34 @@ async fn a_spawned_driver_reports_the_close() {
         .expect("no panic");
     assert!(result.is_ok(), "{result:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_flood_through_a_tiny_pipe_loses_nothing() {
+    // Only driver-made answers: the driver's own queue fills while the writer is blocked, and
+    // reading must resume once writing made room.
+    let (a, b) = tokio::io::duplex(256);
+    let (read, write) = tokio::io::split(b);
+    let conn = Connection::framed(read, write, Framing::Line, CodecConfig::default());
+    let (_peer, _) = Engine::builder()
+        .queue_capacity(2)
+        .spawn(conn, TestHandler::default());
+    let (raw_read, mut raw_write) = tokio::io::split(a);
+    const N: usize = 2000;
+    let writer = tokio::spawn(async move {
+        for _ in 0..N {
+            raw_write.write_all(b"{oops\n").await.unwrap();
+        }
+        raw_write
+    });
+    let mut lines = BufReader::new(raw_read).lines();
+    for _ in 0..N {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["error"]["code"], json!(-32700));
+    }
+    let _raw_write = writer.await.unwrap();
+}

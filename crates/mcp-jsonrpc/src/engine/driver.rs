@@ -21,7 +21,7 @@ use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 use serde::Deserialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio_util::sync::PollSemaphore;
+use tokio_util::sync::{CancellationToken, PollSemaphore};
 
 use super::{
     CANCELLED_METHOD, Handler, NotificationContext, PROGRESS_METHOD, Peer, Progress,
@@ -123,7 +123,7 @@ impl<H: Handler> DriverState<H> {
         tracing::debug!(%reason, "closing connection");
         lock(&self.shared.close_reason).get_or_insert(reason);
         self.result = Some(result);
-        self.shared.shutdown.cancel();
+        self.shared.cancel_handlers();
         let pending: Vec<_> = lock(&self.shared.pending).drain().collect();
         let error = self.shared.close_reason();
         for (_, entry) in pending {
@@ -229,17 +229,24 @@ impl<H: Handler> DriverState<H> {
         }
     }
 
-    /// Reads and dispatches frames while there is room; returns after the budget is spent.
-    fn poll_read(&mut self, cx: &mut Context<'_>) {
+    /// Whether the driver's own queues are full, which stops reading.
+    fn queues_full(&self) -> bool {
         let capacity = self.shared.config.queue_capacity;
+        self.notifications.len() >= capacity || self.local.len() >= capacity
+    }
+
+    /// Reads and dispatches frames while there is room; returns after the budget is spent.
+    /// Returns `true` when it stopped because a queue of the driver was full: nothing was
+    /// polled then, so no waker waits on the reader.
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> bool {
         for _ in 0..READ_BUDGET {
-            if self.notifications.len() >= capacity || self.local.len() >= capacity {
-                return;
+            if self.queues_full() {
+                return true;
             }
             if self.permit.is_none() {
                 match self.permits.poll_acquire(cx) {
                     Poll::Ready(Some(p)) => self.permit = Some(p),
-                    Poll::Ready(None) | Poll::Pending => return,
+                    Poll::Ready(None) | Poll::Pending => return false,
                 }
             }
             match self.reader.as_mut().poll_next(cx) {
@@ -247,16 +254,17 @@ impl<H: Handler> DriverState<H> {
                 Poll::Ready(Some(Err(e))) => {
                     let reason = e.to_string();
                     self.begin_shutdown(Err(e), reason);
-                    return;
+                    return false;
                 }
                 Poll::Ready(None) => {
                     self.begin_shutdown(Ok(()), "the peer closed the connection".into());
-                    return;
+                    return false;
                 }
-                Poll::Pending => return,
+                Poll::Pending => return false,
             }
         }
         cx.waker().wake_by_ref();
+        false
     }
 
     fn dispatch(&mut self, incoming: Incoming, cx: &mut Context<'_>) {
@@ -379,7 +387,9 @@ impl<H: Handler> DriverState<H> {
             if inflight.contains_key(&id) {
                 None
             } else {
-                let token = self.shared.shutdown.child_token();
+                // A token of its own rather than a child of `shutdown` (no tree to lock and
+                // unlink per request): shutdown cancels every token still in this map.
+                let token = CancellationToken::new();
                 inflight.insert(id.clone(), token.clone());
                 Some(token)
             }
@@ -422,8 +432,13 @@ impl<H: Handler> DriverState<H> {
             Poll::Ready(Some(response)) => {
                 // The permit stays with the driver for the next frame: nothing is left running.
                 let outbound = Outbound::related(Message::Response(response), Some(id));
-                // Through the shared queue, behind whatever the handler sent while it ran
-                // (progress, log messages), so the answer never overtakes them.
+                // Never ahead of what the handler sent while it ran (progress, log messages):
+                // straight to the driver's own queue when the shared queue is empty (it sent
+                // nothing), otherwise through the shared queue, behind what it sent.
+                if self.rx.is_empty() {
+                    self.local.push_back((outbound, None));
+                    return;
+                }
                 match self.tx.try_send(outbound) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(outbound)) => {
@@ -588,9 +603,10 @@ impl<H: Handler> Future for DriverState<H> {
                 this.begin_shutdown(Err(e), reason);
             }
         }
+        let mut read_blocked = false;
         if matches!(this.phase, Phase::Running) {
             this.poll_notifications(cx);
-            this.poll_read(cx);
+            read_blocked = this.poll_read(cx);
             // Reading may have queued answers and notifications.
             this.poll_notifications(cx);
         }
@@ -598,6 +614,9 @@ impl<H: Handler> Future for DriverState<H> {
             if let Err(e) = this.poll_write(cx) {
                 let reason = e.to_string();
                 this.begin_shutdown(Err(e), reason);
+            } else if read_blocked && !this.queues_full() {
+                // Writing made room, and nothing else would wake the driver to read again.
+                cx.waker().wake_by_ref();
             }
         }
         let drained = match &mut this.phase {
@@ -625,7 +644,7 @@ impl<H> Drop for DriverState<H> {
             return;
         }
         lock(&self.shared.close_reason).get_or_insert_with(|| "engine driver dropped".into());
-        self.shared.shutdown.cancel();
+        self.shared.cancel_handlers();
         let reason = self.shared.close_reason();
         let pending: Vec<_> = lock(&self.shared.pending).drain().collect();
         for (_, entry) in pending {

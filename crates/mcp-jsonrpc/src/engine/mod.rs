@@ -437,6 +437,14 @@ impl Shared {
         crate::CallError::Closed(self.close_reason())
     }
 
+    /// Starts shutting down: new calls fail and every running request handler is cancelled.
+    fn cancel_handlers(&self) {
+        self.shutdown.cancel();
+        for token in lock(&self.inflight).values() {
+            token.cancel();
+        }
+    }
+
     fn batches_allowed(&self) -> bool {
         self.batches_allowed.load(Ordering::Relaxed)
     }
