@@ -96,6 +96,23 @@ pub(crate) trait ClientChannel: Send + Sync + 'static {
     fn take_pending(&self) -> Option<InputRequired> {
         None
     }
+
+    /// Turns the call into a task (the tasks extension); resolves to `true` once it runs as
+    /// one, `false` where the call cannot become a task. A call whose request answers otherwise
+    /// (no task could be created) never resolves: its handler is dropped.
+    fn start_task(&self) -> BoxFuture<'static, bool> {
+        Box::pin(std::future::ready(false))
+    }
+
+    /// The id of the task the call runs as.
+    fn task_id(&self) -> Option<String> {
+        None
+    }
+
+    /// Records a status message on the task the call runs as; `false` when it is not a task.
+    fn task_status(&self, _message: &str) -> bool {
+        false
+    }
 }
 
 /// What to do after an [`InputRequired`] was handed to the channel.
@@ -327,8 +344,16 @@ impl RequestContext {
 
     /// Reports progress. Sent only if the client asked for progress (a `progressToken` in the
     /// request's `_meta`); otherwise nothing happens. `message` reaches clients of 2025-03-26 and
-    /// later.
+    /// later. In a call that runs as a task (which has no stream for notifications) `message`
+    /// becomes the task's `statusMessage` instead.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(message) = message {
+            if self.channel.task_status(message) {
+                return;
+            }
+        } else if self.channel.task_id().is_some() {
+            return;
+        }
         let Some(token) = &self.progress_token else {
             return;
         };
@@ -583,6 +608,48 @@ impl RequestContext {
     /// ([`InputRequired::state`]), on the round that follows it.
     pub fn input_state(&self) -> Option<Value> {
         self.channel.input_state()
+    }
+
+    /// Turns this call into a task, for a tool registered with
+    /// [`Tool::defer_task`](crate::Tool::defer_task): code before this point is part of the
+    /// request (its asks for input are multi round-trip requests, answered before any task
+    /// exists), code after it runs as a task whose asks park the task in `input_required`
+    /// until `tasks/update` answers them. The request is answered with the task handle
+    /// (`resultType: "task"`) when this returns `true`.
+    ///
+    /// Returns `false`, and the call simply goes on, where it cannot become a task: the tool
+    /// does not support tasks, or the client did not declare the extension (every session
+    /// revision, and 2026-07-28 requests without it). For a tool without `defer_task` the call
+    /// became a task before the handler ran, and this returns `true` at once. If no task can be
+    /// created (the store is full) the request is answered with an error and this never
+    /// returns.
+    ///
+    /// ```
+    /// use mcp_server::{Elicitation, RequestContext, ToolError};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Name { name: String }
+    ///
+    /// async fn report(cx: RequestContext) -> Result<String, ToolError> {
+    ///     // Asked before the task exists: a multi round-trip request.
+    ///     let name = match cx.elicit::<Name>("user_name", "Who is the report for?").await? {
+    ///         Elicitation::Accepted(n) => n.name,
+    ///         _ => "nobody".to_owned(),
+    ///     };
+    ///     cx.start_task().await;
+    ///     // The long part runs as a task.
+    ///     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    ///     Ok(format!("Report for {name}"))
+    /// }
+    /// # let _ = report;
+    /// ```
+    pub async fn start_task(&self) -> bool {
+        self.channel.start_task().await
+    }
+
+    /// The id of the task this call runs as (tasks extension), if it runs as one.
+    pub fn task_id(&self) -> Option<String> {
+        self.channel.task_id()
     }
 
     pub(crate) async fn provide_input(&self, ask: InputRequired) -> Result<Resume, ErrorObject> {

@@ -53,6 +53,7 @@ mod schema;
 mod server;
 mod session;
 mod stateless;
+mod tasks;
 pub mod uri_template;
 mod validate;
 
@@ -80,6 +81,7 @@ pub use stateless::seal::{
     Binding, KeyError, RequestStateSealer, RequestStateSubject, SealError, SealedState, SealingKey,
     StateError,
 };
+pub use tasks::{TaskOptions, TaskSupport};
 pub use uri_template::{TemplateVars, UriTemplate};
 
 /// Re-exported so handler code can derive `JsonSchema` without naming the version.
@@ -106,6 +108,6 @@ pub mod prelude {
     };
     pub use crate::{
         Elicitation, NoArgs, Prompt, RequestContext, Resource, ResourceTemplate, Server,
-        Structured, Tool, ToolContext, ToolError,
+        Structured, TaskSupport, Tool, ToolContext, ToolError,
     };
 }

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::context::{BoxFuture, RequestContext, Resume};
 use crate::error::{BuildError, with_data};
 use crate::output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult, Reply};
+use crate::tasks::TaskSupport;
 use crate::uri_template::{TemplateVars, UriTemplate};
 use crate::validate::CompiledSchema;
 use mcp_types::x_mcp_header::{self, ParamHeader};
@@ -38,6 +39,8 @@ pub struct Tool {
     def: mcp_types::Tool,
     input_schema: Option<Value>,
     output_schema: Option<Value>,
+    task_support: TaskSupport,
+    defer_task: bool,
 }
 
 impl Tool {
@@ -47,6 +50,8 @@ impl Tool {
             def: mcp_types::Tool::new(name, Map::new()),
             input_schema: None,
             output_schema: None,
+            task_support: TaskSupport::Forbidden,
+            defer_task: false,
         }
     }
     /// The tool's name.
@@ -97,6 +102,39 @@ impl Tool {
         self.def.meta = Some(meta);
         self
     }
+    /// Lets the tool run as a task (the tasks extension, 2026-07-28): when the request declares
+    /// the extension, the call is answered at once with a task handle and the handler runs on;
+    /// the client follows it with `tasks/get`. The handler is the same function for every
+    /// client: without the extension (and on the session revisions) the call runs to
+    /// completion as usual. With [`TaskSupport::Required`] a 2026-07-28 request that did not
+    /// declare the extension is refused with `-32021`.
+    ///
+    /// The task starts before the handler runs, unless [`defer_task`](Self::defer_task) leaves
+    /// that to the handler.
+    ///
+    /// ```
+    /// use mcp_server::{TaskSupport, Tool};
+    /// let tool = Tool::new("render_video")
+    ///     .description("Renders a video; takes minutes")
+    ///     .task_support(TaskSupport::Optional);
+    /// # let _ = tool;
+    /// ```
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+    /// Lets the handler decide where the task starts: the call is an ordinary one (whose asks
+    /// for input are multi round-trip requests) until the handler calls
+    /// [`RequestContext::start_task`](crate::RequestContext::start_task), and a task from
+    /// there on. A handler that never calls it answers like any tool. Without a
+    /// [`task_support`](Self::task_support) level this implies [`TaskSupport::Optional`].
+    pub fn defer_task(mut self) -> Self {
+        self.defer_task = true;
+        if self.task_support == TaskSupport::Forbidden {
+            self.task_support = TaskSupport::Optional;
+        }
+        self
+    }
 }
 
 impl From<mcp_types::Tool> for Tool {
@@ -111,6 +149,8 @@ impl From<mcp_types::Tool> for Tool {
             def,
             input_schema,
             output_schema,
+            task_support: TaskSupport::Forbidden,
+            defer_task: false,
         }
     }
 }
@@ -322,6 +362,10 @@ pub(crate) struct ToolEntry {
     pub(crate) param_headers: Vec<ParamHeader>,
     pub(crate) output: Option<CompiledSchema>,
     pub(crate) handler: Arc<ToolFn>,
+    /// Whether the tool runs as a task for clients of the tasks extension.
+    pub(crate) task_support: TaskSupport,
+    /// The handler starts the task itself (`cx.start_task()`).
+    pub(crate) defer_task: bool,
 }
 
 pub(crate) struct ResourceEntry {
@@ -359,6 +403,8 @@ impl ToolEntry {
             def,
             input_schema,
             output_schema,
+            task_support,
+            defer_task,
         } = tool;
         let input = input_schema.unwrap_or_else(crate::schema::input_schema_for::<A>);
         let output = output_schema.or_else(O::output_schema);
@@ -381,7 +427,7 @@ impl ToolEntry {
                 })
             }))
         });
-        Self::erased(def, input, output, handler)
+        Self::erased(def, input, output, handler).map(|e| e.tasks(task_support, defer_task))
     }
 
     pub(crate) fn raw<F, Fut, O>(tool: Tool, f: F) -> Result<Self, BuildError>
@@ -394,6 +440,8 @@ impl ToolEntry {
             def,
             input_schema,
             output_schema,
+            task_support,
+            defer_task,
         } = tool;
         let Some(input) = input_schema else {
             return Err(BuildError::InvalidSchema {
@@ -412,7 +460,13 @@ impl ToolEntry {
                 Box::pin(async move { f(cx, args).await.into_tool_reply() })
             }))
         });
-        Self::erased(def, input, output, handler)
+        Self::erased(def, input, output, handler).map(|e| e.tasks(task_support, defer_task))
+    }
+
+    fn tasks(mut self, support: TaskSupport, defer: bool) -> Self {
+        self.task_support = support;
+        self.defer_task = defer;
+        self
     }
 
     fn erased(
@@ -459,6 +513,8 @@ impl ToolEntry {
             param_headers,
             output: compiled_output,
             handler,
+            task_support: TaskSupport::Forbidden,
+            defer_task: false,
         })
     }
 
@@ -506,6 +562,10 @@ impl ToolEntry {
                 "invalid arguments for tool {}: {e}",
                 self.tool.name
             )));
+        }
+        if self.task_support != TaskSupport::Forbidden && !self.defer_task {
+            // Becomes a task here when the request can have one; otherwise runs on as is.
+            cx.start_task().await;
         }
         let result = (self.handler)(cx, args).await?;
         if result.is_error != Some(true) {

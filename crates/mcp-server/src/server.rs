@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::ErrorObject;
+use mcp_jsonrpc::{ErrorObject, Extensions};
 use mcp_types::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteRequestParamsRef,
     CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation, JsonObject,
@@ -30,6 +30,9 @@ use crate::registry::{
 };
 use crate::stateless::mrtr::MrtrLimits;
 use crate::stateless::seal::{RequestStateSealer, SealingKey};
+use crate::tasks::TaskOptions;
+use crate::tasks::TaskSupport;
+use crate::tasks::store::TaskStore;
 use mcp_types::wire::CacheHint;
 use tokio::sync::Semaphore;
 
@@ -92,6 +95,8 @@ pub struct ServerOptions {
     /// the handler runs again from the start with the answers, as it does under the stateless
     /// revision. Turn it on in tests to find handler code that is not safe to replay.
     pub force_input_replay: bool,
+    /// The limits of the task store (the tasks extension).
+    pub tasks: TaskOptions,
 }
 
 /// The caching hints of each cacheable stateless (2026-07-28) result. Every default is
@@ -182,6 +187,7 @@ impl Default for ServerOptions {
             max_subscriptions: 16,
             cache: CacheHints::default(),
             force_input_replay: false,
+            tasks: TaskOptions::default(),
         }
     }
 }
@@ -218,7 +224,14 @@ pub(crate) struct ServerInner {
     pub(crate) sealer: RequestStateSealer,
     /// One permit per open `subscriptions/listen`.
     pub(crate) subscriptions: Arc<Semaphore>,
+    /// Every live task (the tasks extension).
+    pub(crate) tasks: Arc<TaskStore>,
+    /// Names the caller of a request from its extensions.
+    pub(crate) subject: Option<Arc<SubjectFn>>,
 }
+
+/// Names the caller of a request from what the transport attached to it.
+pub(crate) type SubjectFn = dyn Fn(&Extensions) -> Option<String> + Send + Sync;
 
 /// A configured MCP server. Cheap to clone; serve it on any number of connections.
 ///
@@ -264,6 +277,8 @@ pub struct ServerBuilder {
     enable_prompts: bool,
     sealing_key: Option<SealingKey>,
     previous_sealing_key: Option<SealingKey>,
+    enable_tasks: bool,
+    subject: Option<Arc<SubjectFn>>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -291,6 +306,8 @@ impl Server {
             enable_prompts: false,
             sealing_key: None,
             previous_sealing_key: None,
+            enable_tasks: false,
+            subject: None,
         }
     }
 
@@ -378,6 +395,15 @@ impl Server {
         removed
     }
 
+    /// Who made a request: the [`RequestStateSubject`](crate::RequestStateSubject) a middleware
+    /// attached, else what [`ServerBuilder::subject`] derives from the request's extensions.
+    pub(crate) fn subject(&self, extensions: &Extensions) -> Option<String> {
+        if let Some(s) = extensions.get::<crate::RequestStateSubject>() {
+            return Some(s.0.clone());
+        }
+        self.inner.subject.as_ref().and_then(|f| f(extensions))
+    }
+
     /// Tells every session subscribed to `uri` that the resource changed
     /// (`notifications/resources/updated`).
     pub fn notify_resource_updated(&self, uri: impl Into<String>) {
@@ -435,6 +461,45 @@ impl ServerBuilder {
     /// The caching hints of stateless results (`ttlMs`, `cacheScope`), per feature.
     pub fn cache_hints(mut self, hints: CacheHints) -> Self {
         self.options.cache = hints;
+        self
+    }
+
+    /// Names the caller of each request from a value the transport attached to it (the
+    /// authenticated principal): the `requestState` of multi round-trip requests is then sealed
+    /// for that caller only, and tasks are found only by the caller that created them (another
+    /// caller gets `-32602`, as for a task that does not exist) and counted against
+    /// [`TaskOptions::max_tasks_per_caller`]. Requests without a `P` have no caller. A
+    /// [`RequestStateSubject`](crate::RequestStateSubject) set by middleware takes precedence.
+    ///
+    /// ```
+    /// use mcp_server::{Server, model::Implementation};
+    ///
+    /// /// What an authenticator put into the request's extensions.
+    /// #[derive(Clone)]
+    /// struct Caller { id: String }
+    ///
+    /// let server = Server::builder(Implementation::new("demo", "1.0.0"))
+    ///     .subject(|caller: &Caller| caller.id.clone())
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
+    ///
+    /// With the HTTP transport's OAuth support that is
+    /// `.subject(|p: &mcp_auth::Principal| p.identity())`.
+    pub fn subject<P, F>(mut self, f: F) -> Self
+    where
+        P: Send + Sync + 'static,
+        F: Fn(&P) -> String + Send + Sync + 'static,
+    {
+        self.subject = Some(Arc::new(move |e: &Extensions| e.get::<P>().map(&f)));
+        self
+    }
+
+    /// Declares the tasks extension even with no task-supporting tool registered yet (for
+    /// servers that add such tools at run time).
+    pub fn enable_tasks(mut self) -> Self {
+        self.enable_tasks = true;
         self
     }
 
@@ -595,6 +660,11 @@ impl ServerBuilder {
                 "page_size, max_concurrent_requests, max_pending_client_requests, outgoing_queue and client_request_timeout must be positive; max_message_bytes at least 1024",
             ));
         }
+        if !o.tasks.is_valid() {
+            return Err(BuildError::InvalidOption(
+                "tasks.max_tasks, tasks.max_tasks_per_caller and tasks.ttl must be positive; tasks.poll_interval at least 1 ms",
+            ));
+        }
         if o.request_state_ttl.is_zero()
             || o.max_request_state_bytes < 512
             || o.max_input_rounds == 0
@@ -662,8 +732,10 @@ impl ServerBuilder {
                 enable_tools: self.enable_tools,
                 enable_resources: self.enable_resources,
                 enable_prompts: self.enable_prompts,
+                enable_tasks: self.enable_tasks,
             }),
         };
+        let tasks = Arc::new(TaskStore::new(self.options.tasks));
         Ok(Server {
             inner: Arc::new(ServerInner {
                 info: self.info,
@@ -675,6 +747,8 @@ impl ServerBuilder {
                 state: self.state,
                 sealer,
                 subscriptions,
+                tasks,
+                subject: self.subject,
             }),
         })
     }
@@ -687,6 +761,7 @@ pub(crate) struct Router {
     enable_tools: bool,
     enable_resources: bool,
     enable_prompts: bool,
+    enable_tasks: bool,
 }
 
 impl ServerHandler for Router {
@@ -714,6 +789,17 @@ impl ServerHandler for Router {
         }
         if !s.prompt_completions.is_empty() || !s.template_completions.is_empty() {
             caps.completions = Some(JsonObject::new());
+        }
+        if self.enable_tasks
+            || s.tools
+                .iter()
+                .any(|t| t.task_support != TaskSupport::Forbidden)
+        {
+            // An extension of the stateless revision: projected away for session clients.
+            caps.extensions.get_or_insert_with(Default::default).insert(
+                mcp_types::wire::TASKS_EXTENSION.to_owned(),
+                JsonObject::new(),
+            );
         }
         caps
     }

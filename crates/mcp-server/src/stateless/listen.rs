@@ -6,9 +6,17 @@
 //! connection's concurrent requests, and at most
 //! [`ServerOptions::max_subscriptions`](crate::ServerOptions::max_subscriptions) are open per
 //! server.
+//!
+//! With the tasks extension, `notifications.taskIds` asks for `notifications/tasks` about those
+//! tasks (a request that did not declare the extension is refused with `-32021`). The
+//! acknowledgement names the tasks honoured: those that exist and belong to the caller. Each of
+//! them gets its current state at once and again whenever it changes.
+
+use std::sync::Arc;
 
 use mcp_jsonrpc::{ErrorObject, Id, Peer};
-use mcp_types::wire::{self, ResultType};
+use mcp_types::wire::tasks::{LISTEN_TASK_IDS, NOTIFICATION_STATUS};
+use mcp_types::wire::{self, RequestMeta, ResultType, TASKS_EXTENSION};
 use mcp_types::{
     JsonObject, Meta, RequestId, ServerCapabilities, SubscriptionFilter,
     SubscriptionsListenRequestParams, SubscriptionsListenResult,
@@ -16,8 +24,10 @@ use mcp_types::{
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
+use super::rpc_error;
 use crate::registry::ServerEvent;
 use crate::server::Server;
+use crate::tasks;
 
 /// The part of `requested` the server honours, given its capabilities.
 pub(crate) fn honoured(
@@ -101,17 +111,69 @@ async fn send(peer: &Peer, method: &'static str, params: Value, id: &RequestId) 
     }
 }
 
+/// The task ids a listen request asks about (`notifications.taskIds`), if it names any.
+fn requested_task_ids(params: Option<&Value>) -> Result<Option<Vec<String>>, ErrorObject> {
+    let Some(ids) = params
+        .and_then(|p| p.get("notifications"))
+        .and_then(|n| n.get(LISTEN_TASK_IDS))
+    else {
+        return Ok(None);
+    };
+    serde_json::from_value(ids.clone())
+        .map(Some)
+        .map_err(|e| ErrorObject::invalid_params(format!("notifications.taskIds: {e}")))
+}
+
+/// Sends the current state of a task (`notifications/tasks`); `false` when the connection is
+/// gone.
+async fn send_task(
+    server: &Server,
+    peer: &Peer,
+    task_id: &str,
+    owner: Option<&str>,
+    id: &RequestId,
+) -> bool {
+    let Some(task) = server.inner.tasks.get(task_id, owner) else {
+        return true;
+    };
+    match serde_json::to_value(task.detailed()) {
+        Ok(params) => send(peer, NOTIFICATION_STATUS, params, id).await,
+        Err(e) => {
+            tracing::warn!(error = %e, "task notification not sent");
+            true
+        }
+    }
+}
+
 /// Serves one `subscriptions/listen` request until it is cancelled or the server's registry
 /// goes away.
 pub(crate) async fn listen(
     server: &Server,
     rpc: &mcp_jsonrpc::RequestContext,
     params: Option<&Value>,
+    meta: &RequestMeta,
+    owner: Option<&str>,
 ) -> Result<Box<serde_json::value::RawValue>, ErrorObject> {
+    let requested_tasks = requested_task_ids(params)?;
     let params: SubscriptionsListenRequestParams =
         serde_json::from_value(params.cloned().unwrap_or(Value::Null))
             .map_err(ErrorObject::invalid_params)?;
     let inner = &server.inner;
+    if requested_tasks.is_some()
+        && !wire::declares_extension(&meta.client_capabilities, TASKS_EXTENSION)
+    {
+        return Err(rpc_error(wire::missing_extension(TASKS_EXTENSION)));
+    }
+    let serves_tasks = tasks::serve::served(server);
+    let mut task_ids: Vec<Arc<str>> = Vec::new();
+    for task_id in requested_tasks.iter().flatten() {
+        if serves_tasks
+            && !task_ids.iter().any(|t| **t == **task_id)
+            && inner.tasks.get(task_id, owner).is_some()
+        {
+            task_ids.push(Arc::from(task_id.as_str()));
+        }
+    }
     let filter = honoured(&params.notifications, &inner.handler.capabilities());
     let Ok(_permit) = std::sync::Arc::clone(&inner.subscriptions).try_acquire_owned() else {
         return Err(ErrorObject::internal_error(format!(
@@ -123,17 +185,45 @@ pub(crate) async fn listen(
     // Subscribe before acknowledging, so nothing that happens after the acknowledgement is
     // missed.
     let mut events = inner.registry.subscribe();
+    let mut task_changes = inner.tasks.changes();
     let peer = rpc.peer();
-    let ack = serde_json::json!({ "notifications": filter });
+    let mut ack = serde_json::json!({ "notifications": filter });
+    if requested_tasks.is_some() {
+        let honoured: Vec<&str> = task_ids.iter().map(|t| &**t).collect();
+        ack["notifications"][LISTEN_TASK_IDS] = serde_json::json!(honoured);
+    }
     if !send(peer, "notifications/subscriptions/acknowledged", ack, &id).await {
         return Err(ErrorObject::internal_error("the connection closed"));
     }
     tracing::debug!(subscription = %rpc.id(), "subscription open");
+    for task_id in &task_ids {
+        if !send_task(server, peer, task_id, owner, &id).await {
+            return Err(ErrorObject::internal_error("the connection closed"));
+        }
+    }
     let cancel = rpc.cancellation();
     loop {
         let event = tokio::select! {
             () = cancel.cancelled() => {
                 return Err(ErrorObject::internal_error("the subscription was cancelled"));
+            }
+            changed = task_changes.recv(), if !task_ids.is_empty() => {
+                let changed: Vec<Arc<str>> = match changed {
+                    Ok(task_id) if task_ids.contains(&task_id) => vec![task_id],
+                    Ok(_) => continue,
+                    // Missed some: send the state of every task listened to.
+                    Err(RecvError::Lagged(_)) => task_ids.clone(),
+                    Err(RecvError::Closed) => {
+                        task_ids.clear();
+                        continue;
+                    }
+                };
+                for task_id in changed {
+                    if !send_task(server, peer, &task_id, owner, &id).await {
+                        return Err(ErrorObject::internal_error("the connection closed"));
+                    }
+                }
+                continue;
             }
             e = events.recv() => e,
         };

@@ -349,6 +349,14 @@ impl Exchange {
         }
     }
 
+    /// Whether the current run left something for the client to answer (asks, an explicit
+    /// `InputRequired`, a malformed answer): the request must then answer with that, not turn
+    /// into a task.
+    pub(crate) fn has_asks(&self) -> bool {
+        let run = self.run();
+        !run.asks.is_empty() || run.explicit.is_some() || run.invalid.is_some() || run.overflow
+    }
+
     /// Notes that the handler needed a client capability the request did not declare (a path
     /// such as `sampling` or `elicitation.url`); if the handler then fails, the request fails
     /// with `-32021` naming it.

@@ -21,11 +21,14 @@ use super::channel::StatelessChannel;
 use super::listen;
 use super::mrtr::{Exchange, HandlerOutcome, Verdict};
 use super::rpc_error;
-use super::seal::{Binding, RequestStateSubject};
+use super::seal::Binding;
 use crate::context::{ClientScope, LogThreshold};
 use crate::dispatch::{Origin, dispatch};
 use crate::handler::Request;
 use crate::server::Server;
+use crate::tasks;
+use crate::tasks::serve::Ran;
+use mcp_types::wire::tasks as tasks_wire;
 
 #[derive(serde::Deserialize)]
 struct MetaProbe {
@@ -115,7 +118,20 @@ pub(crate) async fn serve(
     let method = request.method.clone();
     let result = match method.as_str() {
         "server/discover" => discover(server, version),
-        "subscriptions/listen" => listen::listen(server, rpc, params.as_ref()).await,
+        "subscriptions/listen" => {
+            let owner = server.subject(&request.extensions);
+            listen::listen(server, rpc, params.as_ref(), &meta, owner.as_deref()).await
+        }
+        m if tasks_wire::METHODS.contains(&m) => {
+            let owner = server.subject(&request.extensions);
+            tasks::serve::handle(
+                server,
+                m,
+                params.as_ref(),
+                &meta.client_capabilities,
+                owner.as_deref(),
+            )
+        }
         _ => call(server, rpc, request, params, meta).await,
     };
     result.map_err(|mut e| {
@@ -148,7 +164,7 @@ fn discover(server: &Server, version: ProtocolVersion) -> Result<Box<RawValue>, 
 
 /// The target a sealed state is bound to (tool or prompt name, resource URI) and the
 /// arguments, from the params of a request that may ask for input.
-fn binding(method: &str, params: Option<&Value>, subject: Option<&RequestStateSubject>) -> Binding {
+fn binding(method: &str, params: Option<&Value>, subject: Option<&str>) -> Binding {
     let field = |name: &str| params.and_then(|p| p.get(name));
     let (target, arguments) = match method {
         "resources/read" => (field("uri"), None),
@@ -157,7 +173,7 @@ fn binding(method: &str, params: Option<&Value>, subject: Option<&RequestStateSu
     let binding = Binding::new(method, target.and_then(Value::as_str).unwrap_or_default())
         .arguments(arguments);
     match subject {
-        Some(s) => binding.subject(&s.0),
+        Some(s) => binding.subject(s),
         None => binding,
     }
 }
@@ -175,6 +191,9 @@ async fn call(
     if !serves(&inner.handler.capabilities(), &method) {
         return Err(ErrorObject::method_not_found(&method));
     }
+    let may_be_task =
+        tasks::serve::eligible(server, &method, params.as_ref(), &meta.client_capabilities)?;
+    let owner = server.subject(&request.extensions);
     let mut request = request;
     let exchange = if wire::supports_input_required(&method, version) {
         let retry = RetryInput::lift(params.as_ref()).map_err(|e| rpc_error(e.to_error()))?;
@@ -189,11 +208,7 @@ async fn call(
         }
         let exchange = Exchange::open(
             &inner.sealer,
-            binding(
-                &method,
-                params.as_ref(),
-                request.extensions.get::<RequestStateSubject>(),
-            ),
+            binding(&method, params.as_ref(), owner.as_deref()),
             meta.client_capabilities.clone(),
             retry,
             inner.options.mrtr_limits(),
@@ -217,13 +232,31 @@ async fn call(
         exchange: exchange.clone(),
         method: Arc::clone(&method),
     });
-    let origin = Origin {
-        scope,
-        channel,
-        cancel: rpc.cancellation().clone(),
-        subscriptions: None,
+    let result = if may_be_task {
+        let waiting = || exchange.as_ref().is_some_and(|x| x.has_asks());
+        let ran = tasks::serve::run(
+            server,
+            rpc.cancellation(),
+            scope,
+            channel,
+            request,
+            owner,
+            waiting,
+        )
+        .await;
+        match ran {
+            Ran::Task(task) => return tasks::serve::created(server, &task),
+            Ran::Finished(result) => result,
+        }
+    } else {
+        let origin = Origin {
+            scope,
+            channel,
+            cancel: rpc.cancellation().clone(),
+            subscriptions: None,
+        };
+        dispatch(server, origin, request).await
     };
-    let result = dispatch(server, origin, request).await;
     if let Some(exchange) = exchange {
         let failed = match &result {
             Err(_) => true,

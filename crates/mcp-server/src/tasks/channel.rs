@@ -1,0 +1,227 @@
+//! How the handler of a call that may become a task reaches its client.
+//!
+//! Until the call becomes a task, everything goes to the request's own channel (notifications
+//! on its stream, asks answered from the request or turned into `input_required`). Once it is a
+//! task, the request has been answered: asks park the task in `input_required` and wait for
+//! `tasks/update`, progress messages become the task's `statusMessage`, and log messages and
+//! other notifications are dropped (the extension has no stream for them).
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::wire::{self, InputKind};
+use mcp_types::{ClientCapabilities, InputResponse};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::store::{Asked, TaskRecord};
+use crate::context::{BoxFuture, ClientChannel, Resume};
+use crate::error::CallError;
+use crate::stateless::channel::input_request;
+use crate::stateless::mrtr::InputRequired;
+use crate::stateless::rpc_error;
+
+/// The handler asks to become a task; the request answers with the task it created, or with
+/// `None` when it did not create one (the request then ends and the handler is dropped).
+pub(crate) struct StartTask(pub(crate) oneshot::Sender<Option<Arc<TaskRecord>>>);
+
+enum Phase {
+    /// Part of the request. The sender (taken by the first `start_task`) reaches the request.
+    Request(Option<oneshot::Sender<StartTask>>),
+    /// A task; the request has been answered.
+    Task(Arc<TaskRecord>),
+}
+
+/// The channel of a call that may become a task.
+pub(crate) struct TaskChannel {
+    /// The request's own channel.
+    inner: Arc<dyn ClientChannel>,
+    /// What the creating request declared (for the explicit layer's asks).
+    capabilities: ClientCapabilities,
+    phase: Mutex<Phase>,
+}
+
+fn encode(answer: &InputResponse) -> Result<Box<RawValue>, CallError> {
+    mcp_jsonrpc::to_raw(answer).map_err(|e| CallError::InvalidResponse(e.to_string()))
+}
+
+/// Waits for the answer to an ask, or for the task's cancellation.
+async fn answer(
+    rx: oneshot::Receiver<InputResponse>,
+    cancel: CancellationToken,
+) -> Result<InputResponse, CallError> {
+    tokio::select! {
+        r = rx => r.map_err(|_| CallError::Cancelled),
+        () = cancel.cancelled() => Err(CallError::Cancelled),
+    }
+}
+
+impl TaskChannel {
+    /// A channel in the request phase; `start` reaches the request when the handler asks to
+    /// become a task.
+    pub(crate) fn new(
+        inner: Arc<dyn ClientChannel>,
+        capabilities: ClientCapabilities,
+        start: oneshot::Sender<StartTask>,
+    ) -> Self {
+        Self {
+            inner,
+            capabilities,
+            phase: Mutex::new(Phase::Request(Some(start))),
+        }
+    }
+
+    fn phase(&self) -> MutexGuard<'_, Phase> {
+        self.phase.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn task(&self) -> Option<Arc<TaskRecord>> {
+        match &*self.phase() {
+            Phase::Task(task) => Some(Arc::clone(task)),
+            Phase::Request(_) => None,
+        }
+    }
+
+    /// The request created the task: from now on the call runs as it.
+    pub(crate) fn became(&self, task: Arc<TaskRecord>) {
+        *self.phase() = Phase::Task(task);
+    }
+}
+
+impl ClientChannel for TaskChannel {
+    fn request(
+        &self,
+        key: &str,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+        cancel: &CancellationToken,
+    ) -> BoxFuture<'static, Result<Box<RawValue>, CallError>> {
+        let Some(task) = self.task() else {
+            return self.inner.request(key, method, params, cancel);
+        };
+        let asked = input_request(method, params.as_deref()).and_then(|r| task.ask(key, r));
+        match asked {
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+            Ok(Asked::Answered(a)) => Box::pin(std::future::ready(encode(&a))),
+            Ok(Asked::Wait(rx)) => {
+                let cancel = cancel.clone();
+                Box::pin(async move { encode(&answer(rx, cancel).await?) })
+            }
+        }
+    }
+
+    fn notify(&self, method: &'static str, params: Box<RawValue>) -> BoxFuture<'static, ()> {
+        if self.task().is_none() {
+            return self.inner.notify(method, params);
+        }
+        tracing::debug!(%method, "not sent: a task has no stream for notifications");
+        Box::pin(std::future::ready(()))
+    }
+
+    fn missing_capability(&self, path: &'static str) {
+        if self.task().is_none() {
+            self.inner.missing_capability(path);
+        }
+    }
+
+    fn input_response(&self, key: &str) -> Option<InputResponse> {
+        match self.task() {
+            Some(task) => task.answer(key).or_else(|| self.inner.input_response(key)),
+            None => self.inner.input_response(key),
+        }
+    }
+
+    fn input_state(&self) -> Option<Value> {
+        match self.task() {
+            Some(task) => task.explicit_state().or_else(|| self.inner.input_state()),
+            None => self.inner.input_state(),
+        }
+    }
+
+    fn input_required(
+        &self,
+        ask: InputRequired,
+        cancel: &CancellationToken,
+    ) -> BoxFuture<'static, Result<Resume, ErrorObject>> {
+        let Some(task) = self.task() else {
+            return self.inner.input_required(ask, cancel);
+        };
+        let (requests, state) = ask.into_parts();
+        let mut waits = Vec::new();
+        let prepared = (|| {
+            task.explicit_round(state)
+                .map_err(ErrorObject::invalid_params)?;
+            for (key, request) in requests {
+                let kind = InputKind::of(&request);
+                if !kind.declared_by(&self.capabilities) {
+                    return Err(rpc_error(wire::missing_capability(
+                        &kind.required_capabilities(),
+                    )));
+                }
+                match task.ask(&key, request) {
+                    Ok(Asked::Answered(_)) => {}
+                    Ok(Asked::Wait(rx)) => waits.push(rx),
+                    Err(e) => return Err(e.to_error_object()),
+                }
+            }
+            Ok(())
+        })();
+        if let Err(e) = prepared {
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        let cancel = cancel.clone();
+        Box::pin(async move {
+            for rx in waits {
+                answer(rx, cancel.clone())
+                    .await
+                    .map_err(|e| e.to_error_object())?;
+            }
+            Ok(Resume::Replay)
+        })
+    }
+
+    fn take_pending(&self) -> Option<InputRequired> {
+        match self.task() {
+            Some(_) => None,
+            None => self.inner.take_pending(),
+        }
+    }
+
+    fn start_task(&self) -> BoxFuture<'static, bool> {
+        let start = match &mut *self.phase() {
+            Phase::Task(_) => return Box::pin(std::future::ready(true)),
+            Phase::Request(start) => start.take(),
+        };
+        let Some(start) = start else {
+            // Asked before and refused: the request is over and this handler is being dropped.
+            return Box::pin(std::future::pending());
+        };
+        Box::pin(async move {
+            let (ack, answer) = oneshot::channel();
+            if start.send(StartTask(ack)).is_err() {
+                return false;
+            }
+            match answer.await {
+                Ok(Some(_)) => true,
+                // No task: the request answered otherwise and drops this handler.
+                Ok(None) | Err(_) => std::future::pending().await,
+            }
+        })
+    }
+
+    fn task_id(&self) -> Option<String> {
+        self.task().map(|t| t.id.to_string())
+    }
+
+    fn task_status(&self, message: &str) -> bool {
+        match self.task() {
+            Some(task) => {
+                task.set_message(message);
+                true
+            }
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! Serving the tasks extension on the stateless revision: a `tools/call` that may become a
+//! task, and `tasks/get`, `tasks/update` and `tasks/cancel`.
+
+use std::sync::{Arc, Weak};
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::wire::tasks::{
+    CreateTaskResult, METHOD_CANCEL, METHOD_GET, METHOD_UPDATE, TaskIdParams, UpdateTaskParams,
+};
+use mcp_types::wire::{self, ResultType, TASKS_EXTENSION};
+use mcp_types::{ClientCapabilities, JsonObject, ProtocolVersion};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+use tokio::task::{JoinError, JoinHandle};
+use tokio_util::sync::CancellationToken;
+
+use super::TaskSupport;
+use super::channel::{StartTask, TaskChannel};
+use super::store::{InputLimits, Outcome, TaskRecord, TaskStore};
+use crate::context::{ClientChannel, ClientScope};
+use crate::dispatch::{Origin, dispatch};
+use crate::handler::Request;
+use crate::server::Server;
+use crate::stateless::rpc_error;
+
+type JobResult = Result<Box<RawValue>, ErrorObject>;
+
+fn internal(e: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::internal_error(e)
+}
+
+/// Whether a `tools/call` may become a task: the tool supports tasks and the request declared
+/// the extension. A tool that requires a task refuses a request that did not with `-32021`.
+pub(crate) fn eligible(
+    server: &Server,
+    method: &str,
+    params: Option<&Value>,
+    capabilities: &ClientCapabilities,
+) -> Result<bool, ErrorObject> {
+    if method != "tools/call" {
+        return Ok(false);
+    }
+    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+        return Ok(false);
+    };
+    let support = match server.inner.registry.snapshot().tool(name) {
+        Some(entry) => entry.task_support,
+        None => return Ok(false),
+    };
+    if support == TaskSupport::Forbidden {
+        return Ok(false);
+    }
+    if wire::declares_extension(capabilities, TASKS_EXTENSION) {
+        return Ok(true);
+    }
+    match support {
+        TaskSupport::Required => Err(rpc_error(wire::missing_extension(TASKS_EXTENSION))),
+        _ => Ok(false),
+    }
+}
+
+/// Aborts a spawned job when dropped, unless disarmed.
+struct AbortOnDrop(Option<JoinHandle<JobResult>>);
+
+impl AbortOnDrop {
+    fn handle(&mut self) -> Option<&mut JoinHandle<JobResult>> {
+        self.0.as_mut()
+    }
+
+    fn disarm(&mut self) -> Option<JoinHandle<JobResult>> {
+        self.0.take()
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(job) = self.0.take() {
+            job.abort();
+        }
+    }
+}
+
+fn joined(r: Result<JobResult, JoinError>) -> JobResult {
+    match r {
+        Ok(result) => result,
+        Err(e) => {
+            if e.is_panic() {
+                tracing::error!("a tool handler panicked");
+            }
+            Err(internal("the request handler failed"))
+        }
+    }
+}
+
+/// How a call that may become a task went.
+pub(crate) enum Ran {
+    /// It finished as part of the request (or the request ends otherwise): answer as for any
+    /// call.
+    Finished(JobResult),
+    /// It runs on as this task: answer with a `CreateTaskResult`.
+    Task(Arc<TaskRecord>),
+}
+
+/// Runs a call that may become a task. The handler runs on a task of its own from the start;
+/// until it asks to become a task it is part of the request (its context is cancelled with the
+/// request, its asks go to `channel`). When it asks, the task is created (unless `blocked()`:
+/// the request still waits for answers of its own, or the store is full) and the request is
+/// answered, while the handler runs on under a supervisor that records its outcome.
+pub(crate) async fn run(
+    server: &Server,
+    request_cancel: &CancellationToken,
+    scope: Arc<ClientScope>,
+    channel: Arc<dyn ClientChannel>,
+    request: Request,
+    owner: Option<String>,
+    blocked: impl Fn() -> bool,
+) -> Ran {
+    let inner = &server.inner;
+    let (start, mut started) = oneshot::channel::<StartTask>();
+    let task_channel = Arc::new(TaskChannel::new(channel, scope.capabilities.clone(), start));
+    let cancel = CancellationToken::new();
+    let version = scope.version;
+    let origin = Origin {
+        scope,
+        channel: Arc::clone(&task_channel) as Arc<dyn ClientChannel>,
+        cancel: cancel.clone(),
+        subscriptions: None,
+    };
+    let job_server = server.clone();
+    let mut job = AbortOnDrop(Some(tokio::spawn(async move {
+        dispatch(&job_server, origin, request).await
+    })));
+    // Until the call becomes a task, the handler is cancelled with the request.
+    let mut link = Some(cancel.clone().drop_guard());
+    let mut asking = true;
+    loop {
+        let Some(handle) = job.handle() else {
+            return Ran::Finished(Err(internal("the call ended")));
+        };
+        tokio::select! {
+            biased;
+            r = handle => {
+                job.disarm();
+                return Ran::Finished(joined(r));
+            }
+            () = request_cancel.cancelled() => {
+                return Ran::Finished(Err(internal("the request was cancelled")));
+            }
+            asked = &mut started, if asking => {
+                let Ok(StartTask(ack)) = asked else {
+                    // The handler's channel is gone; its result is on the way.
+                    asking = false;
+                    continue;
+                };
+                if blocked() {
+                    // The request asked for input of its own: it answers input_required.
+                    let _ = ack.send(None);
+                    return Ran::Finished(Err(internal("the request is waiting for client input")));
+                }
+                let o = &inner.options;
+                let limits = InputLimits {
+                    max_pending: o.max_input_requests,
+                    max_keys: o
+                        .max_input_requests
+                        .saturating_mul(usize::from(o.max_input_rounds)),
+                    max_rounds: o.max_input_rounds,
+                };
+                let task = match inner.tasks.create(owner, cancel.clone(), limits) {
+                    Ok(task) => task,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no task created");
+                        let _ = ack.send(None);
+                        return Ran::Finished(Err(internal(e)));
+                    }
+                };
+                task_channel.became(Arc::clone(&task));
+                if let Some(link) = link.take() {
+                    link.disarm();
+                }
+                if let Some(handle) = job.disarm() {
+                    tokio::spawn(supervise(
+                        Arc::downgrade(&inner.tasks),
+                        inner.tasks.closed(),
+                        Arc::clone(&task),
+                        handle,
+                        version,
+                    ));
+                }
+                tracing::debug!(task = %task.id, "call continues as a task");
+                let _ = ack.send(Some(Arc::clone(&task)));
+                return Ran::Task(task);
+            }
+        }
+    }
+}
+
+/// The error a task failed with, as the revision numbers it.
+fn model_error(e: ErrorObject, version: ProtocolVersion) -> mcp_types::ErrorObject {
+    mcp_types::ErrorObject {
+        code: wire::lower_error_code(e.code, version),
+        data: e
+            .data
+            .as_deref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok()),
+        message: e.message,
+    }
+}
+
+/// What a finished handler leaves in its task: the result as a `tools/call` of the revision
+/// answers it (`resultType: "complete"`), or the JSON-RPC error.
+fn outcome(result: JobResult, version: ProtocolVersion) -> Outcome {
+    let raw = match result {
+        Ok(raw) => raw,
+        Err(e) => return Outcome::Failed(model_error(e, version)),
+    };
+    let lowered = serde_json::from_str::<JsonObject>(raw.get())
+        .map_err(|e| e.to_string())
+        .and_then(|mut map| {
+            wire::lower_result("tools/call", &mut map, ResultType::Complete, None, None)
+                .map_err(|e| e.to_string())?;
+            Ok(map)
+        });
+    match lowered {
+        Ok(map) => Outcome::Completed(map),
+        Err(e) => Outcome::Failed(model_error(internal(e), version)),
+    }
+}
+
+/// Watches a task's handler: records its outcome, stops it on `tasks/cancel` and at expiry,
+/// and forgets the task when its time to live is over.
+async fn supervise(
+    store: Weak<TaskStore>,
+    closed: CancellationToken,
+    task: Arc<TaskRecord>,
+    mut job: JoinHandle<JobResult>,
+    version: ProtocolVersion,
+) {
+    let expiry = tokio::time::sleep_until(task.expires_at);
+    tokio::pin!(expiry);
+    tokio::select! {
+        biased;
+        () = closed.cancelled() => {
+            job.abort();
+            return;
+        }
+        () = &mut expiry => {
+            job.abort();
+            task.expire();
+            if let Some(store) = store.upgrade() {
+                store.remove(&task.id);
+            }
+            return;
+        }
+        () = task.cancel.cancelled() => {
+            job.abort();
+            task.cancel();
+        }
+        r = &mut job => task.finish(outcome(joined(r), version)),
+    }
+    tracing::debug!(task = %task.id, status = %task.status(), "task ended");
+    tokio::select! {
+        () = closed.cancelled() => {}
+        () = &mut expiry => {}
+    }
+    if let Some(store) = store.upgrade() {
+        store.remove(&task.id);
+    }
+}
+
+/// Lowers a result of the extension to the stateless wire.
+fn lower(
+    server: &Server,
+    method: &str,
+    value: Value,
+    kind: ResultType,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let Value::Object(mut map) = value else {
+        return Err(internal("a task result is not an object"));
+    };
+    wire::lower_result(method, &mut map, kind, Some(&server.inner.info), None).map_err(internal)?;
+    mcp_jsonrpc::to_raw(&map).map_err(internal)
+}
+
+/// The `CreateTaskResult` that answers the call that became `task`.
+pub(crate) fn created(server: &Server, task: &TaskRecord) -> Result<Box<RawValue>, ErrorObject> {
+    let value = serde_json::to_value(CreateTaskResult::from(task.task())).map_err(internal)?;
+    lower(server, "tools/call", value, ResultType::Task)
+}
+
+/// Whether the server serves the extension (declares it in its capabilities).
+pub(crate) fn served(server: &Server) -> bool {
+    server
+        .inner
+        .handler
+        .capabilities()
+        .extensions
+        .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+}
+
+/// `tasks/get`, `tasks/update` and `tasks/cancel` of a stateless request.
+///
+/// `-32601` when the server does not serve the extension, `-32021` when the request did not
+/// declare it, `-32602` for malformed params and for a task that does not exist, has expired or
+/// belongs to another caller (the three are indistinguishable).
+pub(crate) fn handle(
+    server: &Server,
+    method: &str,
+    params: Option<&Value>,
+    capabilities: &ClientCapabilities,
+    owner: Option<&str>,
+) -> Result<Box<RawValue>, ErrorObject> {
+    if !served(server) {
+        return Err(ErrorObject::method_not_found(method));
+    }
+    if !wire::declares_extension(capabilities, TASKS_EXTENSION) {
+        return Err(rpc_error(wire::missing_extension(TASKS_EXTENSION)));
+    }
+    let params = params.cloned().unwrap_or(Value::Null);
+    let (id, responses) = if method == METHOD_UPDATE {
+        let p: UpdateTaskParams =
+            serde_json::from_value(params).map_err(ErrorObject::invalid_params)?;
+        (p.task_id, Some(p.input_responses))
+    } else {
+        let p: TaskIdParams =
+            serde_json::from_value(params).map_err(ErrorObject::invalid_params)?;
+        (p.task_id, None)
+    };
+    let Some(task) = server.inner.tasks.get(&id, owner) else {
+        return Err(ErrorObject::invalid_params(format!("unknown task: {id}")));
+    };
+    let value = match (method, responses) {
+        (METHOD_GET, _) => serde_json::to_value(task.detailed()).map_err(internal)?,
+        (METHOD_UPDATE, Some(responses)) => {
+            task.update(responses).map_err(rpc_error)?;
+            Value::Object(JsonObject::new())
+        }
+        (METHOD_CANCEL, _) => {
+            task.cancel();
+            Value::Object(JsonObject::new())
+        }
+        _ => return Err(ErrorObject::method_not_found(method)),
+    };
+    lower(server, method, value, ResultType::Complete)
+}
