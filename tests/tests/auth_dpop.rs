@@ -21,8 +21,9 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use mcp_auth::{
-    ClientMetadata, DpopKey, DpopPolicy, HeadlessRedirect, HttpClient, HyperHttpClient,
-    OAuthClient, ProtectedResourceMetadata,
+    ClientMetadata, DpopKey, DpopOptions, DpopPolicy, HeadlessRedirect, HttpClient,
+    HyperHttpClient, JwtVerifier, OAuthClient, Principal, ProtectedResourceMetadata,
+    ResourceServer,
 };
 use mcp_jsonrpc::{
     CallError, Engine, ErrorObject, Handler, Peer, Request, RequestContext, RequestOptions, to_raw,
@@ -133,6 +134,8 @@ impl DpopResource {
         self.challenge(Some(error), None)
     }
 
+    // The error is the response itself, as `Authenticator::authenticate` returns it.
+    #[allow(clippy::result_large_err)]
     fn check(&self, parts: &Parts) -> Result<Caller, Response<Bytes>> {
         let Some(authorization) = parts
             .headers
@@ -573,4 +576,83 @@ async fn a_given_key_is_the_one_tokens_are_bound_to() {
     assert_eq!(proof.jkt, key.thumbprint());
     let (accepted, refused) = mcp.log(|l| (l.accepted.len(), l.refused.clone()));
     assert!(accepted > 0 && refused.is_empty(), "refused: {refused:?}");
+}
+
+/// Answers `initialize` and `tools/call` with the subject of `mcp_auth::Principal`.
+struct PrincipalHandler;
+
+impl Handler for PrincipalHandler {
+    async fn handle_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let subject = cx
+            .extensions()
+            .get::<Principal>()
+            .and_then(|p| p.subject.clone());
+        let params: Value = request.params_as()?;
+        let result = match request.method.as_str() {
+            "initialize" => json!({
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "dpop-resource-server", "version": "1"},
+            }),
+            "tools/call" => json!({
+                "content": [{"type": "text", "text": "ok"}],
+                "structuredContent": {"subject": subject},
+            }),
+            other => return Err(ErrorObject::method_not_found(other)),
+        };
+        to_raw(&result).map_err(ErrorObject::internal_error)
+    }
+}
+
+#[tokio::test]
+async fn the_sdk_resource_server_requiring_dpop_serves_the_sdk_client() {
+    let auth = TestAs::start(dpop_as()).await;
+    let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let url = format!("{base}/mcp");
+    let rs = ResourceServer::new(
+        ProtectedResourceMetadata::new(url.clone(), auth.issuer.clone()),
+        format!("{base}/.well-known/oauth-protected-resource/mcp"),
+        Arc::new(
+            JwtVerifier::new(auth.issuer.clone(), url.clone())
+                .with_key(DecodingKey::from_secret(SECRET), Algorithm::HS256),
+        ),
+    )
+    .with_dpop(DpopOptions::default().required(true));
+    let service = StreamableHttpService::builder(|connection| async move {
+        let (_peer, driver) = Engine::builder().start(connection, PrincipalHandler);
+        let _ = driver.await;
+    })
+    .config(HttpServerConfig::default().path("/mcp"))
+    .auth(rs)
+    .build();
+    let (_stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = service
+            .serve_with_listener(listener, async {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+
+    let (peer, handle) = connect(&url, oauth(DpopPolicy::WhenSupported)).await;
+    initialize(&peer).await.unwrap();
+    let result = call_tool(&peer).await.unwrap();
+    assert_eq!(result["structuredContent"]["subject"], "user-1");
+    handle.close().await;
+    assert_eq!(auth.log().dpop_proofs.len(), 1);
+
+    // The same server refuses a client that does not bind its tokens.
+    let (peer, _handle) = connect(&url, oauth(DpopPolicy::Disabled)).await;
+    let message = failure(initialize(&peer).await);
+    assert!(
+        message.contains("401") || message.contains("rejected"),
+        "{message}"
+    );
 }

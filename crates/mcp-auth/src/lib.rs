@@ -6,14 +6,17 @@
 //!   RFC 8414 and OpenID Connect discovery), registers (pre-registered credentials, Client ID
 //!   Metadata Documents, or dynamic registration), runs the authorization code flow with PKCE
 //!   `S256`, the `resource` parameter (RFC 8707) and `iss` validation (RFC 9207), refreshes
-//!   tokens, steps up scopes on `403 insufficient_scope`, and supports the client credentials
-//!   grant with secrets or `private_key_jwt` assertions. Tokens live in a [`TokenStore`]
+//!   tokens, steps up scopes on `403 insufficient_scope`, binds tokens to a key with DPoP
+//!   (RFC 9449, [`DpopPolicy`]) when the authorization server offers it, and supports the
+//!   client credentials grant with secrets or `private_key_jwt` assertions. Tokens live in a [`TokenStore`]
 //!   keyed by issuer ([`MemoryTokenStore`], [`FileTokenStore`]); the browser step is an
 //!   [`AuthorizationHandler`] ([`HeadlessRedirect`] for tests).
 //! * **Server** (feature `server`): an MCP server is an OAuth resource server.
 //!   [`ResourceServer`] serves [`ProtectedResourceMetadata`], checks `Authorization: Bearer`
 //!   tokens with a [`BearerVerifier`] ([`JwtVerifier`] for JWTs), and answers with
-//!   [`AuthChallenge`]s (`401`, or `403 insufficient_scope`). Handlers see a [`Principal`].
+//!   [`AuthChallenge`]s (`401`, or `403 insufficient_scope`); with
+//!   [`ResourceServer::with_dpop`] it accepts DPoP-bound tokens and checks their proofs.
+//!   Handlers see a [`Principal`].
 //! * Servers on stdio do not use OAuth: they take credentials from their environment
 //!   ([`StaticToken::from_env`] covers the client side of that pattern over HTTP).
 //!
@@ -44,6 +47,8 @@ mod http;
 #[cfg(feature = "client")]
 mod pkce;
 #[cfg(feature = "server")]
+mod proof;
+#[cfg(feature = "server")]
 mod server;
 #[cfg(feature = "client")]
 mod store;
@@ -73,6 +78,8 @@ pub use handler::{
 };
 #[cfg(feature = "client")]
 pub use http::{HttpClient, HttpLimits, HyperHttpClient};
+#[cfg(feature = "server")]
+pub use proof::DpopOptions;
 #[cfg(feature = "server")]
 pub use server::{
     AuthChallenge, BearerError, BearerVerifier, JwtVerifier, Principal, ResourceServer, VerifyError,

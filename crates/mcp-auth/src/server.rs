@@ -2,8 +2,10 @@
 //!
 //! [`ResourceServer`] serves the Protected Resource Metadata, reads bearer tokens from the
 //! `Authorization` header only (never from the query string), checks them with a
-//! [`BearerVerifier`], and renders `401`/`403` challenges. Handlers get a [`Principal`], which
-//! carries no token: a received token is never passed on to another service.
+//! [`BearerVerifier`], and renders `401`/`403` challenges. With
+//! [`with_dpop`](ResourceServer::with_dpop) it also accepts DPoP-bound tokens (RFC 9449) and
+//! checks their proofs. Handlers get a [`Principal`], which carries no token: a received token
+//! is never passed on to another service.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use serde_json::{Map, Value};
 use crate::challenge::{quote, split_scopes};
 use crate::http_types::BoxFuture;
 use crate::metadata::ProtectedResourceMetadata;
+use crate::proof::{self, DpopOptions, Expected, ProofChecker};
 
 /// The root well-known path of Protected Resource Metadata (RFC 9728 section 3).
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
@@ -257,7 +260,8 @@ impl BearerVerifier for JwtVerifier {
     }
 }
 
-/// The `error` code of a Bearer challenge (RFC 6750 section 3.1).
+/// The `error` code of a Bearer challenge (RFC 6750 section 3.1), or of a DPoP one
+/// (RFC 9449 section 7.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BearerError {
@@ -267,6 +271,8 @@ pub enum BearerError {
     InvalidToken,
     /// The token lacks a needed scope.
     InsufficientScope,
+    /// The DPoP proof is missing, malformed, or does not match the request or the token.
+    InvalidDpopProof,
 }
 
 impl BearerError {
@@ -276,12 +282,31 @@ impl BearerError {
             Self::InvalidRequest => "invalid_request",
             Self::InvalidToken => "invalid_token",
             Self::InsufficientScope => "insufficient_scope",
+            Self::InvalidDpopProof => "invalid_dpop_proof",
         }
     }
 }
 
+/// Which challenges a response carries, and which one names the error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Schemes {
+    bearer: bool,
+    dpop: bool,
+    error_on_dpop: bool,
+}
+
+impl Schemes {
+    const BEARER: Schemes = Schemes {
+        bearer: true,
+        dpop: false,
+        error_on_dpop: false,
+    };
+}
+
 /// A refusal to serve a request, rendered as `400`, `401` or `403` with a `WWW-Authenticate`
-/// header of the form `Bearer resource_metadata="...", scope="...", error="..."`.
+/// header of the form `Bearer resource_metadata="...", scope="...", error="..."`; a resource
+/// server that accepts DPoP-bound tokens adds (or, when it requires them, has only) a
+/// `DPoP algs="...", ...` challenge.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuthChallenge {
     status: StatusCode,
@@ -289,6 +314,7 @@ pub struct AuthChallenge {
     description: Option<String>,
     scope: Option<String>,
     resource_metadata: String,
+    schemes: Schemes,
 }
 
 impl AuthChallenge {
@@ -307,22 +333,36 @@ impl AuthChallenge {
         self.scope.as_deref()
     }
 
-    /// The `WWW-Authenticate` header value.
+    /// The `WWW-Authenticate` header value (one challenge per accepted scheme).
     pub fn www_authenticate(&self) -> HeaderValue {
-        let mut parts = vec![format!(
-            "resource_metadata={}",
-            quote(&self.resource_metadata)
-        )];
-        if let Some(scope) = &self.scope {
-            parts.push(format!("scope={}", quote(scope)));
+        let params = |with_error: bool| {
+            let mut parts = vec![format!(
+                "resource_metadata={}",
+                quote(&self.resource_metadata)
+            )];
+            if let Some(scope) = &self.scope {
+                parts.push(format!("scope={}", quote(scope)));
+            }
+            if let (Some(error), true) = (self.error, with_error) {
+                parts.push(format!("error=\"{}\"", error.as_str()));
+                if let Some(d) = &self.description {
+                    parts.push(format!("error_description={}", quote(d)));
+                }
+            }
+            parts.join(", ")
+        };
+        let mut challenges = Vec::new();
+        if self.schemes.bearer {
+            challenges.push(format!("Bearer {}", params(!self.schemes.error_on_dpop)));
         }
-        if let Some(error) = self.error {
-            parts.push(format!("error=\"{}\"", error.as_str()));
+        if self.schemes.dpop {
+            challenges.push(format!(
+                "DPoP algs=\"{}\", {}",
+                proof::ALGS.join(" "),
+                params(self.schemes.error_on_dpop)
+            ));
         }
-        if let Some(d) = &self.description {
-            parts.push(format!("error_description={}", quote(d)));
-        }
-        let text = format!("Bearer {}", parts.join(", "));
+        let text = challenges.join(", ");
         // `quote` keeps only visible ASCII, space and tab, so this cannot fail; fall back to
         // the bare scheme all the same rather than panic.
         HeaderValue::try_from(text).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
@@ -393,6 +433,7 @@ pub struct ResourceServer {
     required_scopes: Vec<String>,
     operation_scopes: Vec<(Operation, Vec<String>)>,
     max_token_len: usize,
+    dpop: Option<Arc<ProofChecker>>,
 }
 
 /// What a per-operation scope rule applies to.
@@ -451,7 +492,49 @@ impl ResourceServer {
             required_scopes: Vec::new(),
             operation_scopes: Vec::new(),
             max_token_len: 16 * 1024,
+            dpop: None,
         }
+    }
+
+    /// Accepts DPoP-bound access tokens (RFC 9449): `Authorization: DPoP <token>` with
+    /// exactly one proof in the `DPoP` header, signed with an asymmetric algorithm by the key
+    /// whose thumbprint the token carries as `cnf.jkt` (the verifier must expose the token's
+    /// claims, as [`JwtVerifier`] does), with `htm` the request method, `htu` the request URL
+    /// (the resource's origin with the request path, when the request target is only a path),
+    /// `iat` within the window, `ath` the token's hash, and a `jti` not seen before. A
+    /// DPoP-bound token presented as `Bearer` is refused; plain bearer tokens are accepted
+    /// unless DPoP is [required](DpopOptions::required). Challenges offer `DPoP`, and the
+    /// metadata lists `dpop_signing_alg_values_supported` (and
+    /// `dpop_bound_access_tokens_required`).
+    pub fn with_dpop(mut self, options: DpopOptions) -> Self {
+        self.metadata.dpop_signing_alg_values_supported =
+            Some(proof::ALGS.iter().map(|a| (*a).to_owned()).collect());
+        self.metadata.dpop_bound_access_tokens_required = Some(options.is_required());
+        self.metadata_json = Bytes::from(serde_json::to_vec(&self.metadata).unwrap_or_default());
+        self.dpop = Some(Arc::new(ProofChecker::new(options)));
+        self
+    }
+
+    fn dpop_required(&self) -> bool {
+        self.dpop
+            .as_ref()
+            .is_some_and(|d| d.options().is_required())
+    }
+
+    /// The URL a proof's `htu` must name: the request target when it is absolute, else the
+    /// resource's origin with the request path.
+    fn request_url(&self, parts: &Parts) -> String {
+        if parts.uri.scheme().is_some() && parts.uri.authority().is_some() {
+            return parts.uri.to_string();
+        }
+        let origin = self
+            .metadata
+            .resource
+            .parse::<http::Uri>()
+            .ok()
+            .and_then(|u| Some(format!("{}://{}", u.scheme_str()?, u.authority()?)))
+            .unwrap_or_default();
+        format!("{origin}{}", parts.uri.path())
     }
 
     /// Scopes every request needs; they are named in `401` challenges and a token lacking
@@ -555,12 +638,21 @@ impl ResourceServer {
         description: Option<String>,
         scope: &[String],
     ) -> AuthChallenge {
+        let schemes = match (&self.dpop, self.dpop_required()) {
+            (None, _) => Schemes::BEARER,
+            (Some(_), required) => Schemes {
+                bearer: !required,
+                dpop: true,
+                error_on_dpop: required,
+            },
+        };
         AuthChallenge {
             status,
             error,
             description,
             scope: (!scope.is_empty()).then(|| scope.join(" ")),
             resource_metadata: self.metadata_url.clone(),
+            schemes,
         }
     }
 
@@ -570,7 +662,8 @@ impl ResourceServer {
     }
 
     /// Authenticates a request from its `Authorization: Bearer` header (the only place a
-    /// token is accepted from) and checks the required scopes. A request carrying an
+    /// token is accepted from; `Authorization: DPoP` with its proof too, see
+    /// [`with_dpop`](Self::with_dpop)) and checks the required scopes. A request carrying an
     /// `access_token` in its query string is refused with `400 invalid_request` (MCP forbids
     /// tokens in URIs, where logs and referrers keep them), whatever its header holds.
     pub async fn authenticate(&self, parts: &Parts) -> Result<Principal, AuthChallenge> {
@@ -594,24 +687,33 @@ impl ResourceServer {
                 &[],
             ));
         }
-        let invalid = |d: &str| {
-            self.challenge(
+        let text = value.to_str().unwrap_or("");
+        let (scheme, token) = text.split_once(' ').unwrap_or((text, ""));
+        let is_dpop = self.dpop.is_some() && scheme.eq_ignore_ascii_case("dpop");
+        // The error goes on the challenge of the scheme the request used.
+        let refuse = |error: BearerError, d: &str| {
+            let mut c = self.challenge(
                 StatusCode::UNAUTHORIZED,
-                Some(BearerError::InvalidToken),
+                Some(error),
                 Some(d.to_owned()),
                 &self.required_scopes,
-            )
+            );
+            c.schemes.error_on_dpop = c.schemes.dpop && (is_dpop || !c.schemes.bearer);
+            c
         };
-        let text = value
-            .to_str()
-            .map_err(|_| invalid("malformed Authorization header"))?;
-        let (scheme, token) = text.split_once(' ').unwrap_or((text, ""));
-        if !scheme.eq_ignore_ascii_case("bearer") {
+        let invalid = |d: &str| refuse(BearerError::InvalidToken, d);
+        if !value.is_empty() && text.is_empty() {
+            return Err(invalid("malformed Authorization header"));
+        }
+        if !is_dpop && !scheme.eq_ignore_ascii_case("bearer") {
             return Err(self.unauthorized());
+        }
+        if !is_dpop && self.dpop_required() {
+            return Err(invalid("this resource accepts only DPoP-bound tokens"));
         }
         let token = token.trim();
         if token.is_empty() || token.len() > self.max_token_len || token.contains(' ') {
-            return Err(invalid("malformed bearer token"));
+            return Err(invalid("malformed access token"));
         }
         let principal = self.verifier.verify(token).await.map_err(|e| {
             tracing::debug!(error = %e, "bearer token rejected");
@@ -623,6 +725,46 @@ impl ResourceServer {
                 VerifyError::Unavailable(_) => "token could not be verified",
             })
         })?;
+        if let Some(checker) = &self.dpop {
+            let jkt = principal
+                .claims
+                .get("cnf")
+                .and_then(|c| c.get("jkt"))
+                .and_then(Value::as_str);
+            match (is_dpop, jkt) {
+                // RFC 9449 section 7.2: a bound token is never accepted as a bearer token.
+                (false, Some(_)) => {
+                    return Err(invalid(
+                        "a DPoP-bound token needs the DPoP scheme and a proof",
+                    ));
+                }
+                (true, None) => return Err(invalid("the token is not DPoP-bound")),
+                (true, Some(jkt)) => {
+                    let bad_proof = |d: &str| {
+                        tracing::debug!(reason = d, "DPoP proof rejected");
+                        refuse(BearerError::InvalidDpopProof, d)
+                    };
+                    let mut proofs = parts.headers.get_all(crate::proof::DPOP).iter();
+                    let (Some(proof), None) = (proofs.next(), proofs.next()) else {
+                        return Err(bad_proof("exactly one DPoP proof is needed"));
+                    };
+                    let proof = proof
+                        .to_str()
+                        .map_err(|_| bad_proof("malformed DPoP proof"))?;
+                    let url = self.request_url(parts);
+                    let expected = Expected {
+                        method: parts.method.as_str(),
+                        url: &url,
+                        access_token: token,
+                        jkt,
+                    };
+                    checker
+                        .check(proof, &expected, proof::now_secs())
+                        .map_err(bad_proof)?;
+                }
+                (false, None) => {}
+            }
+        }
         self.require_scopes(&principal, &self.required_scopes)?;
         Ok(principal)
     }

@@ -399,16 +399,15 @@ fn token(
             {
                 return token_error(400, "invalid_dpop_proof");
             }
-            if let Some(nonce) = &config.dpop_nonce {
-                if proof.claims["nonce"].as_str() != Some(nonce) {
-                    s.log.nonce_challenges += 1;
-                    let mut r = token_error(400, "use_dpop_nonce");
-                    r.headers_mut().insert(
-                        "dpop-nonce",
-                        http::HeaderValue::try_from(nonce.as_str()).unwrap(),
-                    );
-                    return r;
-                }
+            let stale = |n: &&String| proof.claims["nonce"].as_str() != Some(n.as_str());
+            if let Some(nonce) = config.dpop_nonce.as_ref().filter(stale) {
+                s.log.nonce_challenges += 1;
+                let mut r = token_error(400, "use_dpop_nonce");
+                r.headers_mut().insert(
+                    "dpop-nonce",
+                    http::HeaderValue::try_from(nonce.as_str()).unwrap(),
+                );
+                return r;
             }
             jkt = Some(proof.jkt);
         }
