@@ -58,6 +58,28 @@ struct TemplateVars {
     id: String,
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct GreetArgs {
+    /// Who to greet
+    name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SlowComputeArgs {
+    /// How long to compute, in seconds (at most an hour)
+    #[serde(default)]
+    seconds: u64,
+    /// A label for the result
+    #[serde(default)]
+    label: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ConfirmDeleteArgs {
+    /// The file to delete
+    filename: String,
+}
+
 async fn with_logging(cx: ToolContext, _args: NoArgs) -> &'static str {
     cx.log(LoggingLevel::Info, "Tool execution started").await;
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -415,6 +437,75 @@ async fn input_prompt(cx: ToolContext, _args: NoArgs) -> Result<Vec<PromptMessag
     )))])
 }
 
+async fn slow_compute(cx: ToolContext, args: SlowComputeArgs) -> Result<String, ToolError> {
+    let seconds = args.seconds.min(3600);
+    let label = args.label.unwrap_or_else(|| "unlabelled".into());
+    cx.progress(0.0, None, Some(&format!("computing {label}")))
+        .await;
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_secs(seconds)) => {}
+        () = cx.cancelled() => return Err(ToolError::execution("the computation was cancelled")),
+    }
+    Ok(format!("Computed {label} in {seconds} second(s)"))
+}
+
+async fn failing_job(_cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err(ToolError::execution(
+        "The job failed: the input data is corrupt",
+    ))
+}
+
+async fn protocol_error_job(_cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Err(ToolError::Protocol(
+        mcp_server::ErrorObject::internal_error("the job's worker crashed"),
+    ))
+}
+
+async fn confirm_delete(cx: ToolContext, args: ConfirmDeleteArgs) -> Result<String, ToolError> {
+    let schema = form(
+        json!({"confirm": {"type": "boolean", "description": "Delete the file?"}}),
+        &["confirm"],
+    );
+    let answer = cx
+        .elicit_with_schema("confirm", &format!("Delete {}?", args.filename), schema)
+        .await?;
+    Ok(match answer {
+        Elicitation::Accepted(content) if content.get("confirm") == Some(&json!(true)) => {
+            format!("Deleted {}", args.filename)
+        }
+        _ => format!("Kept {}", args.filename),
+    })
+}
+
+/// Two elicitations at the same time: both are outstanding until answered.
+async fn multi_input(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    let schema = || form(json!({"name": {"type": "string"}}), &[]);
+    let (first, second) = tokio::join!(
+        cx.elicit_with_schema("first", "First value?", schema()),
+        cx.elicit_with_schema("second", "Second value?", schema()),
+    );
+    let (first, second) = (first?, second?);
+    Ok(format!(
+        "Got {} and {}",
+        accepted_text(&first, "name").unwrap_or_else(|| "nothing".into()),
+        accepted_text(&second, "name").unwrap_or_else(|| "nothing".into())
+    ))
+}
+
+/// Asks for the name in the request (multi round-trip), then works on as a task.
+async fn tool_with_task(cx: ToolContext, _args: NoArgs) -> Result<String, ToolError> {
+    let schema = form(json!({"name": {"type": "string"}}), &["name"]);
+    let answer = cx
+        .elicit_with_schema("user_name", "What is your name?", schema)
+        .await?;
+    let name = accepted_text(&answer, "name").unwrap_or_else(|| "stranger".into());
+    cx.start_task().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(format!("Hello, {name}! Your task is complete."))
+}
+
 /// Builds the fixture server.
 ///
 /// # Errors
@@ -586,6 +677,47 @@ pub fn try_build() -> Result<Server, mcp_server::BuildError> {
             |_cx: ToolContext, args: Value| async move {
                 format!("Region: {}", args["region"].as_str().unwrap_or_default())
             },
+        )
+        .tool(
+            Tool::new("greet").description("Greets someone (never a task)"),
+            |_cx: ToolContext, args: GreetArgs| async move { format!("Hello, {}!", args.name) },
+        )
+        .tool(
+            Tool::new("slow_compute")
+                .description("Computes for the given number of seconds (a task for clients of the tasks extension)")
+                .task_support(TaskSupport::Optional),
+            slow_compute,
+        )
+        .tool(
+            Tool::new("failing_job")
+                .description("Fails with a tool error after a second (runs only as a task)")
+                .task_support(TaskSupport::Required),
+            failing_job,
+        )
+        .tool(
+            Tool::new("protocol_error_job")
+                .description("Fails with a protocol error (a task that ends failed)")
+                .task_support(TaskSupport::Optional),
+            protocol_error_job,
+        )
+        .tool(
+            Tool::new("confirm_delete")
+                .description("Asks for confirmation before deleting a file (as a task: input_required)")
+                .task_support(TaskSupport::Optional),
+            confirm_delete,
+        )
+        .tool(
+            Tool::new("multi_input")
+                .description("Asks two questions at once (as a task: two outstanding inputs)")
+                .task_support(TaskSupport::Optional),
+            multi_input,
+        )
+        .tool(
+            Tool::new("test_tool_with_task")
+                .description("Asks for the user's name, then continues as a task")
+                .task_support(TaskSupport::Required)
+                .defer_task(),
+            tool_with_task,
         )
         .resource(
             Resource::new("test://static-text", "static-text")
