@@ -553,6 +553,20 @@ async fn dpop_required_refuses_bearer_only_servers_before_authorizing() {
 }
 
 #[tokio::test]
+async fn a_resource_requiring_dpop_behind_a_bearer_only_server_is_refused_early() {
+    // The resource's metadata says `dpop_bound_access_tokens_required`; its authorization
+    // server cannot bind tokens: no bearer token would ever be accepted.
+    let auth = TestAs::start(AsConfig::default()).await;
+    let mcp = Mcp::start(&auth.issuer, RsNonce::Off, false).await;
+    let (peer, _handle) = connect(&mcp.url, oauth(DpopPolicy::WhenSupported)).await;
+
+    let message = failure(initialize(&peer).await);
+    assert!(message.contains("DPoP"), "{message}");
+    let log = auth.log();
+    assert!(log.registrations.is_empty() && log.authorizations.is_empty());
+}
+
+#[tokio::test]
 async fn a_given_key_is_the_one_tokens_are_bound_to() {
     let key = DpopKey::generate().unwrap();
     let http: Arc<dyn HttpClient> = Arc::new(HyperHttpClient::new().unwrap());

@@ -593,6 +593,8 @@ struct Discovered {
     /// The chosen authorization server's issuer, verbatim.
     issuer: String,
     prm_scopes: Option<Vec<String>>,
+    /// The resource accepts only DPoP-bound tokens (`dpop_bound_access_tokens_required`).
+    resource_requires_dpop: bool,
     meta: AuthorizationServerMetadata,
 }
 
@@ -922,6 +924,7 @@ impl OAuthClient {
             resource: prm.resource,
             issuer,
             prm_scopes: prm.scopes_supported,
+            resource_requires_dpop: prm.dpop_bound_access_tokens_required == Some(true),
             meta,
         })
     }
@@ -1168,7 +1171,9 @@ impl OAuthClient {
     }
 
     /// The DPoP key to bind tokens from this authorization server to, if DPoP is used with
-    /// it: when the policy allows it and the server accepts `ES256` proofs.
+    /// it: when the policy allows it and the server accepts `ES256` proofs. Without such a
+    /// server, DPoP being required (by the policy, or by the resource's metadata) is an error
+    /// found before anything is registered or authorized.
     fn dpop_for(&self, d: &Discovered) -> Result<Option<&Dpop>, AuthError> {
         let Some(dpop) = &self.inner.dpop else {
             return Ok(None);
@@ -1177,12 +1182,13 @@ impl OAuthClient {
             &d.meta.dpop_signing_alg_values_supported,
             dpop::ALG,
         );
-        match (listed, self.inner.config.dpop) {
+        let required = self.inner.config.dpop == DpopPolicy::Required || d.resource_requires_dpop;
+        match (listed, required) {
             (true, _) => Ok(Some(dpop)),
-            (false, DpopPolicy::Required) => Err(AuthError::DpopNotSupported {
+            (false, true) => Err(AuthError::DpopNotSupported {
                 issuer: d.issuer.clone(),
             }),
-            (false, _) => Ok(None),
+            (false, false) => Ok(None),
         }
     }
 
@@ -1393,6 +1399,7 @@ impl OAuthClient {
             resource: d.resource.clone(),
             issuer: idp.token_endpoint.clone(),
             prm_scopes: None,
+            resource_requires_dpop: false,
             meta: AuthorizationServerMetadata::default(),
         };
         let client = ResolvedClient {
@@ -1784,10 +1791,9 @@ impl OAuthClient {
     /// The token to present to `resource_url`, refreshed first when it is about to expire.
     async fn current_tokens(&self, resource_url: &str) -> Option<TokenSet> {
         let skew = self.inner.config.expiry_skew_secs;
-        let state = self.state(resource_url)?;
-        let tokens = state.tokens.as_ref()?;
+        let tokens = self.state(resource_url)?.tokens?;
         if !tokens.expires_within(now_secs(), skew) {
-            return Some(tokens.clone());
+            return Some(tokens);
         }
         tokens.refresh_token.as_ref()?;
         let _flow = self.inner.flow.lock().await;

@@ -198,8 +198,8 @@ pub enum AuthError {
     /// The token store failed.
     #[error("token store failed")]
     Store(#[from] StoreError),
-    /// A signing key could not be loaded or used.
-    #[error("client assertion key error: {0}")]
+    /// A signing key (of client assertions or DPoP proofs) could not be made, loaded or used.
+    #[error("signing key error: {0}")]
     Key(String),
     /// The client configuration is unusable.
     #[error("invalid OAuth client configuration: {0}")]
