@@ -232,8 +232,57 @@ impl Message {
     }
 
     /// Appends the compact JSON encoding of this message to `dst`.
+    ///
+    /// The envelope is written directly (the same bytes `serde_json` writes for the message):
+    /// raw params and results are copied once, only the id, the method and an error object go
+    /// through the serializer, and `dst` grows at most once.
     pub fn encode_into(&self, dst: &mut BytesMut) -> Result<(), serde_json::Error> {
-        serde_json::to_writer(dst.writer(), self)
+        fn raw_len(raw: Option<&RawValue>) -> usize {
+            raw.map_or(0, |r| r.get().len())
+        }
+        match self {
+            Message::Request(r) => {
+                dst.reserve(48 + r.method.len() + raw_len(r.params.as_deref()));
+                dst.put_slice(br#"{"jsonrpc":"2.0","id":"#);
+                serde_json::to_writer(dst.writer(), &r.id)?;
+                dst.put_slice(br#","method":"#);
+                serde_json::to_writer(dst.writer(), &r.method)?;
+                if let Some(p) = &r.params {
+                    dst.put_slice(br#","params":"#);
+                    dst.put_slice(p.get().as_bytes());
+                }
+            }
+            Message::Notification(n) => {
+                dst.reserve(40 + n.method.len() + raw_len(n.params.as_deref()));
+                dst.put_slice(br#"{"jsonrpc":"2.0","method":"#);
+                serde_json::to_writer(dst.writer(), &n.method)?;
+                if let Some(p) = &n.params {
+                    dst.put_slice(br#","params":"#);
+                    dst.put_slice(p.get().as_bytes());
+                }
+            }
+            Message::Response(r) => {
+                let body = r.result.as_ref().map_or(64, |raw| raw.get().len());
+                dst.reserve(48 + body);
+                dst.put_slice(br#"{"jsonrpc":"2.0","id":"#);
+                match &r.id {
+                    Some(id) => serde_json::to_writer(dst.writer(), id)?,
+                    None => dst.put_slice(b"null"),
+                }
+                match &r.result {
+                    Ok(raw) => {
+                        dst.put_slice(br#","result":"#);
+                        dst.put_slice(raw.get().as_bytes());
+                    }
+                    Err(error) => {
+                        dst.put_slice(br#","error":"#);
+                        serde_json::to_writer(dst.writer(), error)?;
+                    }
+                }
+            }
+        }
+        dst.put_u8(b'}');
+        Ok(())
     }
 
     /// The method name, for requests and notifications.

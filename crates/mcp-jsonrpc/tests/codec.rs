@@ -454,6 +454,14 @@ proptest! {
     }
 
     #[test]
+    fn direct_encoding_is_what_serde_writes(m in message()) {
+        let mut direct = BytesMut::new();
+        m.encode_into(&mut direct).unwrap();
+        let via_serde = serde_json::to_vec(&m).unwrap();
+        prop_assert_eq!(&direct[..], &via_serde[..]);
+    }
+
+    #[test]
     fn decoders_never_panic_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512), points in prop::collection::vec(any::<usize>(), 0..6)) {
         let config = CodecConfig::default().max_frame_size(128).max_header_size(64);
         let chunks = split(&bytes, points);
