@@ -643,3 +643,66 @@ async fn listen_delivers_its_own_notifications_and_cancels_when_dropped() {
         Err(CallError::NotInRevision { .. })
     ));
 }
+
+/// The elicitation form of the `ordered_form` tests, its fields deliberately out of
+/// alphabetical order.
+const ORDERED_FORM: &str = r#"{"type": "object", "properties": {
+    "zeta": {"type": "string"},
+    "alpha": {"type": "integer"},
+    "mid": {"type": "boolean"}
+}, "required": ["zeta"]}"#;
+
+/// A stateless server whose one tool asks for [`ORDERED_FORM`], written as raw JSON text so
+/// the order of its properties reaches the client as it is here.
+struct OrderedFormServer;
+
+impl Handler for OrderedFormServer {
+    async fn handle_request(
+        &self,
+        request: Request,
+        _cx: RequestContext,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let params: Value = request.params_as()?;
+        let text = match request.method.as_str() {
+            "server/discover" => discover_result().to_string(),
+            "tools/call" if params.get("inputResponses").is_none() => format!(
+                r#"{{"resultType": "input_required", "inputRequests": {{"form": {{
+                    "method": "elicitation/create",
+                    "params": {{"mode": "form", "message": "in order", "requestedSchema": {ORDERED_FORM}}}
+                }}}}}}"#
+            ),
+            "tools/call" => tool_result("thanks").to_string(),
+            other => return Err(ErrorObject::method_not_found(other)),
+        };
+        RawValue::from_string(text).map_err(ErrorObject::internal_error)
+    }
+
+    async fn handle_notification(&self, _notification: Notification, _cx: NotificationContext) {}
+}
+
+#[tokio::test]
+async fn input_required_forms_keep_the_order_of_their_fields() {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let client = Client::builder(Implementation::new("stateless-test", "1.0.0"))
+        .on_elicit(move |request: ElicitationRequest| {
+            let seen = seen.clone();
+            async move {
+                if let ElicitationRequest::Form { schema, .. } = request {
+                    seen.lock()
+                        .unwrap()
+                        .extend(schema.fields().iter().map(|f| f.name.clone()));
+                }
+                Ok(ElicitationAnswer::Accept(
+                    json!({"zeta": "z"}).as_object().unwrap().clone(),
+                ))
+            }
+        })
+        .build();
+    let (client_side, server_side) = memory_pair(32);
+    let (_peer, _task) = Engine::builder().spawn(server_side, OrderedFormServer);
+    let session = client.connect(client_side).await.unwrap();
+    assert_eq!(session.protocol_version(), ProtocolVersion::V2026_07_28);
+    session.call_tool("form", json!({})).await.unwrap();
+    assert_eq!(*asked.lock().unwrap(), ["zeta", "alpha", "mid"]);
+}

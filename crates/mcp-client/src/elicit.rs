@@ -8,6 +8,12 @@
 //! `accept` answer before it is sent; [`FormSchema::apply_defaults`] fills fields the user left
 //! empty from the schema's `default`s.
 //!
+//! The fields keep the order of the schema's `properties` as the server wrote them when the
+//! schema is read from JSON text ([`FormSchema::parse_str`], or `FormSchema`'s `Deserialize`),
+//! which is how the client reads the server's requests. A `serde_json::Value` keeps its keys
+//! sorted (unless serde_json's `preserve_order` feature is on), so [`FormSchema::parse`] gives
+//! the fields in that order.
+//!
 //! ```
 //! use mcp_client::elicit::FormSchema;
 //! use serde_json::json;
@@ -28,6 +34,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 /// Most properties a form may have.
@@ -148,26 +158,77 @@ fn schema_error(path: impl Into<String>, reason: impl Into<String>) -> SchemaErr
 }
 
 impl FormSchema {
-    /// Reads a `requestedSchema` value.
+    /// Reads a `requestedSchema` value. The fields come in the order of the value's
+    /// `properties` map (sorted by name, unless serde_json's `preserve_order` feature is on);
+    /// [`FormSchema::parse_str`] keeps the order of the JSON text.
     pub fn parse(schema: &Value) -> Result<Self, SchemaError> {
         let top = schema
             .as_object()
             .ok_or_else(|| schema_error("", "the schema is not an object"))?;
+        let properties = match top.get("properties") {
+            None => None,
+            Some(Value::Object(p)) => Some(Properties::Object {
+                count: p.len(),
+                fields: p
+                    .iter()
+                    .take(MAX_FIELDS + 1)
+                    .map(|(name, property)| (name.clone(), property.clone()))
+                    .collect(),
+            }),
+            Some(_) => Some(Properties::NotObject),
+        };
+        Self::from_parts(top, properties)
+    }
+
+    /// Reads a `requestedSchema` from JSON text, keeping the fields in the order the
+    /// `properties` are written.
+    ///
+    /// ```
+    /// use mcp_client::elicit::FormSchema;
+    ///
+    /// let schema = FormSchema::parse_str(
+    ///     r#"{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}}"#,
+    /// )?;
+    /// let names: Vec<&str> = schema.fields().iter().map(|f| f.name.as_str()).collect();
+    /// assert_eq!(names, ["name", "age"]);
+    /// # Ok::<(), mcp_client::elicit::SchemaError>(())
+    /// ```
+    pub fn parse_str(json: &str) -> Result<Self, SchemaError> {
+        let ordered: OrderedSchema =
+            serde_json::from_str(json).map_err(|e| schema_error("", e.to_string()))?;
+        Self::from_parts(&ordered.top, ordered.properties)
+    }
+
+    fn from_parts(
+        top: &Map<String, Value>,
+        properties: Option<Properties>,
+    ) -> Result<Self, SchemaError> {
         match top.get("type") {
             Some(Value::String(t)) if t == "object" => {}
             None => {}
             _ => return Err(schema_error("type", "the top-level type must be `object`")),
         }
-        let properties = match top.get("properties") {
-            None => Map::new(),
-            Some(Value::Object(p)) => p.clone(),
-            Some(_) => return Err(schema_error("properties", "not an object")),
+        let properties = match properties {
+            None => Vec::new(),
+            Some(Properties::Object { count, .. }) if count > MAX_FIELDS => {
+                return Err(schema_error(
+                    "properties",
+                    format!("{count} fields, more than {MAX_FIELDS}"),
+                ));
+            }
+            Some(Properties::Object { fields, .. }) => fields,
+            Some(Properties::NotObject) => {
+                return Err(schema_error("properties", "not an object"));
+            }
         };
-        if properties.len() > MAX_FIELDS {
-            return Err(schema_error(
-                "properties",
-                format!("{} fields, more than {MAX_FIELDS}", properties.len()),
-            ));
+        let mut names = HashSet::with_capacity(properties.len());
+        for (name, _) in &properties {
+            if !names.insert(name.as_str()) {
+                return Err(schema_error(
+                    format!("properties.{name}"),
+                    "the property is given twice",
+                ));
+            }
         }
         let required: Vec<String> = match top.get("required") {
             None => Vec::new(),
@@ -182,7 +243,7 @@ impl FormSchema {
             Some(_) => return Err(schema_error("required", "not an array")),
         };
         for name in &required {
-            if !properties.contains_key(name) {
+            if !names.contains(name.as_str()) {
                 return Err(schema_error(
                     "required",
                     format!("`{name}` is required but not a property"),
@@ -240,6 +301,121 @@ impl FormSchema {
         } else {
             Err(AnswerError { problems })
         }
+    }
+}
+
+/// Reads the schema from any serde format, keeping the fields in the order the format gives
+/// the `properties` (for JSON text: as written).
+impl<'de> Deserialize<'de> for FormSchema {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let ordered = OrderedSchema::deserialize(deserializer)?;
+        FormSchema::from_parts(&ordered.top, ordered.properties).map_err(de::Error::custom)
+    }
+}
+
+/// A schema's top level, with `properties` read in document order.
+struct OrderedSchema {
+    /// Every other member.
+    top: Map<String, Value>,
+    properties: Option<Properties>,
+}
+
+/// The `properties` member as read: its first [`MAX_FIELDS`] + 1 entries in document order and
+/// how many there were, or something other than an object.
+enum Properties {
+    Object {
+        fields: Vec<(String, Value)>,
+        count: usize,
+    },
+    NotObject,
+}
+
+impl<'de> Deserialize<'de> for OrderedSchema {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TopVisitor;
+
+        impl<'de> Visitor<'de> for TopVisitor {
+            type Value = OrderedSchema;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a schema object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OrderedSchema, A::Error> {
+                let mut top = Map::new();
+                let mut properties = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "properties" {
+                        properties = Some(map.next_value::<Properties>()?);
+                    } else {
+                        top.insert(key, map.next_value()?);
+                    }
+                }
+                Ok(OrderedSchema { top, properties })
+            }
+        }
+
+        deserializer.deserialize_map(TopVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Properties {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PropertiesVisitor;
+
+        impl<'de> Visitor<'de> for PropertiesVisitor {
+            type Value = Properties;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the form's properties")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Properties, A::Error> {
+                let mut fields = Vec::new();
+                let mut count = 0;
+                while let Some(name) = map.next_key::<String>()? {
+                    count += 1;
+                    // Past the limit only count, so a huge form costs no memory.
+                    if fields.len() > MAX_FIELDS {
+                        map.next_value::<IgnoredAny>()?;
+                    } else {
+                        fields.push((name, map.next_value()?));
+                    }
+                }
+                Ok(Properties::Object { fields, count })
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Properties, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Properties::NotObject)
+            }
+
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Properties, E> {
+                Ok(Properties::NotObject)
+            }
+
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Properties, E> {
+                Ok(Properties::NotObject)
+            }
+
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Properties, E> {
+                Ok(Properties::NotObject)
+            }
+
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Properties, E> {
+                Ok(Properties::NotObject)
+            }
+
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Properties, E> {
+                Ok(Properties::NotObject)
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<Properties, E> {
+                Ok(Properties::NotObject)
+            }
+        }
+
+        deserializer.deserialize_any(PropertiesVisitor)
     }
 }
 
@@ -830,6 +1006,61 @@ mod tests {
                 err.contains(expected),
                 "{schema}: `{err}` lacks `{expected}`"
             );
+        }
+    }
+
+    #[test]
+    fn json_text_keeps_the_order_of_the_properties() {
+        let text = r#"{"type": "object", "properties": {
+            "zeta": {"type": "string"},
+            "alpha": {"type": "integer"},
+            "mid": {"type": "boolean", "default": true}
+        }, "required": ["alpha"]}"#;
+        let names = |schema: &FormSchema| -> Vec<String> {
+            schema.fields().iter().map(|f| f.name.clone()).collect()
+        };
+        let schema = FormSchema::parse_str(text).unwrap();
+        assert_eq!(names(&schema), ["zeta", "alpha", "mid"]);
+        assert!(schema.fields()[1].required);
+        let deserialized: FormSchema = serde_json::from_str(text).unwrap();
+        assert_eq!(deserialized, schema);
+        // Read through a `Value`, the same form, in the value's key order.
+        let value: Value = serde_json::from_str(text).unwrap();
+        let mut sorted = names(&schema);
+        sorted.sort();
+        assert_eq!(names(&FormSchema::parse(&value).unwrap()), sorted);
+    }
+
+    #[test]
+    fn json_text_outside_the_subset_is_refused_like_a_value() {
+        let many: Vec<String> = (0..=MAX_FIELDS)
+            .map(|i| format!(r#""f{i}": {{"type": "string"}}"#))
+            .collect();
+        let cases = [
+            (
+                r#"{"type": "object", "properties": {"a": {"type": "string"}, "a": {"type": "integer"}}}"#.to_owned(),
+                "given twice",
+            ),
+            (
+                r#"{"type": "object", "properties": [1, 2]}"#.to_owned(),
+                "not an object",
+            ),
+            (r#"{"type": "object", "properties": null}"#.to_owned(), "not an object"),
+            (
+                r#"{"type": "object", "properties": {}, "required": ["b"]}"#.to_owned(),
+                "not a property",
+            ),
+            (r#"[1]"#.to_owned(), "a schema object"),
+            (r#"{"type": "object""#.to_owned(), "EOF"),
+            (
+                format!(r#"{{"type": "object", "properties": {{{}}}}}"#, many.join(",")),
+                "more than 256",
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = FormSchema::parse_str(&text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}: `{err}` lacks `{expected}`");
+            assert!(serde_json::from_str::<FormSchema>(&text).is_err(), "{text}");
         }
     }
 

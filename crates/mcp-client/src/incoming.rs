@@ -4,7 +4,9 @@ use std::sync::{Arc, OnceLock};
 
 use mcp_jsonrpc::ErrorObject;
 use mcp_types::{CreateMessageRequestParams, Project, ProtocolVersion};
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use crate::cache::ResponseCache;
@@ -75,11 +77,12 @@ impl IncomingHandler {
             .is_some_and(|info| info.sender.server() && info.available_in(self.version()))
     }
 
-    /// Answers one server request.
+    /// Answers one server request. The params come as the server wrote them, so that what
+    /// depends on their order (the fields of an elicitation form) keeps it.
     pub(crate) async fn request(
         &self,
         method: &str,
-        params: Option<Value>,
+        params: Option<&RawValue>,
     ) -> Result<Value, ErrorObject> {
         if !self.method_exists(method) {
             return Err(ErrorObject::method_not_found(method));
@@ -92,7 +95,7 @@ impl IncomingHandler {
                     return Err(ErrorObject::method_not_found(method));
                 };
                 let params: CreateMessageRequestParams =
-                    serde_json::from_value(params.unwrap_or_else(|| json!({})))
+                    serde_json::from_str(params.map_or("{}", RawValue::get))
                         .map_err(ErrorObject::invalid_params)?;
                 let mut result = handler
                     .create_message(params)
@@ -114,15 +117,15 @@ impl IncomingHandler {
         }
     }
 
-    async fn elicit(&self, params: Option<Value>) -> Result<Value, ErrorObject> {
+    async fn elicit(&self, raw: Option<&RawValue>) -> Result<Value, ErrorObject> {
         let shared = &self.inner.client.shared;
         let Some(handler) = &shared.elicitation else {
             return Err(ErrorObject::method_not_found("elicitation/create"));
         };
-        let params = match params {
-            Some(Value::Object(params)) => params,
-            _ => return Err(ErrorObject::invalid_params("params must be an object")),
-        };
+        let not_object = || ErrorObject::invalid_params("params must be an object");
+        let raw = raw.ok_or_else(not_object)?;
+        let params: Map<String, Value> =
+            serde_json::from_str(raw.get()).map_err(|_| not_object())?;
         let text = |key: &str| -> Result<String, ErrorObject> {
             params
                 .get(key)
@@ -138,8 +141,10 @@ impl IncomingHandler {
                     .get("requestedSchema")
                     .cloned()
                     .ok_or_else(|| ErrorObject::invalid_params("`requestedSchema` is missing"))?;
-                let schema =
-                    FormSchema::parse(&requested_schema).map_err(ErrorObject::invalid_params)?;
+                // Parsed from the server's text: the `Value` has lost the order of the form's
+                // fields.
+                let schema = FormSchema::parse_str(form_text(raw)?.get())
+                    .map_err(ErrorObject::invalid_params)?;
                 (
                     ElicitationRequest::Form {
                         message,
@@ -212,4 +217,16 @@ impl IncomingHandler {
         // No receiver is fine: nobody asked for the stream.
         let _ = self.inner.notifications.send(notification);
     }
+}
+
+/// The `requestedSchema` of `elicitation/create` params, as the server wrote it.
+fn form_text(params: &RawValue) -> Result<&RawValue, ErrorObject> {
+    #[derive(Deserialize)]
+    struct Form<'a> {
+        #[serde(rename = "requestedSchema", borrow)]
+        requested_schema: &'a RawValue,
+    }
+    serde_json::from_str::<Form<'_>>(params.get())
+        .map(|form| form.requested_schema)
+        .map_err(ErrorObject::invalid_params)
 }

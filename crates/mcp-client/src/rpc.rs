@@ -32,8 +32,10 @@ impl Handler for EngineHandler {
         request: Request,
         _cx: RequestContext,
     ) -> Result<Box<RawValue>, ErrorObject> {
-        let params = params_value(request.params.as_deref())?;
-        let result = self.0.request(&request.method, params).await?;
+        let result = self
+            .0
+            .request(&request.method, request.params.as_deref())
+            .await?;
         mcp_jsonrpc::to_raw(&result).map_err(ErrorObject::internal_error)
     }
 

@@ -35,6 +35,14 @@ use crate::rpc::{Progress, ProgressCallback, Rpc};
 /// Most tool output schemas a session keeps compiled for `structuredContent` validation.
 const MAX_CACHED_SCHEMAS: usize = 4096;
 
+/// One of a server's `inputRequests`, its params as written.
+#[derive(serde::Deserialize)]
+struct RawInputRequest<'a> {
+    method: String,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
 /// Per-call options, carried by a [`ClientSession`] value (see [`ClientSession::with_timeout`]).
 #[derive(Clone, Default)]
 pub(crate) struct CallOptions {
@@ -730,26 +738,52 @@ impl ClientSession {
     ) -> Result<Map<String, Value>, CallError> {
         let mut answers = Map::new();
         for (key, request) in requests {
-            let request = serde_json::to_value(request).map_err(CallError::Decode)?;
-            let method = request
-                .get("method")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let params = request.get("params").cloned();
+            let text = mcp_jsonrpc::to_raw(request).map_err(CallError::Decode)?;
+            let request: RawInputRequest<'_> =
+                serde_json::from_str(text.get()).map_err(CallError::Decode)?;
             let answer = self
-                .inner
-                .incoming
-                .request(&method, params)
-                .await
-                .map_err(|error| CallError::InputRequest {
-                    key: key.clone(),
-                    method: method.clone(),
-                    error,
-                })?;
+                .answer_input(key, &request.method, request.params)
+                .await?;
             answers.insert(key.clone(), answer);
         }
         Ok(answers)
+    }
+
+    /// Answers the `inputRequests` of an `input_required` result from the server's text, so the
+    /// params reach the handlers as the server wrote them (the fields of a form in its order).
+    async fn answer_raw_inputs(&self, result: &RawValue) -> Result<Map<String, Value>, CallError> {
+        #[derive(serde::Deserialize)]
+        struct RawInputs<'a> {
+            #[serde(rename = "inputRequests", borrow, default)]
+            input_requests: Option<std::collections::BTreeMap<String, RawInputRequest<'a>>>,
+        }
+        let inputs: RawInputs<'_> =
+            serde_json::from_str(result.get()).map_err(CallError::Decode)?;
+        let mut answers = Map::new();
+        for (key, request) in inputs.input_requests.unwrap_or_default() {
+            let answer = self
+                .answer_input(&key, &request.method, request.params)
+                .await?;
+            answers.insert(key, answer);
+        }
+        Ok(answers)
+    }
+
+    async fn answer_input(
+        &self,
+        key: &str,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Value, CallError> {
+        self.inner
+            .incoming
+            .request(method, params)
+            .await
+            .map_err(|error| CallError::InputRequest {
+                key: key.to_owned(),
+                method: method.to_owned(),
+                error,
+            })
     }
 
     /// One round of a request that may need input: the outcome of sending `params` once.
@@ -758,11 +792,22 @@ impl ClientSession {
         method: &'static str,
         params: &Value,
     ) -> Result<Outcome<R>, CallError> {
+        self.round_keeping_text(method, params)
+            .await
+            .map(|(outcome, _)| outcome)
+    }
+
+    /// [`Self::round`], also returning the result's text when it is stateless.
+    async fn round_keeping_text<R: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: &Value,
+    ) -> Result<(Outcome<R>, Option<Box<RawValue>>), CallError> {
         if !self.is_stateless() {
             return self
                 .send(method, Some(params.clone()))
                 .await
-                .map(Outcome::Complete);
+                .map(|result| (Outcome::Complete(result), None));
         }
         let raw = match self.send_raw(method, Some(params.clone())).await {
             // The server expects `Mcp-Param-*` headers the transport did not send: the tool's
@@ -779,7 +824,8 @@ impl ClientSession {
             }
             other => other?,
         };
-        decode_outcome(&raw)
+        let outcome = decode_outcome(&raw)?;
+        Ok((outcome, Some(raw)))
     }
 
     /// Sends `params` and resolves `input_required` rounds until the final result.
@@ -792,7 +838,8 @@ impl ClientSession {
         let mut params = params;
         let mut rounds = 0;
         loop {
-            let input: InputRequiredResult = match self.round(method, &params).await? {
+            let (outcome, text) = self.round_keeping_text(method, &params).await?;
+            let input: InputRequiredResult = match outcome {
                 Outcome::Complete(result) => return Ok(result),
                 Outcome::InputRequired(input) => input,
             };
@@ -800,9 +847,10 @@ impl ClientSession {
                 return Err(CallError::RoundsExceeded { method, rounds });
             }
             rounds += 1;
-            let answers = match &input.input_requests {
-                Some(requests) => self.answer_inputs(requests).await?,
-                None => Map::new(),
+            let answers = match (&text, &input.input_requests) {
+                (Some(text), Some(_)) => self.answer_raw_inputs(text).await?,
+                (None, Some(requests)) => self.answer_inputs(requests).await?,
+                (_, None) => Map::new(),
             };
             params = retry_params(&params, answers, input.request_state.as_deref());
         }

@@ -1,5 +1,5 @@
 //! The session against scripted in-memory servers: negotiation outcomes, checks made before
-//! anything is sent, pagination limits, and elicitation answer validation.
+//! anything is sent, pagination limits, elicitation answer validation and form field order.
 
 use std::sync::{Arc, Mutex};
 
@@ -284,4 +284,40 @@ async fn elicitation_answers_are_validated_before_they_are_sent() {
         .await
         .unwrap_err();
     assert!(matches!(sampling, mcp_jsonrpc::CallError::Rpc(e) if e.code == -32601));
+}
+
+#[tokio::test]
+async fn elicitation_fields_come_in_the_order_the_server_wrote_them() {
+    let (connection, peer) = start(Scripted::new("2025-11-25", json!({})));
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let client = Client::builder(Implementation::new("test", "1"))
+        .on_elicit(move |request: ElicitationRequest| {
+            let seen = seen.clone();
+            async move {
+                if let ElicitationRequest::Form { schema, .. } = request {
+                    seen.lock()
+                        .unwrap()
+                        .extend(schema.fields().iter().map(|f| f.name.clone()));
+                }
+                Ok(ElicitationAnswer::Decline)
+            }
+        })
+        .build();
+    let _session = client.connect(connection).await.unwrap();
+    // Raw text, so the properties travel in this order (a `Value` would sort them).
+    let params = RawValue::from_string(
+        r#"{"mode": "form", "message": "in order", "requestedSchema": {"type": "object",
+            "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"},
+                           "mid": {"type": "boolean"}},
+            "required": ["zeta"]}}"#
+            .to_owned(),
+    )
+    .unwrap();
+    let answer: Value = peer
+        .call("elicitation/create", &params, RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(answer, json!({"action": "decline"}));
+    assert_eq!(*asked.lock().unwrap(), ["zeta", "alpha", "mid"]);
 }
