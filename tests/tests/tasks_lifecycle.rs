@@ -14,7 +14,9 @@ use std::time::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
 use stateless_support::{WAIT, clients, with_meta};
-use tasks_support::{Observed, builder_with, get, server, start, task_caps, task_method, wait_for};
+use tasks_support::{
+    Observed, builder_with, get, plain_caps, server, start, task_caps, task_method, wait_for,
+};
 
 fn is_timestamp(v: &Value) -> bool {
     v.as_str().is_some_and(|s| {
@@ -118,6 +120,20 @@ async fn tool_errors_complete_and_protocol_errors_fail() {
             "{done}"
         );
         assert!(done.get("result").is_none(), "{done}");
+
+        // A handler that panics fails its task with an internal error; the server goes on.
+        let id = start(&mut c, "panics", json!({})).await;
+        let done = wait_for(&mut c, &id, &["completed", "failed"]).await;
+        assert_eq!(done["status"], "failed", "{name}: {done}");
+        assert_eq!(done["error"]["code"], -32603);
+        let o = c.call("panics", json!({}), plain_caps()).await;
+        assert_eq!(o.error_code(), -32603, "{name}: without a task");
+        assert_eq!(
+            c.call("echo", json!({"text": "up"}), plain_caps())
+                .await
+                .text(),
+            "up"
+        );
     }
 }
 

@@ -46,6 +46,10 @@ fn text_of(answer: &Elicitation<serde_json::Map<String, Value>>, field: &str) ->
     }
 }
 
+async fn panics(_cx: ToolContext, _args: NoArgs) -> &'static str {
+    panic!("this handler panics on purpose")
+}
+
 /// The tools of the `tasks_*` tests; the handlers never look at the revision or at whether
 /// they run as a task.
 pub fn builder() -> ServerBuilder {
@@ -167,6 +171,10 @@ pub fn builder_with(observed: Arc<Observed>) -> ServerBuilder {
                     cx.task_id().is_some()
                 ))
             },
+        )
+        .tool(
+            Tool::new("panics").task_support(TaskSupport::Optional),
+            panics,
         )
         .tool(
             Tool::new("watch_cancel")

@@ -343,3 +343,86 @@ pub(crate) fn handle(
     };
     lower(server, method, value, ResultType::Complete)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{NoArgs, Server, Tool, ToolContext};
+    use mcp_types::Implementation;
+    use serde_json::json;
+
+    fn caps(v: Value) -> ClientCapabilities {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn server() -> Server {
+        let ok = |_cx: ToolContext, _a: NoArgs| async { "ok" };
+        Server::builder(Implementation::new("t", "1"))
+            .tool(Tool::new("plain"), ok)
+            .tool(
+                Tool::new("optional").task_support(TaskSupport::Optional),
+                ok,
+            )
+            .tool(
+                Tool::new("required").task_support(TaskSupport::Required),
+                ok,
+            )
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn which_calls_may_become_tasks() {
+        let s = server();
+        let with = caps(json!({"extensions": {TASKS_EXTENSION: {}}}));
+        let without = caps(json!({"sampling": {}}));
+        let call = |name: &str| json!({"name": name, "arguments": {}});
+        let p = call("optional");
+        assert_eq!(eligible(&s, "tools/call", Some(&p), &with), Ok(true));
+        assert_eq!(eligible(&s, "tools/call", Some(&p), &without), Ok(false));
+        let p = call("required");
+        assert_eq!(eligible(&s, "tools/call", Some(&p), &with), Ok(true));
+        let e = eligible(&s, "tools/call", Some(&p), &without).unwrap_err();
+        assert_eq!(
+            e.code,
+            mcp_jsonrpc::codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+        );
+        for p in [call("plain"), call("unknown"), json!({})] {
+            assert_eq!(eligible(&s, "tools/call", Some(&p), &with), Ok(false));
+        }
+        let p = call("required");
+        assert_eq!(eligible(&s, "prompts/get", Some(&p), &without), Ok(false));
+        assert!(served(&s));
+        let bare = Server::builder(Implementation::new("t", "1"))
+            .build()
+            .unwrap();
+        assert!(!served(&bare));
+    }
+
+    #[test]
+    fn outcomes_are_lowered_for_the_revision() {
+        let v = ProtocolVersion::V2026_07_28;
+        let raw = mcp_jsonrpc::to_raw(&json!({"content": [], "isError": true})).unwrap();
+        let Outcome::Completed(map) = outcome(Ok(raw), v) else {
+            panic!("a result completes")
+        };
+        assert_eq!(map["resultType"], "complete");
+        assert_eq!(map["isError"], true);
+        // Resource not found does not exist in 2026-07-28: -32602, data kept.
+        let e = crate::resource_not_found("test://x");
+        let Outcome::Failed(e) = outcome(Err(e), v) else {
+            panic!("an error fails")
+        };
+        assert_eq!(e.code, mcp_types::error_codes::INVALID_PARAMS);
+        assert_eq!(e.data, Some(json!({"uri": "test://x"})));
+        let not_an_object = mcp_jsonrpc::to_raw(&json!([1])).unwrap();
+        assert!(matches!(outcome(Ok(not_an_object), v), Outcome::Failed(_)));
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_fails_the_call() {
+        let job: JoinHandle<JobResult> = tokio::spawn(async { panic!("on purpose") });
+        let e = joined(job.await).unwrap_err();
+        assert_eq!(e.code, mcp_jsonrpc::codes::INTERNAL_ERROR);
+    }
+}
