@@ -384,6 +384,14 @@ pub(crate) struct PromptEntry {
     pub(crate) handler: Arc<PromptFn>,
 }
 
+/// Which of a tool's schemas the SDK derived from Rust types (compiled on first use) rather
+/// than the user wrote by hand (compiled, and refused if broken, when the server is built).
+#[derive(Clone, Copy)]
+struct Derived {
+    input: bool,
+    output: bool,
+}
+
 fn valid_tool_name(name: &str) -> bool {
     (1..=128).contains(&name.len())
         && name
@@ -406,16 +414,23 @@ impl ToolEntry {
             task_support,
             defer_task,
         } = tool;
+        let derived = Derived {
+            input: input_schema.is_none(),
+            output: output_schema.is_none(),
+        };
         let input = input_schema.unwrap_or_else(crate::schema::input_schema_for::<A>);
         let output = output_schema.or_else(O::output_schema);
         let f = Arc::new(f);
         let handler: Arc<ToolFn> = Arc::new(move |cx, args| {
             let f = Arc::clone(&f);
+            // Shared by the runs (a stateless request may be replayed) and decoded by
+            // reference: no copy of the whole argument tree per run.
+            let args = Arc::new(args);
             Box::pin(until_complete(cx, move |cx| {
                 let f = Arc::clone(&f);
-                let args = args.clone();
+                let args = Arc::clone(&args);
                 Box::pin(async move {
-                    let args: A = match serde_json::from_value(args) {
+                    let args = match A::deserialize(&*args) {
                         Ok(a) => a,
                         Err(e) => {
                             return Reply::Done(Ok(CallToolResult::error(format!(
@@ -427,7 +442,8 @@ impl ToolEntry {
                 })
             }))
         });
-        Self::erased(def, input, output, handler).map(|e| e.tasks(task_support, defer_task))
+        Self::erased(def, input, output, derived, handler)
+            .map(|e| e.tasks(task_support, defer_task))
     }
 
     pub(crate) fn raw<F, Fut, O>(tool: Tool, f: F) -> Result<Self, BuildError>
@@ -450,6 +466,10 @@ impl ToolEntry {
                 reason: "a raw tool needs an explicit input schema".to_owned(),
             });
         };
+        let derived = Derived {
+            input: false,
+            output: output_schema.is_none(),
+        };
         let output = output_schema.or_else(O::output_schema);
         let f = Arc::new(f);
         let handler: Arc<ToolFn> = Arc::new(move |cx, args| {
@@ -460,7 +480,8 @@ impl ToolEntry {
                 Box::pin(async move { f(cx, args).await.into_tool_reply() })
             }))
         });
-        Self::erased(def, input, output, handler).map(|e| e.tasks(task_support, defer_task))
+        Self::erased(def, input, output, derived, handler)
+            .map(|e| e.tasks(task_support, defer_task))
     }
 
     fn tasks(mut self, support: TaskSupport, defer: bool) -> Self {
@@ -473,6 +494,7 @@ impl ToolEntry {
         mut tool: mcp_types::Tool,
         input: Value,
         output: Option<Value>,
+        derived: Derived,
         handler: Arc<ToolFn>,
     ) -> Result<Self, BuildError> {
         if !valid_tool_name(&tool.name) {
@@ -483,8 +505,15 @@ impl ToolEntry {
             which,
             reason,
         };
+        let compile = |schema: Value, derived: bool| {
+            if derived {
+                CompiledSchema::deferred(schema)
+            } else {
+                CompiledSchema::object(schema)
+            }
+        };
         let compiled_input =
-            CompiledSchema::object(input.clone()).map_err(|r| invalid("inputSchema", r))?;
+            compile(input.clone(), derived.input).map_err(|r| invalid("inputSchema", r))?;
         let param_headers = match input.as_object() {
             Some(schema) => x_mcp_header::param_headers(schema)
                 .map_err(|e| invalid("inputSchema", e.to_string()))?,
@@ -495,7 +524,7 @@ impl ToolEntry {
         let compiled_output = match output {
             Some(s) => {
                 let compiled =
-                    CompiledSchema::object(s.clone()).map_err(|r| invalid("outputSchema", r))?;
+                    compile(s.clone(), derived.output).map_err(|r| invalid("outputSchema", r))?;
                 tool.output_schema = Some(
                     serde_json::from_value(s)
                         .map_err(|e| invalid("outputSchema", e.to_string()))?,

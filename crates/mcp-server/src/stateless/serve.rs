@@ -40,6 +40,7 @@ struct MetaProbe {
 /// names a known one) or on the session.
 pub(crate) fn classify(method: &str, params: Option<&RawValue>) -> Option<Option<ProtocolVersion>> {
     let meta = params
+        .filter(|p| may_have_meta(p.get()))
         .and_then(|p| serde_json::from_str::<MetaProbe>(p.get()).ok())
         .and_then(|p| p.meta);
     if wire::era_of_meta(method, meta.as_ref()) != Era::Stateless {
@@ -51,6 +52,12 @@ pub(crate) fn classify(method: &str, params: Option<&RawValue>) -> Option<Option
             .and_then(Value::as_str)
             .and_then(ProtocolVersion::from_date),
     )
+}
+
+/// Whether params may hold a `_meta` member: without the name and without any escape (which
+/// could spell it), they cannot, and most requests of a session skip a parse.
+fn may_have_meta(params: &str) -> bool {
+    params.contains("_meta") || params.contains('\\')
 }
 
 /// The stateless revisions this server serves.
@@ -278,4 +285,38 @@ async fn call(
         }
     }
     lower(server, &method, &result?, ResultType::Complete)
+}
+
+#[cfg(test)]
+mod classify_tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn session_requests_without_meta_are_not_stateless() {
+        let params = raw(r#"{"name":"echo","arguments":{"text":"hi"}}"#);
+        assert_eq!(classify("tools/call", Some(&params)), None);
+        assert_eq!(classify("tools/list", None), None);
+    }
+
+    #[test]
+    fn stateless_meta_is_found_even_when_its_name_is_escaped() {
+        let plain = raw(
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#,
+        );
+        let version = ProtocolVersion::from_date("2026-07-28");
+        assert_eq!(classify("tools/call", Some(&plain)), Some(version));
+        let escaped = raw(
+            r#"{"name":"echo","\u005fmeta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#,
+        );
+        assert_eq!(classify("tools/call", Some(&escaped)), Some(version));
+    }
+
+    #[test]
+    fn methods_of_the_stateless_revision_only_are_stateless_without_meta() {
+        assert!(classify("server/discover", None).is_some());
+    }
 }

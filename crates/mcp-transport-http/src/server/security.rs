@@ -19,7 +19,7 @@ const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 /// the input (hosts compare case-insensitively).
 fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
     let authority = authority.trim();
-    if authority.is_empty() || authority.contains(['/', '@', ' ']) {
+    if authority.is_empty() || authority.bytes().any(|b| matches!(b, b'/' | b'@' | b' ')) {
         return None;
     }
     let (host, port) = if authority.starts_with('[') {
@@ -54,8 +54,10 @@ fn matches_entry(authority: &str, entry: &str) -> bool {
     host.eq_ignore_ascii_case(want_host) && want_port.is_none_or(|p| Some(p) == port)
 }
 
+/// Whether `authority` names a loopback host, on any port (split once, not once per name).
 fn is_loopback_authority(authority: &str) -> bool {
-    LOOPBACK.iter().any(|entry| matches_entry(authority, entry))
+    split_authority(authority)
+        .is_some_and(|(host, _)| LOOPBACK.iter().any(|l| host.eq_ignore_ascii_case(l)))
 }
 
 /// The request's authority: the `Host` header, or the URI's authority (HTTP/2).
