@@ -131,7 +131,12 @@ mod tests {
         assert!(s.check(&json!({"n": "x"})).unwrap_err().contains("/n"));
         assert!(CompiledSchema::deferred(json!({"type": "string"})).is_err());
         let broken = CompiledSchema::deferred(json!({"type": "object", "minimum": "x"})).unwrap();
-        assert!(broken.check(&json!({})).unwrap_err().contains("does not compile"));
+        assert!(
+            broken
+                .check(&json!({}))
+                .unwrap_err()
+                .contains("does not compile")
+        );
     }
 
     #[test]
