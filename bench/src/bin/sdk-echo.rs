@@ -47,12 +47,11 @@ enum Mode {
 
 struct Config {
     mode: Mode,
-    threads: usize,
+    threads: Option<usize>,
 }
 
 fn config() -> Result<Config, ArgError> {
     let mut args = Args::from_env();
-    let default_threads = std::thread::available_parallelism().map_or(1, usize::from);
     let mode = if args.flag("--stdio") {
         Mode::Stdio
     } else if args.flag("--stdio-pipes") {
@@ -67,9 +66,10 @@ fn config() -> Result<Config, ArgError> {
             "give --stdio, --stdio-pipes or --http ADDR".into(),
         ));
     };
+    // `None`: tokio's default, one worker per available core (like `#[tokio::main]`).
     let config = Config {
         mode,
-        threads: args.parsed("--threads", default_threads)?,
+        threads: args.parsed_opt("--threads")?,
     };
     args.finish()?;
     Ok(config)
@@ -90,15 +90,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let runtime = if config.threads == 0 {
-        tokio::runtime::Builder::new_current_thread()
+    let runtime = match config.threads {
+        Some(0) => tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.threads)
+            .build(),
+        Some(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
             .enable_all()
-            .build()
+            .build(),
+        None => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
     };
     let result = runtime.and_then(|runtime| {
         runtime.block_on(async {

@@ -1,7 +1,6 @@
 //! The transport abstraction: a stream of inbound frames and a sink of outbound frames.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -70,10 +69,15 @@ impl From<Message> for Outbound {
 /// assert_eq!(ext.get::<User>(), Some(&User("ada")));
 /// assert_eq!(ext.get::<u8>(), None);
 /// ```
+///
+/// It holds a handful of values at most, so it is a small vector searched in order, shared
+/// copy-on-write: cloning it (every handler context does) copies no entries.
 #[derive(Clone, Default)]
 pub struct Extensions {
-    map: Option<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    entries: Option<Arc<Vec<Entry>>>,
 }
+
+type Entry = (TypeId, Arc<dyn Any + Send + Sync>);
 
 impl Extensions {
     /// An empty map.
@@ -83,29 +87,38 @@ impl Extensions {
 
     /// Inserts a value, replacing any previous value of the same type.
     pub fn insert<T: Any + Send + Sync>(&mut self, value: T) {
-        self.map
-            .get_or_insert_with(HashMap::new)
-            .insert(TypeId::of::<T>(), Arc::new(value));
+        let id = TypeId::of::<T>();
+        let entries = Arc::make_mut(
+            self.entries
+                .get_or_insert_with(|| Arc::new(Vec::with_capacity(4))),
+        );
+        let value: Arc<dyn Any + Send + Sync> = Arc::new(value);
+        match entries.iter_mut().find(|(key, _)| *key == id) {
+            Some(entry) => entry.1 = value,
+            None => entries.push((id, value)),
+        }
     }
 
     /// The value of type `T`, if present.
     pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
-        self.map
+        let id = TypeId::of::<T>();
+        self.entries
             .as_ref()?
-            .get(&TypeId::of::<T>())
-            .and_then(|v| v.downcast_ref::<T>())
+            .iter()
+            .find(|(key, _)| *key == id)
+            .and_then(|(_, v)| v.downcast_ref::<T>())
     }
 
     /// Whether the map is empty.
     pub fn is_empty(&self) -> bool {
-        self.map.as_ref().is_none_or(HashMap::is_empty)
+        self.entries.as_ref().is_none_or(|e| e.is_empty())
     }
 }
 
 impl fmt::Debug for Extensions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Extensions")
-            .field("len", &self.map.as_ref().map_or(0, HashMap::len))
+            .field("len", &self.entries.as_ref().map_or(0, |e| e.len()))
             .finish()
     }
 }
@@ -352,5 +365,29 @@ where
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.project().inner.poll_close(cx).map_err(Into::into)
+    }
+}
+
+#[cfg(test)]
+mod extensions_tests {
+    use super::Extensions;
+
+    #[test]
+    fn insert_replaces_and_clones_are_independent() {
+        let mut a = Extensions::new();
+        assert!(a.is_empty());
+        a.insert(1u8);
+        a.insert("first");
+        a.insert(2u8);
+        assert_eq!(a.get::<u8>(), Some(&2));
+        assert_eq!(a.get::<&str>(), Some(&"first"));
+        let mut b = a.clone();
+        b.insert("second");
+        b.insert(7u32);
+        assert_eq!(a.get::<&str>(), Some(&"first"));
+        assert_eq!(a.get::<u32>(), None);
+        assert_eq!(b.get::<&str>(), Some(&"second"));
+        assert_eq!(b.get::<u8>(), Some(&2));
+        assert_eq!(format!("{b:?}"), "Extensions { len: 3 }");
     }
 }
