@@ -1,8 +1,5 @@
-//! The `everything` example server of `mcp-server`, served on stdin/stdout for the cross-crate
-//! tests. Logs go to stderr.
-
-#[path = "../../crates/mcp-server/examples/support/everything_server.rs"]
-mod everything_server;
+//! The example server (`mcp-example`, what `mcp-server`'s `everything` example serves) on
+//! stdin/stdout, for the cross-crate tests. Logs go to stderr.
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
@@ -10,6 +7,7 @@ async fn main() -> std::io::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
-    everything_server::build().serve_stdio().await?;
+    let server = mcp_example::server().map_err(std::io::Error::other)?;
+    server.serve_stdio().await?;
     Ok(())
 }

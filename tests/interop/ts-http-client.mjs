@@ -1,7 +1,7 @@
 // The TypeScript SDK's Streamable HTTP client against one of our HTTP servers.
 //
 // Usage: node tests/interop/ts-http-client.mjs <mcp-url>
-// The server must serve the `everything` example (tools echo, slow, sample). Exits 0 when
+// The server must serve the example server, `mcp-example` (tools echo, countdown, ask_model). Exits 0 when
 // every check passed, 1 (with the reason on stderr) otherwise.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -33,21 +33,21 @@ async function main() {
 
   const tools = await client.listTools();
   const names = tools.tools.map((t) => t.name);
-  check(['echo', 'slow', 'sample'].every((n) => names.includes(n)), `tools/list has echo, slow, sample (${names})`);
+  check(['echo', 'countdown', 'ask_model'].every((n) => names.includes(n)), `tools/list has echo, countdown, ask_model (${names})`);
 
   const echoed = await client.callTool({ name: 'echo', arguments: { text: 'ping' } });
   check(echoed.content?.[0]?.text === 'ping', 'tools/call echo answers (JSON or SSE)');
 
   const progress = [];
-  const slow = await client.callTool(
-    { name: 'slow', arguments: { steps: 3 } },
+  const countdown = await client.callTool(
+    { name: 'countdown', arguments: { steps: 3, delay_ms: 50 } },
     undefined,
     { onprogress: (p) => progress.push(p.progress) },
   );
-  check(!slow.isError, 'tools/call slow succeeds');
+  check(!countdown.isError, 'tools/call countdown succeeds');
   check(progress.length === 3, `three progress notifications arrived (${progress})`);
 
-  const sampled = await client.callTool({ name: 'sample', arguments: { prompt: 'hi' } });
+  const sampled = await client.callTool({ name: 'ask_model', arguments: { question: 'hi' } });
   const text = sampled.content?.[0]?.text ?? '';
   check(text.includes('hello from typescript'), `the server-to-client sampling request was answered (${text})`);
 

@@ -1,7 +1,8 @@
 // Interop check: the TypeScript SDK client against a server under test on stdio.
 // Usage: node ts_client_server_smoke.mjs <server command> [args...]
-// Connects, lists and calls the `echo` tool, reads `test://static-text`, gets the `with_args`
-// prompt and exits 0; any mismatch exits 1 with a message on stderr.
+// Connects to the example server (`mcp-example`), lists and calls the `echo` and `add` tools,
+// reads `example://readme`, gets the `greeting` prompt and exits 0; any mismatch exits 1 with a
+// message on stderr.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
@@ -27,7 +28,7 @@ const timer = setTimeout(() => {
 try {
   await client.connect(transport);
   const info = client.getServerVersion();
-  check(info && info.name === "everything", `unexpected serverInfo ${JSON.stringify(info)}`);
+  check(info && info.name === "mcp-example", `unexpected serverInfo ${JSON.stringify(info)}`);
 
   const { tools } = await client.listTools();
   const echo = tools.find((t) => t.name === "echo");
@@ -43,12 +44,12 @@ try {
   check(added.structuredContent && added.structuredContent.sum === 5,
     `add answered ${JSON.stringify(added)}`);
 
-  const read = await client.readResource({ uri: "test://static-text" });
-  check(read.contents[0].text === "Hello, world!", `read ${JSON.stringify(read)}`);
+  const read = await client.readResource({ uri: "example://readme" });
+  check(read.contents[0].text.startsWith("This is the example server"), `read ${JSON.stringify(read)}`);
 
-  const prompt = await client.getPrompt({ name: "with_args", arguments: { arg1: "a1", arg2: "a2" } });
+  const prompt = await client.getPrompt({ name: "greeting", arguments: { name: "Ada" } });
   const text = prompt.messages[0].content.text;
-  check(text.includes("a1") && text.includes("a2"), `prompt ${JSON.stringify(prompt)}`);
+  check(text.includes("Ada"), `prompt ${JSON.stringify(prompt)}`);
 
   await client.close();
   clearTimeout(timer);

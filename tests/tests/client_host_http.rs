@@ -9,22 +9,12 @@ use http::{HeaderValue, Method};
 use http_client_support::*;
 use mcp_client::config::HostConfig;
 use mcp_client::{Client, Host, Roots, ServerStatus};
-use mcp_types::{ContentBlock, Implementation, Root};
+use mcp_tests::content::text_of;
+use mcp_types::{Implementation, Root};
 use serde_json::{Value, json};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_everything-stdio");
 const SID: &str = "host-session";
-
-fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 fn root(uri: &str) -> Root {
     serde_json::from_value(json!({"uri": uri})).unwrap()

@@ -12,8 +12,9 @@ use mcp_client::{
     CallError, Client, ClientSession, ElicitationAnswer, ElicitationRequest, Roots,
     ServerNotification,
 };
+use mcp_tests::content::{model_reply, text_of};
 use mcp_transport_stdio::{ChildProcess, ServerCommand};
-use mcp_types::{ContentBlock, CreateMessageResult, Implementation, LoggingLevel};
+use mcp_types::{Implementation, LoggingLevel};
 use serde_json::json;
 
 fn modules() -> PathBuf {
@@ -34,17 +35,6 @@ fn server_script(package: &str) -> PathBuf {
         script.display()
     );
     script
-}
-
-fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 async fn spawn(client: &Client, args: Vec<String>) -> (ClientSession, ChildProcess) {
@@ -80,13 +70,7 @@ async fn everything_server_from_npm() {
             let seen = seen_samples.clone();
             async move {
                 seen.lock().unwrap().push(request.messages.len());
-                let result: CreateMessageResult = serde_json::from_value(json!({
-                    "role": "assistant",
-                    "content": {"type": "text", "text": "a sampled answer"},
-                    "model": "test-model"
-                }))
-                .unwrap();
-                Ok(result)
+                Ok(model_reply("test-model", "a sampled answer"))
             }
         })
         .on_elicit(|request: ElicitationRequest| async move {

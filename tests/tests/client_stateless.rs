@@ -17,9 +17,9 @@ use mcp_jsonrpc::{
     Engine, ErrorObject, Handler, Notification, NotificationContext, Request, RequestContext,
     memory_pair,
 };
+use mcp_tests::content::model_reply;
 use mcp_types::{
-    CallToolRequestParams, CreateMessageResult, Era, Implementation, LoggingLevel, ProtocolVersion,
-    SubscriptionFilter,
+    CallToolRequestParams, Era, Implementation, LoggingLevel, ProtocolVersion, SubscriptionFilter,
 };
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -126,13 +126,7 @@ fn builder() -> mcp_client::ClientBuilder {
         })
         .on_sample(
             |_request: mcp_types::CreateMessageRequestParams| async move {
-                let result: CreateMessageResult = serde_json::from_value(json!({
-                    "role": "assistant",
-                    "content": {"type": "text", "text": "four"},
-                    "model": "m"
-                }))
-                .unwrap();
-                Ok(result)
+                Ok(model_reply("m", "four"))
             },
         )
         .roots(Roots::new(vec![

@@ -1,20 +1,20 @@
-//! The client against this project's `everything` server over stdio, for each revision (the
-//! session revisions and the stateless 2026-07-28):
-//! negotiation, every typed call, the client-side features, notifications, and what happens when
-//! the server dies mid-request.
+//! The client against this project's example server (`mcp-example`) over stdio, for each
+//! revision (the session revisions and the stateless 2026-07-28): negotiation, every typed call,
+//! the client-side features, notifications, and what happens when the server dies mid-request.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_client::config::HostConfig;
+use mcp_client::elicit::FieldKind;
 use mcp_client::{
     CallError, Client, ClientSession, ElicitationAnswer, ElicitationRequest, Host, Roots,
     ServerNotification, ServerStatus,
 };
+use mcp_tests::content::{model_reply, text_of};
 use mcp_transport_stdio::ServerCommand;
 use mcp_types::{
-    ContentBlock, CreateMessageResult, Era, Implementation, LoggingLevel, ProtocolVersion,
-    ResourceContentsKind, SubscriptionFilter,
+    Era, Implementation, LoggingLevel, ProtocolVersion, ResourceContentsKind, SubscriptionFilter,
 };
 use serde_json::json;
 
@@ -26,17 +26,6 @@ const REVISIONS: [ProtocolVersion; 4] = [
     ProtocolVersion::V2025_11_25,
 ];
 
-fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn client(version: ProtocolVersion, elicited: Arc<Mutex<Vec<String>>>) -> Client {
     let root: mcp_types::Root =
         serde_json::from_value(json!({"uri": "file:///tmp/project", "name": "project"})).unwrap();
@@ -44,14 +33,8 @@ fn client(version: ProtocolVersion, elicited: Arc<Mutex<Vec<String>>>) -> Client
         .protocol_version(version)
         .on_sample(
             |request: mcp_types::CreateMessageRequestParams| async move {
-                assert_eq!(request.max_tokens, 100);
-                let result: CreateMessageResult = serde_json::from_value(json!({
-                    "role": "assistant",
-                    "content": {"type": "text", "text": "four"},
-                    "model": "test-model"
-                }))
-                .unwrap();
-                Ok(result)
+                assert_eq!(request.max_tokens, mcp_example::ASK_MODEL_MAX_TOKENS);
+                Ok(model_reply("test-model", "four"))
             },
         )
         .on_elicit(move |request: ElicitationRequest| {
@@ -70,7 +53,19 @@ fn client(version: ProtocolVersion, elicited: Arc<Mutex<Vec<String>>>) -> Client
                         .iter()
                         .any(|f| f.name == "name" && f.required)
                 );
-                let answer = json!({"name": "Ada", "age": 36});
+                // The optional choice, when the form offers it: its options, not required.
+                let language = schema.fields().iter().find(|f| f.name == "language");
+                if let Some(field) = language {
+                    assert!(!field.required, "{schema:?}");
+                    assert!(
+                        matches!(&field.kind, FieldKind::Enum { options } if options.len() == 3),
+                        "{schema:?}"
+                    );
+                }
+                let answer = match language {
+                    Some(_) => json!({"name": "Ada", "language": "french"}),
+                    None => json!({"name": "Ada"}),
+                };
                 Ok(ElicitationAnswer::Accept(
                     answer.as_object().unwrap().clone(),
                 ))
@@ -93,12 +88,12 @@ async fn exercise(version: ProtocolVersion) {
     let client = client(version, elicited.clone());
     let (session, child) = connect(&client).await;
     assert_eq!(session.protocol_version(), version);
-    assert_eq!(session.server_info().name, "everything");
+    assert_eq!(session.server_info().name, mcp_example::NAME);
     assert!(
         session
             .instructions()
             .unwrap_or_default()
-            .contains("every feature")
+            .contains("one of each feature")
     );
     assert!(session.offers("tools") && session.offers("resources") && session.offers("prompts"));
     let stateless = session.era() == Era::Stateless;
@@ -117,9 +112,9 @@ async fn exercise(version: ProtocolVersion) {
         "echo",
         "add",
         "fail",
-        "slow",
-        "sample",
-        "ask_name",
+        "countdown",
+        "greet",
+        "ask_model",
         "list_roots",
     ] {
         assert!(
@@ -164,12 +159,12 @@ async fn exercise(version: ProtocolVersion) {
     let mut notifications = session.notifications();
     let progress = Arc::new(Mutex::new(Vec::new()));
     let seen = progress.clone();
-    let slow = session
+    let countdown = session
         .with_progress(move |p| seen.lock().unwrap().push(p.progress))
-        .call_tool("slow", json!({"steps": 3}))
+        .call_tool("countdown", json!({"steps": 3, "delay_ms": 20}))
         .await
         .unwrap();
-    assert_eq!(text_of(&slow.content), "done after 3 steps");
+    assert_eq!(text_of(&countdown.content), "liftoff after 3 steps");
     assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0], "{version}");
     let mut logs = 0;
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -187,20 +182,30 @@ async fn exercise(version: ProtocolVersion) {
 
     // Sampling, roots and (from 2025-06-18) elicitation through our handlers.
     let sampled = session
-        .call_tool("sample", json!({"prompt": "2+2?"}))
+        .call_tool("ask_model", json!({"question": "2+2?"}))
         .await
         .unwrap();
     assert_eq!(
         text_of(&sampled.content),
-        "test-model said: four",
+        "test-model answered: four",
         "{version}"
     );
     let roots = session.call_tool("list_roots", json!({})).await.unwrap();
     assert_eq!(text_of(&roots.content), "file:///tmp/project", "{version}");
-    let asked = session.call_tool("ask_name", json!({})).await.unwrap();
+    let asked = session.call_tool("greet", json!({})).await.unwrap();
     if version >= ProtocolVersion::V2025_06_18 {
-        assert_eq!(text_of(&asked.content), "Hello Ada, aged 36");
-        assert_eq!(*elicited.lock().unwrap(), vec!["Who are you?".to_owned()]);
+        // 2025-06-18 sends the form without the choice: the model's enum schema does not
+        // project onto that revision's `EnumSchema` yet (mcp-types), so only the name is asked.
+        let expected = if version >= ProtocolVersion::V2025_11_25 {
+            "Bonjour, Ada!"
+        } else {
+            "Hello, Ada!"
+        };
+        assert_eq!(text_of(&asked.content), expected, "{version}");
+        assert_eq!(
+            *elicited.lock().unwrap(),
+            vec!["Who is visiting?".to_owned()]
+        );
     } else {
         // The revision has no elicitation: the tool reports it cannot ask.
         assert_eq!(asked.is_error, Some(true), "{version}: {asked:?}");
@@ -209,35 +214,34 @@ async fn exercise(version: ProtocolVersion) {
 
     // Resources.
     let resources = session.list_all_resources().await.unwrap();
-    assert!(resources.iter().any(|r| r.uri == "test://static-text"));
-    let read = session.read_resource("test://static-text").await.unwrap();
+    assert!(resources.iter().any(|r| r.uri == "example://readme"));
+    let read = session.read_resource("example://readme").await.unwrap();
     match read.contents.first() {
-        Some(ResourceContentsKind::Text(text)) => assert_eq!(text.text, "Hello, world!"),
+        Some(ResourceContentsKind::Text(text)) => assert_eq!(text.text, mcp_example::README),
         other => panic!("{version}: unexpected contents {other:?}"),
     }
     let templates = session.list_all_resource_templates().await.unwrap();
     assert!(
         templates
             .iter()
-            .any(|t| t.uri_template == "test://template/{id}/data")
+            .any(|t| t.uri_template == "example://items/{id}")
     );
-    let item = session
-        .read_resource("test://template/7/data")
-        .await
-        .unwrap();
-    assert!(
-        serde_json::to_string(&item)
-            .unwrap()
-            .contains(r#"{\"id\":\"7\"}"#)
-    );
+    let item = session.read_resource("example://items/7").await.unwrap();
+    match item.contents.first() {
+        Some(ResourceContentsKind::Text(text)) => {
+            let item: serde_json::Value = serde_json::from_str(&text.text).unwrap();
+            assert_eq!(item["id"], "7", "{version}");
+        }
+        other => panic!("{version}: unexpected contents {other:?}"),
+    }
     if stateless {
         // No resources/subscribe: a subscriptions/listen stream carries the updates.
         assert!(matches!(
-            session.subscribe("test://static-text").await,
+            session.subscribe("example://readme").await,
             Err(CallError::NotInRevision { .. })
         ));
         let filter = SubscriptionFilter {
-            resource_subscriptions: Some(vec!["test://static-text".into()]),
+            resource_subscriptions: Some(vec!["example://readme".into()]),
             ..Default::default()
         };
         let mut updates = session.listen(filter).await.unwrap();
@@ -253,9 +257,9 @@ async fn exercise(version: ProtocolVersion) {
         })
         .await
         .expect("resource updated notification on the listen stream");
-        assert_eq!(updated, "test://static-text");
+        assert_eq!(updated, "example://readme");
     } else {
-        match session.subscribe("test://static-text").await {
+        match session.subscribe("example://readme").await {
             Ok(()) => {
                 let mut updates = session.notifications();
                 session.call_tool("touch", json!({})).await.unwrap();
@@ -270,8 +274,8 @@ async fn exercise(version: ProtocolVersion) {
                 })
                 .await
                 .expect("resource updated notification");
-                assert_eq!(updated, "test://static-text");
-                session.unsubscribe("test://static-text").await.unwrap();
+                assert_eq!(updated, "example://readme");
+                session.unsubscribe("example://readme").await.unwrap();
             }
             Err(CallError::MissingCapability { .. }) => {}
             Err(other) => panic!("{version}: subscribe failed: {other}"),
@@ -280,23 +284,23 @@ async fn exercise(version: ProtocolVersion) {
 
     // Prompts and completion.
     let prompts = session.list_all_prompts().await.unwrap();
-    assert!(prompts.iter().any(|p| p.name == "with_args"));
+    assert!(prompts.iter().any(|p| p.name == "greeting"));
     let prompt = session
-        .get_prompt("with_args", [("arg1", "apples"), ("arg2", "pears")])
+        .get_prompt("greeting", [("name", "Grace")])
         .await
         .unwrap();
     assert!(
         serde_json::to_string(&prompt)
             .unwrap()
-            .contains("Compare apples with pears.")
+            .contains("a short, warm greeting for Grace.")
     );
     let complete: mcp_types::CompleteRequestParams = serde_json::from_value(json!({
-        "ref": {"type": "ref/prompt", "name": "with_args"},
-        "argument": {"name": "arg1", "value": "ap"}
+        "ref": {"type": "ref/prompt", "name": "greeting"},
+        "argument": {"name": "name", "value": "a"}
     }))
     .unwrap();
     match session.complete(complete).await {
-        Ok(result) => assert_eq!(result.completion.values, ["apple", "apricot"]),
+        Ok(result) => assert_eq!(result.completion.values, ["Ada", "Alan"]),
         Err(CallError::MissingCapability { .. }) => {}
         Err(other) => panic!("{version}: complete failed: {other}"),
     }
@@ -304,7 +308,7 @@ async fn exercise(version: ProtocolVersion) {
     // A timeout cancels the request and the session stays usable.
     let timed_out = session
         .with_timeout(Some(Duration::from_millis(100)))
-        .call_tool("slow", json!({"steps": 20}))
+        .call_tool("countdown", json!({"steps": 20}))
         .await;
     assert!(
         matches!(timed_out, Err(CallError::Timeout)),
@@ -362,7 +366,7 @@ async fn missing_capabilities_are_refused_without_a_round_trip() {
     );
     let (session, child) = connect(&client).await;
     let sampled = session
-        .call_tool("sample", json!({"prompt": "x"}))
+        .call_tool("ask_model", json!({"question": "x"}))
         .await
         .unwrap();
     assert_eq!(sampled.is_error, Some(true));
@@ -433,24 +437,29 @@ async fn host_aggregates_routes_and_reports_unreachable_url_entries_clearly() {
     ));
 
     let resources = host.list_resources().await;
-    let static_text = resources
+    let readme = resources
         .items
         .iter()
-        .find(|r| r.server == "alpha" && r.item.uri == "test://static-text")
+        .find(|r| r.server == "alpha" && r.item.uri == "example://readme")
         .unwrap();
-    let read = host.read_resource(&static_text.name).await.unwrap();
+    let read = host.read_resource(&readme.name).await.unwrap();
     assert_eq!(read.contents.len(), 1);
 
     let prompts = host.list_prompts().await;
-    assert!(prompts.items.iter().any(|p| p.name == "beta__simple"));
+    assert!(
+        prompts
+            .items
+            .iter()
+            .any(|p| p.name == "beta__describe_pixel")
+    );
     let prompt = host
-        .get_prompt("beta__simple", Vec::<(String, String)>::new())
+        .get_prompt("beta__describe_pixel", Vec::<(String, String)>::new())
         .await
         .unwrap();
     assert!(
         serde_json::to_string(&prompt)
             .unwrap()
-            .contains("Say hello.")
+            .contains("Describe this image.")
     );
     host.shutdown().await;
     assert_eq!(host.status("alpha").await, Some(ServerStatus::Disconnected));
@@ -470,7 +479,7 @@ async fn a_killed_server_fails_the_pending_call_promptly_and_the_host_reconnects
         async move {
             session
                 .with_timeout(Some(Duration::from_secs(30)))
-                .call_tool("slow", json!({"steps": 20}))
+                .call_tool("countdown", json!({"steps": 20}))
                 .await
         }
     });

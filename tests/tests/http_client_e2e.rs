@@ -1,89 +1,56 @@
 //! This project's client (`mcp-client` over the HTTP client transport) against this project's
-//! HTTP server (`StreamableHttpService` serving the `everything` example server), for each
+//! HTTP server (`StreamableHttpService` serving the example server, `mcp-example`), for each
 //! Streamable HTTP revision and for the 2024-11-05 HTTP+SSE transport.
 //!
 //! Each HTTP session runs `Server::serve` on the transport's connection: the server's requests
 //! and notifications for a call reach the client on the POST's own stream.
 
-#[path = "../../crates/mcp-server/examples/support/everything_server.rs"]
-mod everything_server;
-
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_client::{
     CallError, Client, ClientSession, ConnectError, ElicitationAnswer, ElicitationRequest,
 };
+use mcp_tests::content::{model_reply, text_of};
+use mcp_tests::http::Served;
 use mcp_transport_http::client::{ClientMode, HttpClientHandle, StreamableHttpClient, Transport};
 use mcp_transport_http::server::{
     HttpServerConfig, LegacySsePaths, ResponseMode, StreamableHttpService,
 };
-use mcp_types::{ContentBlock, CreateMessageResult, Implementation, ProtocolVersion};
+use mcp_types::{Implementation, ProtocolVersion};
 use serde_json::json;
-use tokio::sync::oneshot;
 
-struct RunningServer {
-    addr: SocketAddr,
-    service: StreamableHttpService,
-    stop: Option<oneshot::Sender<()>>,
-}
-
-impl Drop for RunningServer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-async fn start(config: HttpServerConfig) -> RunningServer {
-    let service = StreamableHttpService::builder(everything_server::build().connection_handler())
-        .config(config)
-        .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(service.clone().serve_with_listener(listener, async move {
-        let _ = stopped.await;
-    }));
-    RunningServer {
-        addr,
-        service,
-        stop: Some(stop),
-    }
+async fn start(config: HttpServerConfig) -> Served {
+    let server = mcp_example::server().expect("the example server builds");
+    Served::start(
+        StreamableHttpService::builder(server.connection_handler())
+            .config(config)
+            .build(),
+    )
+    .await
 }
 
 fn client(version: ProtocolVersion) -> Client {
     Client::builder(Implementation::new("http-e2e", "1.0.0"))
         .protocol_version(version)
         .on_sample(|_req: mcp_types::CreateMessageRequestParams| async move {
-            let result: CreateMessageResult = serde_json::from_value(json!({
-                "role": "assistant",
-                "content": {"type": "text", "text": "four"},
-                "model": "test-model"
-            }))
-            .unwrap();
-            Ok(result)
+            Ok(model_reply("test-model", "four"))
         })
-        .on_elicit(|_req: ElicitationRequest| async move {
-            let answer = json!({"name": "Ada", "age": 36});
+        .on_elicit(|request: ElicitationRequest| async move {
+            // The language only where the form offers it (2025-06-18 does not yet, see
+            // `client_stdio.rs`).
+            let offered = matches!(&request, ElicitationRequest::Form { schema, .. }
+                if schema.fields().iter().any(|f| f.name == "language"));
+            let answer = if offered {
+                json!({"name": "Ada", "language": "german"})
+            } else {
+                json!({"name": "Ada"})
+            };
             Ok(ElicitationAnswer::Accept(
                 answer.as_object().unwrap().clone(),
             ))
         })
         .build()
-}
-
-fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 async fn connect(
@@ -107,14 +74,14 @@ async fn exercise(version: ProtocolVersion, response_mode: ResponseMode) {
             .response_mode(response_mode),
     )
     .await;
-    let url = format!("http://{}/mcp", server.addr);
+    let url = server.url("/mcp");
     let (session, handle) = connect(url, ClientMode::StreamableHttp, version)
         .await
         .expect("connect");
     assert_eq!(session.protocol_version(), version);
     assert_eq!(handle.protocol_version().as_deref(), Some(version.as_str()));
     assert!(handle.session_id().is_some());
-    assert_eq!(server.service.session_count(), 1);
+    assert_eq!(server.service().session_count(), 1);
 
     session.ping().await.unwrap();
     let echo = session
@@ -124,12 +91,12 @@ async fn exercise(version: ProtocolVersion, response_mode: ResponseMode) {
     assert_eq!(text_of(&echo.content), "hi");
     let progress = Arc::new(Mutex::new(Vec::new()));
     let seen = progress.clone();
-    let slow = session
+    let countdown = session
         .with_progress(move |p| seen.lock().unwrap().push(p.progress))
-        .call_tool("slow", json!({"steps": 3}))
+        .call_tool("countdown", json!({"steps": 3, "delay_ms": 50}))
         .await
         .unwrap();
-    assert_eq!(text_of(&slow.content), "done after 3 steps");
+    assert_eq!(text_of(&countdown.content), "liftoff after 3 steps");
     // Progress is related to the call: with SSE answers it travels on the POST's own stream,
     // before the result, so every update arrives. JSON answers cannot carry it; it goes to the
     // standalone GET stream and races the result (the client drops progress that arrives after
@@ -145,17 +112,22 @@ async fn exercise(version: ProtocolVersion, response_mode: ResponseMode) {
     }
     // A server-to-client request during a call.
     let sampled = session
-        .call_tool("sample", json!({"prompt": "2+2?"}))
+        .call_tool("ask_model", json!({"question": "2+2?"}))
         .await
         .unwrap();
     assert_eq!(
         text_of(&sampled.content),
-        "test-model said: four",
+        "test-model answered: four",
         "{version}"
     );
     if version >= ProtocolVersion::V2025_06_18 {
-        let asked = session.call_tool("ask_name", json!({})).await.unwrap();
-        assert_eq!(text_of(&asked.content), "Hello Ada, aged 36");
+        let asked = session.call_tool("greet", json!({})).await.unwrap();
+        let expected = if version >= ProtocolVersion::V2025_11_25 {
+            "Hallo, Ada!"
+        } else {
+            "Hello, Ada!"
+        };
+        assert_eq!(text_of(&asked.content), expected, "{version}");
     }
     // Concurrent calls share the transport.
     let calls = (0..8).map(|i| session.call_tool("echo", json!({"text": format!("n{i}")})));
@@ -171,12 +143,12 @@ async fn exercise(version: ProtocolVersion, response_mode: ResponseMode) {
     session.close().await;
     handle.closed().await;
     for _ in 0..100 {
-        if server.service.session_count() == 0 {
+        if server.service().session_count() == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(server.service.session_count(), 0, "{version}: DELETE");
+    assert_eq!(server.service().session_count(), 0, "{version}: DELETE");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,7 +176,7 @@ async fn http_sse_2024_11_05_by_fallback() {
     .await;
     // The old transport's URL is the SSE endpoint: the POST there is refused, and the client
     // falls back.
-    let url = format!("http://{}/sse", server.addr);
+    let url = server.url("/sse");
     let (session, handle) = connect(url, ClientMode::Auto, ProtocolVersion::V2024_11_05)
         .await
         .expect("connect");
@@ -216,17 +188,17 @@ async fn http_sse_2024_11_05_by_fallback() {
         .unwrap();
     assert_eq!(text_of(&echo.content), "old");
     let sampled = session
-        .call_tool("sample", json!({"prompt": "2+2?"}))
+        .call_tool("ask_model", json!({"question": "2+2?"}))
         .await
         .unwrap();
-    assert_eq!(text_of(&sampled.content), "test-model said: four");
+    assert_eq!(text_of(&sampled.content), "test-model answered: four");
     session.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_session_gives_404_then_reinitializes() {
     let server = start(HttpServerConfig::default().path("/mcp")).await;
-    let url = format!("http://{}/mcp", server.addr);
+    let url = server.url("/mcp");
     let (session, handle) = connect(
         url.clone(),
         ClientMode::StreamableHttp,
@@ -235,7 +207,7 @@ async fn expired_session_gives_404_then_reinitializes() {
     .await
     .unwrap();
     let old_id = handle.session_id().unwrap();
-    server.service.close_all();
+    server.service().close_all();
     let failed = session.call_tool("echo", json!({"text": "x"})).await;
     assert!(
         matches!(
@@ -268,7 +240,7 @@ async fn expired_session_gives_404_then_reinitializes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreign_origin_is_rejected() {
     let server = start(HttpServerConfig::default().path("/mcp")).await;
-    let transport = StreamableHttpClient::builder(format!("http://{}/mcp", server.addr))
+    let transport = StreamableHttpClient::builder(server.url("/mcp"))
         .header(
             http::header::ORIGIN,
             http::HeaderValue::from_static("http://evil.example"),
@@ -282,5 +254,5 @@ async fn foreign_origin_is_rejected() {
         .unwrap_err();
     let text = format!("{err} {:?}", err);
     assert!(text.contains("403"), "{text}");
-    assert_eq!(server.service.session_count(), 0);
+    assert_eq!(server.service().session_count(), 0);
 }

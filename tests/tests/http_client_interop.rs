@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_client::{CallError, Client, ClientSession};
+use mcp_tests::content::{model_reply, text_of};
 use mcp_transport_http::client::{StreamableHttpClient, Transport};
-use mcp_types::{ContentBlock, CreateMessageResult, Implementation, ProtocolVersion};
+use mcp_types::{Implementation, ProtocolVersion};
 use serde_json::json;
 
 /// Kills the server process this test started when the test ends, however it ends.
@@ -62,17 +63,6 @@ async fn wait_listening(port: u16) {
     }
 }
 
-fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// Calls a tool the server registers only once it has seen `notifications/initialized`.
 async fn call_late_tool(
     session: &ClientSession,
@@ -105,13 +95,7 @@ async fn our_client_talks_to_server_everything_over_streamable_http() {
             let count = count.clone();
             async move {
                 *count.lock().unwrap() += 1;
-                let result: CreateMessageResult = serde_json::from_value(json!({
-                    "role": "assistant",
-                    "content": {"type": "text", "text": "forty-two"},
-                    "model": "interop-model"
-                }))
-                .unwrap();
-                Ok(result)
+                Ok(model_reply("interop-model", "forty-two"))
             }
         })
         .build();

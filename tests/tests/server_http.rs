@@ -5,23 +5,17 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use http::StatusCode;
 use mcp_server::model::{Implementation, LoggingLevel};
 use mcp_server::{
     BoxFuture, ErrorObject, Middleware, Next, NoArgs, Server, Tool, ToolContext, ToolError,
 };
-use mcp_transport_http::server::{HttpServerConfig, SessionId, StreamableHttpService};
+use mcp_tests::http::{Answer, Served, post};
+use mcp_transport_http::server::SessionId;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-
-const WAIT: Duration = Duration::from_secs(10);
 
 /// Who the caller is, as the middleware read it from the HTTP request.
 #[derive(Debug, Clone)]
@@ -109,123 +103,28 @@ fn server() -> Server {
 }
 
 struct Http {
-    addr: std::net::SocketAddr,
+    served: Served,
     session: Option<String>,
-}
-
-/// One answer: its status, session header, and the JSON-RPC messages of its body (one for a
-/// JSON body, each event's data for an SSE body), read as they arrive.
-struct Answer {
-    status: StatusCode,
-    session: Option<String>,
-    sse: bool,
-    body: Incoming,
-    buffer: Vec<u8>,
-}
-
-impl Answer {
-    async fn next_message(&mut self) -> Option<Value> {
-        loop {
-            if self.sse
-                && let Some(end) = find(&self.buffer, b"\n\n")
-            {
-                let event: Vec<u8> = self.buffer.drain(..end + 2).collect();
-                let text = String::from_utf8(event).unwrap();
-                let data: Vec<&str> = text
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                let data = data.join("\n");
-                if data.trim().is_empty() {
-                    continue; // a priming event (an id for resumption) or a comment
-                }
-                return Some(serde_json::from_str(&data).unwrap());
-            }
-            let frame = tokio::time::timeout(WAIT, self.body.frame())
-                .await
-                .expect("the body moved on in time");
-            match frame {
-                Some(Ok(f)) => {
-                    if let Ok(data) = f.into_data() {
-                        self.buffer.extend_from_slice(&data);
-                    }
-                }
-                Some(Err(e)) => panic!("body failed: {e}"),
-                None => {
-                    if self.sse || self.buffer.is_empty() {
-                        return None;
-                    }
-                    let body = std::mem::take(&mut self.buffer);
-                    return Some(serde_json::from_slice(&body).unwrap());
-                }
-            }
-        }
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 impl Http {
     async fn start(server: Server) -> Self {
-        let service = StreamableHttpService::builder(server.connection_handler())
-            .config(HttpServerConfig::default().path("/mcp"))
-            .build();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(service.serve_with_listener(listener, std::future::pending()));
         Http {
-            addr,
+            served: Served::server(&server).await,
             session: None,
         }
     }
 
-    /// POSTs one message on a fresh connection.
+    /// POSTs one message on a fresh connection, in the session once there is one.
     async fn post(&self, message: Value, caller: Option<&str>) -> Answer {
-        let stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .unwrap();
-        tokio::spawn(connection);
-        let mut request = Request::builder()
-            .method(Method::POST)
-            .uri(format!("http://{}/mcp", self.addr))
-            .header("host", self.addr.to_string())
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25");
+        let mut headers = vec![("mcp-protocol-version", "2025-11-25".to_owned())];
         if let Some(session) = &self.session {
-            request = request.header("mcp-session-id", session);
+            headers.push(("mcp-session-id", session.clone()));
         }
         if let Some(caller) = caller {
-            request = request.header("x-caller", caller);
+            headers.push(("x-caller", caller.to_owned()));
         }
-        let request = request
-            .body(Full::new(Bytes::from(message.to_string())))
-            .unwrap();
-        let response = tokio::time::timeout(WAIT, sender.send_request(request))
-            .await
-            .expect("answered in time")
-            .unwrap();
-        let sse = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        let session = response
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        Answer {
-            status: response.status(),
-            session,
-            sse,
-            body: response.into_body(),
-            buffer: Vec::new(),
-        }
+        post(self.served.addr(), &message, &headers).await
     }
 
     async fn initialize(&mut self, capabilities: Value) {
@@ -265,7 +164,7 @@ async fn progress_and_logs_of_a_call_arrive_on_its_post_stream() {
         .await;
     assert_eq!(answer.status, StatusCode::OK);
     assert!(
-        answer.sse,
+        answer.is_sse(),
         "a call that reports progress is answered with SSE"
     );
     let mut progress = Vec::new();
@@ -303,7 +202,7 @@ async fn an_elicitation_during_a_call_arrives_on_its_post_stream() {
             None,
         )
         .await;
-    assert!(call.sse);
+    assert!(call.is_sse());
     let ask = call.next_message().await.expect("the elicitation request");
     assert_eq!(ask["method"], "elicitation/create");
     assert_eq!(ask["params"]["mode"], "form");

@@ -1,5 +1,5 @@
 //! Interop: the TypeScript SDK client (`@modelcontextprotocol/sdk`, pinned in
-//! `tests/interop/package.json`) connects to the `everything` server over stdio, lists and calls
+//! `tests/interop/package.json`) connects to the example server over stdio, lists and calls
 //! tools, reads a resource and gets a prompt. Requires `node` and `npm ci --prefix tests/interop`
 //! (done by `scripts/test`); the test fails, never skips, when they are missing.
 

@@ -1,4 +1,4 @@
-//! The `everything` server driven through real stdio pipes with raw JSON lines, for each of the
+//! The example server (`mcp-example`) driven through real stdio pipes with raw JSON lines, for each of the
 //! four stateful revisions: every feature, the refusals and the bad-input cases, and that the
 //! server stays up after each. One session speaks `Content-Length` framing instead.
 
@@ -12,6 +12,16 @@ use serde_json::{Value, json};
 const REVISIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 const WAIT: Duration = Duration::from_secs(10);
 
+/// Starts the example server with piped stdin and stdout (its stderr is the test's).
+fn spawn_server() -> Child {
+    Command::new(env!("CARGO_BIN_EXE_everything-stdio"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the example server")
+}
+
 struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
@@ -23,12 +33,7 @@ struct Server {
 
 impl Server {
     fn start() -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_everything-stdio"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the everything server");
+        let mut child = spawn_server();
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = channel();
         std::thread::spawn(move || {
@@ -180,7 +185,7 @@ fn lifecycle_and_refusals_in_every_revision() {
         assert_eq!(e["code"], -32002, "{version}: {e}");
         let init = s.initialize(version, ALL_CAPS());
         assert_eq!(init["protocolVersion"], version);
-        assert_eq!(init["serverInfo"]["name"], "everything");
+        assert_eq!(init["serverInfo"]["name"], mcp_example::NAME);
         let caps = &init["capabilities"];
         for cap in ["tools", "resources", "prompts", "logging"] {
             assert!(caps.get(cap).is_some(), "{version}: capability {cap}");
@@ -335,9 +340,9 @@ fn tools_in_every_revision() {
         );
         let r = s.ok(
             "tools/call",
-            json!({"name": "slow", "arguments": {"steps": 3}, "_meta": {"progressToken": "p-1"}}),
+            json!({"name": "countdown", "arguments": {"steps": 3, "delay_ms": 10}, "_meta": {"progressToken": "p-1"}}),
         );
-        assert_eq!(text_of(&r), "done after 3 steps");
+        assert_eq!(text_of(&r), "liftoff after 3 steps");
         let progress = s.take_notifications("notifications/progress");
         assert_eq!(progress.len(), 3, "{version}");
         let mut last = 0.0;
@@ -356,7 +361,7 @@ fn tools_in_every_revision() {
         s.ok("logging/setLevel", json!({"level": "error"}));
         s.ok(
             "tools/call",
-            json!({"name": "slow", "arguments": {"steps": 2}}),
+            json!({"name": "countdown", "arguments": {"steps": 2, "delay_ms": 10}}),
         );
         s.assert_alive();
         assert!(s.take_notifications("notifications/message").is_empty());
@@ -364,19 +369,19 @@ fn tools_in_every_revision() {
 
         // Cancellation: no response for the cancelled request; the server goes on.
         s.send(
-            json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
-            "params": {"name": "slow", "arguments": {"steps": 20}}}),
+            json!({"jsonrpc": "2.0", "id": "countdown-1", "method": "tools/call",
+            "params": {"name": "countdown", "arguments": {"steps": 20}}}),
         );
         std::thread::sleep(Duration::from_millis(120));
         s.notify(
             "notifications/cancelled",
-            json!({"requestId": "slow-1", "reason": "test"}),
+            json!({"requestId": "countdown-1", "reason": "test"}),
         );
         s.assert_alive();
         std::thread::sleep(Duration::from_millis(300));
         s.assert_alive();
         assert!(
-            !s.seen.iter().any(|v| v["id"] == "slow-1"),
+            !s.seen.iter().any(|v| v["id"] == "countdown-1"),
             "a cancelled request must not be answered"
         );
 
@@ -411,13 +416,13 @@ fn resources_prompts_and_completion_in_every_revision() {
             .iter()
             .map(|r| r["uri"].as_str().unwrap())
             .collect();
-        assert_eq!(uris, ["test://static-text", "test://static-binary"]);
-        let r = s.ok("resources/read", json!({"uri": "test://static-text"}));
+        assert_eq!(uris, ["example://readme", "example://pixel.png"]);
+        let r = s.ok("resources/read", json!({"uri": "example://readme"}));
         assert_eq!(
             r["contents"],
-            json!([{"uri": "test://static-text", "mimeType": "text/plain", "text": "Hello, world!"}])
+            json!([{"uri": "example://readme", "mimeType": "text/plain", "text": mcp_example::README}])
         );
-        let r = s.ok("resources/read", json!({"uri": "test://static-binary"}));
+        let r = s.ok("resources/read", json!({"uri": "example://pixel.png"}));
         assert_eq!(r["contents"][0]["mimeType"], "image/png");
         assert!(
             r["contents"][0]["blob"]
@@ -428,35 +433,32 @@ fn resources_prompts_and_completion_in_every_revision() {
         let t = s.ok("resources/templates/list", json!({}));
         assert_eq!(
             t["resourceTemplates"][0]["uriTemplate"],
-            "test://template/{id}/data"
+            "example://items/{id}"
         );
-        let r = s.ok("resources/read", json!({"uri": "test://template/123/data"}));
-        assert_eq!(r["contents"][0]["uri"], "test://template/123/data");
+        let r = s.ok("resources/read", json!({"uri": "example://items/123"}));
+        assert_eq!(r["contents"][0]["uri"], "example://items/123");
         assert!(r["contents"][0]["text"].as_str().unwrap().contains("123"));
-        let e = s.err("resources/read", json!({"uri": "test://nonexistent"}));
+        let e = s.err("resources/read", json!({"uri": "example://nonexistent"}));
         assert_eq!(e["code"], -32602);
-        assert_eq!(e["data"]["uri"], "test://nonexistent");
+        assert_eq!(e["data"]["uri"], "example://nonexistent");
         assert_eq!(s.err("resources/read", json!({}))["code"], -32602);
 
         // Subscriptions.
         assert_eq!(
-            s.ok("resources/subscribe", json!({"uri": "test://static-text"})),
+            s.ok("resources/subscribe", json!({"uri": "example://readme"})),
             json!({})
         );
         assert_eq!(
-            s.err("resources/subscribe", json!({"uri": "test://nope"}))["code"],
+            s.err("resources/subscribe", json!({"uri": "example://nope"}))["code"],
             -32602
         );
         s.ok("tools/call", json!({"name": "touch"}));
         let n = s.wait_for("resources/updated", |v| {
             v["method"] == "notifications/resources/updated"
         });
-        assert_eq!(n["params"]["uri"], "test://static-text");
+        assert_eq!(n["params"]["uri"], "example://readme");
         assert_eq!(
-            s.ok(
-                "resources/unsubscribe",
-                json!({"uri": "test://static-text"})
-            ),
+            s.ok("resources/unsubscribe", json!({"uri": "example://readme"})),
             json!({})
         );
         s.ok("tools/call", json!({"name": "touch"}));
@@ -468,25 +470,25 @@ fn resources_prompts_and_completion_in_every_revision() {
 
         // Prompts.
         let prompts = s.ok("prompts/list", json!({}))["prompts"].clone();
-        let with_args = prompts
+        let greeting = prompts
             .as_array()
             .unwrap()
             .iter()
-            .find(|p| p["name"] == "with_args")
+            .find(|p| p["name"] == "greeting")
             .unwrap()
             .clone();
-        assert_eq!(with_args["arguments"][0]["name"], "arg1");
-        assert_eq!(with_args["arguments"][0]["required"], true);
+        assert_eq!(greeting["arguments"][0]["name"], "name");
+        assert_eq!(greeting["arguments"][0]["required"], true);
         let r = s.ok(
             "prompts/get",
-            json!({"name": "with_args", "arguments": {"arg1": "testValue1", "arg2": "testValue2"}}),
+            json!({"name": "greeting", "arguments": {"name": "testValue1"}}),
         );
         let text = r["messages"][0]["content"]["text"].as_str().unwrap();
-        assert!(text.contains("testValue1") && text.contains("testValue2"));
+        assert!(text.contains("testValue1"), "{r}");
         assert_eq!(
             s.err(
                 "prompts/get",
-                json!({"name": "with_args", "arguments": {"arg1": "x"}})
+                json!({"name": "greeting", "arguments": {"nom": "x"}})
             )["code"],
             -32602
         );
@@ -494,22 +496,29 @@ fn resources_prompts_and_completion_in_every_revision() {
             s.err("prompts/get", json!({"name": "nope"}))["code"],
             -32602
         );
-        let r = s.ok("prompts/get", json!({"name": "with_resource"}));
-        assert_eq!(r["messages"][0]["content"]["type"], "resource");
-        let r = s.ok("prompts/get", json!({"name": "with_image"}));
-        assert_eq!(r["messages"][0]["content"]["mimeType"], "image/png");
-        let r = s.ok("prompts/get", json!({"name": "simple"}));
+        let r = s.ok(
+            "prompts/get",
+            json!({"name": "review", "arguments": {"code": "fn main() {}"}}),
+        );
+        assert_eq!(r["messages"][1]["content"]["type"], "resource");
+        assert_eq!(
+            r["messages"][1]["content"]["resource"]["text"],
+            "fn main() {}"
+        );
+        // No arguments, and an image.
+        let r = s.ok("prompts/get", json!({"name": "describe_pixel"}));
         assert_eq!(r["messages"][0]["role"], "user");
+        assert_eq!(r["messages"][0]["content"]["mimeType"], "image/png");
 
         // Completion of a prompt argument and of a template variable.
         let r = s.ok(
             "completion/complete",
-            json!({"ref": {"type": "ref/prompt", "name": "with_args"}, "argument": {"name": "arg1", "value": "ap"}}),
+            json!({"ref": {"type": "ref/prompt", "name": "greeting"}, "argument": {"name": "name", "value": "a"}}),
         );
-        assert_eq!(r["completion"]["values"], json!(["apple", "apricot"]));
+        assert_eq!(r["completion"]["values"], json!(["Ada", "Alan"]));
         let r = s.ok(
             "completion/complete",
-            json!({"ref": {"type": "ref/resource", "uri": "test://template/{id}/data"}, "argument": {"name": "id", "value": "2"}}),
+            json!({"ref": {"type": "ref/resource", "uri": "example://items/{id}"}, "argument": {"name": "id", "value": "2"}}),
         );
         assert_eq!(r["completion"]["values"], json!(["2"]));
         assert_eq!(
@@ -541,15 +550,18 @@ fn requests_to_the_client_follow_capabilities_and_revision() {
         s.initialize(version, ALL_CAPS());
         let id = json!("sample-1");
         s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "sample", "arguments": {"prompt": "hi"}}}));
+            "params": {"name": "ask_model", "arguments": {"question": "hi"}}}));
         let req = answer(
             &mut s,
             "sampling/createMessage",
             json!({"role": "assistant", "content": {"type": "text", "text": "hello there"}, "model": "test-model"}),
         );
-        assert_eq!(req["params"]["maxTokens"], 100);
+        assert_eq!(
+            req["params"]["maxTokens"],
+            mcp_example::ASK_MODEL_MAX_TOKENS
+        );
         let r = s.response(&id);
-        assert_eq!(text_of(&r["result"]), "test-model said: hello there");
+        assert_eq!(text_of(&r["result"]), "test-model answered: hello there");
 
         let id = json!("roots-1");
         s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "list_roots"}}));
@@ -561,25 +573,36 @@ fn requests_to_the_client_follow_capabilities_and_revision() {
         assert_eq!(text_of(&s.response(&id)["result"]), "file:///tmp/a");
 
         let id = json!("elicit-1");
-        s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "ask_name"}}));
+        s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "greet"}}));
         if version >= "2025-06-18" {
             let req = answer(
                 &mut s,
                 "elicitation/create",
-                json!({"action": "accept", "content": {"name": "Ada", "age": 36}}),
+                json!({"action": "accept", "content": {"name": "Ada", "language": "german"}}),
             );
             let schema = &req["params"]["requestedSchema"];
             assert_eq!(schema["properties"]["name"]["type"], "string");
-            assert_eq!(schema["properties"]["age"]["type"], "integer");
+            // An optional choice: its options, and not required. (2025-06-18 gets the form
+            // without it: the model's enum schema does not project onto that revision's
+            // `EnumSchema` yet, in mcp-types.)
+            if version >= "2025-11-25" {
+                assert_eq!(
+                    schema["properties"]["language"]["enum"],
+                    json!(["english", "french", "german"]),
+                    "{schema}"
+                );
+                assert_eq!(schema["properties"]["language"]["type"], "string");
+            }
+            assert_eq!(schema["required"], json!(["name"]));
             assert_eq!(req["params"].get("mode").is_some(), version == "2025-11-25");
-            assert_eq!(text_of(&s.response(&id)["result"]), "Hello Ada, aged 36");
+            assert_eq!(text_of(&s.response(&id)["result"]), "Hallo, Ada!");
             // An answer that does not match the schema is refused.
             let id = json!("elicit-2");
-            s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "ask_name"}}));
+            s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "greet"}}));
             answer(
                 &mut s,
                 "elicitation/create",
-                json!({"action": "accept", "content": {"age": "old"}}),
+                json!({"action": "accept", "content": {"name": "Ada", "language": "klingon"}}),
             );
             assert_eq!(s.response(&id)["result"]["isError"], true);
         } else {
@@ -594,7 +617,7 @@ fn requests_to_the_client_follow_capabilities_and_revision() {
         // The client answers a server request with an error.
         let id = json!("sample-err");
         s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "sample", "arguments": {"prompt": "hi"}}}));
+            "params": {"name": "ask_model", "arguments": {"question": "hi"}}}));
         let req = s.wait_for("sampling", |v| v["method"] == "sampling/createMessage");
         s.send(json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -1, "message": "user rejected"}}));
         let r = s.response(&id);
@@ -605,9 +628,9 @@ fn requests_to_the_client_follow_capabilities_and_revision() {
         // Without capabilities: refused before anything is sent.
         let mut s = Server::start();
         s.initialize(version, json!({}));
-        for tool in ["sample", "list_roots", "ask_name"] {
-            let args = if tool == "sample" {
-                json!({"prompt": "x"})
+        for tool in ["ask_model", "list_roots", "greet"] {
+            let args = if tool == "ask_model" {
+                json!({"question": "x"})
             } else {
                 json!({})
             };
@@ -670,21 +693,21 @@ fn legacy_prefixed_methods_map_onto_the_standard_ones() {
     assert_eq!(
         ids,
         [
-            "test://static-text",
-            "test://static-binary",
-            "test://template/{id}/data"
+            "example://readme",
+            "example://pixel.png",
+            "example://items/{id}"
         ]
     );
     let contents = s.ok(
         "mcp/resource/read",
-        json!({"resourceId": "test://static-text"}),
+        json!({"resourceId": "example://readme"}),
     );
-    assert_eq!(contents[0]["text"], "Hello, world!");
+    assert_eq!(contents[0]["text"], mcp_example::README);
     let contents = s.ok(
         "mcp/resource/read",
-        json!({"resourceId": "test://template/{id}/data", "query": {"id": "7"}}),
+        json!({"resourceId": "example://items/{id}", "query": {"id": "7"}}),
     );
-    assert_eq!(contents[0]["uri"], "test://template/7/data");
+    assert_eq!(contents[0]["uri"], "example://items/7");
     s.shutdown();
 }
 
@@ -693,7 +716,7 @@ fn eof_while_a_request_runs_shuts_down_promptly() {
     let mut s = Server::start();
     s.initialize("2025-11-25", json!({}));
     s.send(json!({"jsonrpc": "2.0", "id": 1000, "method": "tools/call",
-        "params": {"name": "slow", "arguments": {"steps": 20}}}));
+        "params": {"name": "countdown", "arguments": {"steps": 20}}}));
     std::thread::sleep(Duration::from_millis(50));
     s.shutdown();
 }
@@ -754,12 +777,7 @@ fn write_framed(stdin: &mut ChildStdin, message: &Value) {
 
 #[test]
 fn content_length_framing_is_detected_and_answered_in_kind() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_everything-stdio"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the everything server");
+    let mut child = spawn_server();
     let mut stdin = child.stdin.take().expect("stdin");
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = channel();
@@ -793,11 +811,11 @@ fn content_length_framing_is_detected_and_answered_in_kind() {
     write_framed(
         &mut stdin,
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "slow", "arguments": {"steps": 2}, "_meta": {"progressToken": 9}}}),
+            "name": "countdown", "arguments": {"steps": 2, "delay_ms": 10}, "_meta": {"progressToken": 9}}}),
     );
     let mut progress = 0;
     let result = loop {
-        let m = next("slow");
+        let m = next("countdown");
         if m["method"] == "notifications/progress" {
             assert_eq!(m["params"]["progressToken"], 9);
             progress += 1;
@@ -806,7 +824,7 @@ fn content_length_framing_is_detected_and_answered_in_kind() {
         }
     };
     assert_eq!(progress, 2);
-    assert_eq!(text_of(&result["result"]), "done after 2 steps");
+    assert_eq!(text_of(&result["result"]), "liftoff after 2 steps");
     // Invalid JSON in a well-formed frame is answered (framed) and the session goes on.
     let garbage = "{not json";
     write!(stdin, "Content-Length: {}\r\n\r\n{garbage}", garbage.len()).unwrap();

@@ -68,7 +68,7 @@ async fn listen(
 }
 
 pub async fn serve(args: ServeArgs) -> Result<Exit, Fail> {
-    let server = mcp_cli::example::server()
+    let server = mcp_example::server()
         .map_err(|e| Fail::other(format!("the example server: {}", chain(&e))))?;
     match args.http {
         None => {

@@ -256,7 +256,7 @@ impl Guard {
 pub async fn open(target: &Target, verbose: u8) -> Result<Opened, Fail> {
     match target {
         Target::InProcess => {
-            let server = mcp_cli::example::server()
+            let server = mcp_example::server()
                 .map_err(|e| Fail::other(format!("the example server: {}", chain(&e))))?;
             let (ours, theirs) = mcp_jsonrpc::memory_pair(IN_PROCESS_CAPACITY);
             let task = tokio::spawn(async move {

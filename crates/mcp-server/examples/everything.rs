@@ -2,9 +2,9 @@
 //! sampling, elicitation, roots, every content kind, run-time registration), resources (text,
 //! binary, templates, subscriptions), prompts, completion and the `mcp/` legacy methods.
 //! It serves on stdin/stdout and logs to stderr.
-
-#[path = "support/everything_server.rs"]
-mod everything_server;
+//!
+//! The server itself is the `mcp-example` crate (the one the `mcp` command bundles); read its
+//! source for how each feature is written.
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
@@ -12,6 +12,7 @@ async fn main() -> std::io::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
-    everything_server::build().serve_stdio().await?;
+    let server = mcp_example::server().map_err(std::io::Error::other)?;
+    server.serve_stdio().await?;
     Ok(())
 }

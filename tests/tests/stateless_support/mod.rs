@@ -4,28 +4,22 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
-use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Method, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use http::StatusCode;
 use mcp_server::model::{
     CreateMessageRequestParams, ElicitRequestParams, Implementation, InputResponse, LoggingLevel,
 };
 use mcp_server::prelude::*;
 use mcp_server::{InputRequired, ServerBuilder};
-use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
+pub use mcp_tests::http::{Answer, WAIT};
+use mcp_tests::http::{Served, post};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{
     AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
 };
-use tokio::net::TcpListener;
 
-pub const WAIT: Duration = Duration::from_secs(10);
 pub const V2026: &str = "2026-07-28";
 
 #[derive(Deserialize, JsonSchema)]
@@ -373,65 +367,8 @@ impl Stdio {
 pub struct Http {
     pub addr: std::net::SocketAddr,
     next_id: i64,
-}
-
-/// An HTTP answer being read: its status and the JSON-RPC messages of its body.
-pub struct Answer {
-    pub status: StatusCode,
-    pub session: Option<String>,
-    sse: bool,
-    body: Incoming,
-    buffer: Vec<u8>,
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-impl Answer {
-    /// The next JSON-RPC message of the body, or `None` at its end.
-    pub async fn next_message(&mut self) -> Option<Value> {
-        loop {
-            if self.sse
-                && let Some(end) = find(&self.buffer, b"\n\n")
-            {
-                let event: Vec<u8> = self.buffer.drain(..end + 2).collect();
-                let text = String::from_utf8(event).unwrap();
-                let data: Vec<&str> = text
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                let data = data.join("\n");
-                if data.trim().is_empty() {
-                    continue;
-                }
-                return Some(serde_json::from_str(&data).unwrap());
-            }
-            let frame = tokio::time::timeout(WAIT, self.body.frame())
-                .await
-                .expect("the body moved on in time");
-            match frame {
-                Some(Ok(f)) => {
-                    if let Ok(data) = f.into_data() {
-                        self.buffer.extend_from_slice(&data);
-                    }
-                }
-                Some(Err(e)) => panic!("body failed: {e}"),
-                None => {
-                    if self.sse || self.buffer.is_empty() {
-                        return None;
-                    }
-                    let body = std::mem::take(&mut self.buffer);
-                    return Some(serde_json::from_slice(&body).unwrap());
-                }
-            }
-        }
-    }
-
-    pub fn is_sse(&self) -> bool {
-        self.sse
-    }
+    /// The server [`Http::start`] started, stopped with this client.
+    _served: Option<Served>,
 }
 
 /// The `Mcp-Name` of a request, when its method has one.
@@ -446,60 +383,26 @@ fn mcp_name(method: &str, params: &Value) -> Option<String> {
 
 impl Http {
     pub async fn start(server: Server) -> Self {
-        let service = StreamableHttpService::builder(server.connection_handler())
-            .config(HttpServerConfig::default().path("/mcp"))
-            .build();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(service.serve_with_listener(listener, std::future::pending()));
-        Http { addr, next_id: 1 }
+        let served = Served::server(&server).await;
+        Http {
+            addr: served.addr(),
+            next_id: 1,
+            _served: Some(served),
+        }
     }
 
     /// Another client of the service at `addr`.
     pub fn connect(addr: std::net::SocketAddr) -> Self {
-        Http { addr, next_id: 1 }
+        Http {
+            addr,
+            next_id: 1,
+            _served: None,
+        }
     }
 
     /// POSTs one message with the given headers (none added) on a fresh connection.
     pub async fn post_raw(&self, message: &Value, headers: &[(&str, String)]) -> Answer {
-        let stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .unwrap();
-        tokio::spawn(connection);
-        let mut request = http::Request::builder()
-            .method(Method::POST)
-            .uri(format!("http://{}/mcp", self.addr))
-            .header("host", self.addr.to_string())
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
-        for (name, value) in headers {
-            request = request.header(*name, value);
-        }
-        let request = request
-            .body(Full::new(Bytes::from(message.to_string())))
-            .unwrap();
-        let response = tokio::time::timeout(WAIT, sender.send_request(request))
-            .await
-            .expect("answered in time")
-            .unwrap();
-        let sse = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        let session = response
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        Answer {
-            status: response.status(),
-            session,
-            sse,
-            body: response.into_body(),
-            buffer: Vec::new(),
-        }
+        post(self.addr, message, headers).await
     }
 
     /// POSTs a stateless request with the headers the revision requires (the version header
