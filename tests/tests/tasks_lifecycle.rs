@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use http::StatusCode;
 use serde_json::{Value, json};
-use stateless_support::{WAIT, clients, with_meta};
+use stateless_support::{Client, WAIT, clients, meta, with_meta};
 use tasks_support::{
-    Observed, builder_with, get, plain_caps, server, start, task_caps, task_method, wait_for,
+    Observed, builder_with, get, http_request, plain_caps, server, start, task_caps, task_method,
+    wait_for,
 };
 
 fn is_timestamp(v: &Value) -> bool {
@@ -379,6 +380,15 @@ async fn errors_of_the_tasks_methods() {
                 .await;
             assert_eq!(o.error_code(), -32601, "{name} {method}");
             o.assert_status(StatusCode::NOT_FOUND);
+        }
+        // Over HTTP, Mcp-Name must carry the task id: missing or different is -32020 (400).
+        if let Client::Http(h) = &c {
+            let params = json!({"taskId": id, "_meta": meta(task_caps())});
+            for header in [None, Some("another-task")] {
+                let o = http_request(h, "tasks/get", params.clone(), header, &[]).await;
+                assert_eq!(o.error_code(), -32020, "Mcp-Name {header:?}");
+                o.assert_status(StatusCode::BAD_REQUEST);
+            }
         }
         task_method(&mut c, "tasks/cancel", &id, Value::Null, task_caps())
             .await
