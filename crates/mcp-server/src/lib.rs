@@ -7,6 +7,10 @@
 //! whatever the function returns is converted by [`IntoCallToolResult`]. Results are projected to
 //! the client's negotiated revision, so handler code never branches on the protocol version.
 //!
+//! Under 2026-07-28 a tool registered with [`Tool::task_support`] can answer with a task handle
+//! and keep running (the tasks extension; see [`RequestContext::start_task`]); every other client
+//! gets the result of the same handler as usual.
+//!
 //! The protocol types are those of `mcp-types` (re-exported as [`model`]), the same a client
 //! built with `mcp-client` sees. Sessions run on the `mcp-jsonrpc` request engine over an
 //! [`mcp_jsonrpc::Connection`]: [`Server::serve`] takes any connection, [`Server::serve_stdio`]

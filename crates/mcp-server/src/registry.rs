@@ -138,18 +138,27 @@ impl Tool {
 }
 
 impl From<mcp_types::Tool> for Tool {
-    /// A complete definition; its schemas are explicit.
-    fn from(def: mcp_types::Tool) -> Self {
+    /// A complete definition; its schemas are explicit, and its `execution.taskSupport` sets
+    /// the [`task_support`](Tool::task_support) (tasks of the extension; the definition is
+    /// listed without `execution`, as the task-augmented requests of 2025-11-25 are not
+    /// served).
+    fn from(mut def: mcp_types::Tool) -> Self {
+        use mcp_types::ToolExecutionTaskSupport as Declared;
         let input_schema = serde_json::to_value(&def.input_schema).ok();
         let output_schema = def
             .output_schema
             .as_ref()
             .and_then(|s| serde_json::to_value(s).ok());
+        let task_support = match def.execution.take().and_then(|e| e.task_support) {
+            Some(Declared::Optional) => TaskSupport::Optional,
+            Some(Declared::Required) => TaskSupport::Required,
+            Some(Declared::Forbidden) | None => TaskSupport::Forbidden,
+        };
         Self {
             def,
             input_schema,
             output_schema,
-            task_support: TaskSupport::Forbidden,
+            task_support,
             defer_task: false,
         }
     }
@@ -1003,6 +1012,21 @@ mod tests {
             page(&items, Some(&encode_cursor(99)), 2).unwrap_err().code,
             -32602
         );
+    }
+
+    #[test]
+    fn a_definition_declares_its_task_support() {
+        let def: mcp_types::Tool = serde_json::from_value(serde_json::json!({
+            "name": "render",
+            "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "required"},
+        }))
+        .unwrap();
+        let tool = Tool::from(def);
+        assert_eq!(tool.task_support, TaskSupport::Required);
+        assert!(tool.def.execution.is_none());
+        let plain = Tool::from(mcp_types::Tool::new("plain", Map::new()));
+        assert_eq!(plain.task_support, TaskSupport::Forbidden);
     }
 
     #[test]
