@@ -1,11 +1,13 @@
 //! Shared helpers for the cross-crate tests in `tests/tests/`: reading results
-//! ([`content`]) and serving and driving Streamable HTTP without the SDK's client ([`http`]).
+//! ([`content`]), serving and driving Streamable HTTP without the SDK's client ([`http`]), and
+//! finding the npm packages of the interop tests ([`interop`]).
 //!
 //! The test files under `tests/tests/` each build as their own crate; what more than one of them
 //! needs lives here, once.
 
 pub mod content;
 pub mod http;
+pub mod interop;
 
 /// The code blocks of `README.md`, compiled as doctests so the tour cannot rot.
 #[cfg(doctest)]

@@ -4,7 +4,6 @@
 //!
 //! These tests fail, never skip, when `node` or the modules are missing.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,29 +12,10 @@ use mcp_client::{
     ServerNotification,
 };
 use mcp_tests::content::{model_reply, text_of};
+use mcp_tests::interop::reference_server;
 use mcp_transport_stdio::{ChildProcess, ServerCommand};
 use mcp_types::{Implementation, LoggingLevel};
 use serde_json::json;
-
-fn modules() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop/node_modules/@modelcontextprotocol")
-}
-
-/// The entry point of a reference server; panics with what to do when it is missing.
-fn server_script(package: &str) -> PathBuf {
-    let node = std::process::Command::new("node").arg("--version").output();
-    assert!(
-        node.as_ref().is_ok_and(|o| o.status.success()),
-        "`node` is required for the interop tests (install Node.js 18 or later): {node:?}"
-    );
-    let script = modules().join(package).join("dist/index.js");
-    assert!(
-        script.is_file(),
-        "{} is missing: run `npm ci --prefix tests/interop` (scripts/test does)",
-        script.display()
-    );
-    script
-}
 
 async fn spawn(client: &Client, args: Vec<String>) -> (ClientSession, ChildProcess) {
     let (connection, child) = ServerCommand::new("node")
@@ -59,7 +39,7 @@ async fn wait_for_tool(session: &ClientSession, name: &str) -> Vec<mcp_types::To
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_server_from_npm() {
-    let script = server_script("server-everything");
+    let script = reference_server("server-everything");
     let sampled = Arc::new(Mutex::new(Vec::new()));
     let seen_samples = sampled.clone();
     let root: mcp_types::Root =
@@ -247,7 +227,7 @@ async fn everything_server_from_npm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn filesystem_server_from_npm() {
-    let script = server_script("server-filesystem");
+    let script = reference_server("server-filesystem");
     let dir = std::env::temp_dir().join(format!("mcp-client-interop-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.canonicalize().unwrap();

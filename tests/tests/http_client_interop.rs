@@ -3,13 +3,13 @@
 //! Streamable HTTP mode. Requires `node` and `npm ci --prefix tests/interop` (done by
 //! `scripts/test`); the test fails, never skips, when they are missing.
 
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_client::{CallError, Client, ClientSession};
 use mcp_tests::content::{model_reply, text_of};
+use mcp_tests::interop;
 use mcp_transport_http::client::{StreamableHttpClient, Transport};
 use mcp_types::{Implementation, ProtocolVersion};
 use serde_json::json;
@@ -30,17 +30,11 @@ fn free_port() -> u16 {
 }
 
 fn start_everything(port: u16) -> ServerProcess {
-    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop");
-    let entry = interop.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        entry.is_file(),
-        "server-everything is not installed: run `npm ci --prefix tests/interop` (scripts/test does)"
-    );
     let child = Command::new("node")
-        .arg(entry)
+        .arg(interop::reference_server("server-everything"))
         .arg("streamableHttp")
         .env("PORT", port.to_string())
-        .current_dir(&interop)
+        .current_dir(interop::dir())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

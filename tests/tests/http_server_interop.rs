@@ -7,20 +7,14 @@
 //! Each HTTP session runs `Server::serve` on the transport's connection, so the server's
 //! progress and requests for a call travel on the POST's own SSE stream.
 
-use std::path::Path;
 use std::time::Duration;
 
 use mcp_tests::http::Served;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_streamable_http_client_talks_to_our_server() {
-    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop");
-    assert!(
-        interop
-            .join("node_modules/@modelcontextprotocol/sdk")
-            .is_dir(),
-        "the TypeScript SDK is not installed: run `npm ci --prefix tests/interop` (scripts/test does)"
-    );
+    mcp_tests::interop::package("sdk");
+    let interop = mcp_tests::interop::dir();
     let served = Served::server(&mcp_example::server().expect("the example server builds")).await;
     let url = served.url("/mcp");
 

@@ -3,18 +3,12 @@
 //! tools, reads a resource and gets a prompt. Requires `node` and `npm ci --prefix tests/interop`
 //! (done by `scripts/test`); the test fails, never skips, when they are missing.
 
-use std::path::Path;
 use std::process::Command;
 
 #[test]
-fn typescript_client_talks_to_the_everything_server() {
-    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop");
-    assert!(
-        interop
-            .join("node_modules/@modelcontextprotocol/sdk")
-            .is_dir(),
-        "the TypeScript SDK is not installed: run `npm ci --prefix tests/interop` (scripts/test does)"
-    );
+fn typescript_client_talks_to_the_example_server() {
+    mcp_tests::interop::package("sdk");
+    let interop = mcp_tests::interop::dir();
     let output = Command::new("node")
         .arg(interop.join("ts_client_server_smoke.mjs"))
         .arg(env!("CARGO_BIN_EXE_everything-stdio"))
