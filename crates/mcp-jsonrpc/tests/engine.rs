@@ -865,3 +865,42 @@ async fn error_flood_through_a_tiny_pipe_loses_nothing() {
     }
     let _raw_write = writer.await.unwrap();
 }
+
+/// Records notifications synchronously; `seen` answers how many it has handled.
+#[derive(Clone, Default)]
+struct Recorder {
+    seen: Arc<AtomicUsize>,
+}
+
+impl mcp_jsonrpc::Handler for Recorder {
+    async fn handle_request(
+        &self,
+        _req: Request,
+        _cx: RequestContext,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        Ok(raw(json!(self.seen.load(Ordering::SeqCst))))
+    }
+
+    async fn handle_notification(&self, _n: Notification, _cx: NotificationContext) {
+        self.seen.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_notification_is_handled_before_the_request_after_it() {
+    let (a, b) = memory_pair(16);
+    let (_server, _) = Engine::builder().spawn(b, Recorder::default());
+    let (mut rx, mut tx) = a.into_parts();
+    for round in 1..=50 {
+        let n = Notification::with_params("notifications/initialized", &json!({})).unwrap();
+        tx.send(Outbound::new(Message::Notification(n)))
+            .await
+            .unwrap();
+        tx.send(request(round, "seen", json!({}))).await.unwrap();
+        let Message::Response(r) = next_message(&mut rx).await else {
+            panic!("expected the answer")
+        };
+        let seen: u64 = serde_json::from_str(r.result.unwrap().get()).unwrap();
+        assert_eq!(seen, u64::try_from(round).unwrap(), "round {round}");
+    }
+}

@@ -416,6 +416,13 @@ impl<H: Handler> DriverState<H> {
             b.requests.push((request, rcx));
             return;
         }
+        // Notifications that arrived before this request are handled first (wire order: a
+        // client's `notifications/initialized` precedes its first request).
+        self.poll_notifications(cx);
+        if self.current.is_some() || !self.notifications.is_empty() {
+            self.spawn_request(request, rcx);
+            return;
+        }
         // The handler's first poll happens here, on the driver's task: a handler that finishes
         // without waiting (most do) costs no task spawn and no thread hand-off. One that waits
         // moves, already started, onto a task of its own; the next poll there registers that
@@ -452,19 +459,34 @@ impl<H: Handler> DriverState<H> {
                     Err(mpsc::error::TrySendError::Closed(_)) => {}
                 }
             }
-            Poll::Pending => {
-                let tx = self.tx.clone();
-                let permit = self.permit.take();
-                tokio::spawn(async move {
-                    let _permit = permit;
-                    if let Some(response) = running.await {
-                        let _ = tx
-                            .send(Outbound::related(Message::Response(response), Some(id)))
-                            .await;
-                    }
-                });
-            }
+            Poll::Pending => self.spawn_running(running, id),
         }
+    }
+
+    /// Runs a request handler on a task of its own.
+    fn spawn_request(&mut self, request: Request, rcx: RequestContext) {
+        let id = rcx.id.clone();
+        let running = Box::pin(run_handler(
+            self.handler.clone(),
+            self.shared.clone(),
+            request,
+            rcx,
+        ));
+        self.spawn_running(running, id);
+    }
+
+    /// Moves a started (or not yet started) handler onto a task of its own.
+    fn spawn_running(&mut self, running: BoxFuture<Option<Response>>, id: Id) {
+        let tx = self.tx.clone();
+        let permit = self.permit.take();
+        tokio::spawn(async move {
+            let _permit = permit;
+            if let Some(response) = running.await {
+                let _ = tx
+                    .send(Outbound::related(Message::Response(response), Some(id)))
+                    .await;
+            }
+        });
     }
 
     fn dispatch_notification(&mut self, notification: Notification, extensions: Extensions) {
