@@ -24,7 +24,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::{CancellationToken, PollSemaphore};
 
 use super::{
-    CANCELLED_METHOD, Handler, NotificationContext, PROGRESS_METHOD, Peer, Progress,
+    CANCELLED_METHOD, Handler, NotificationContext, PROGRESS_METHOD, Peer, Progress, Queued,
     RequestContext, Shared, lock,
 };
 use crate::connection::{Connection, Extensions, InboundStream, Incoming, Outbound, OutboundSink};
@@ -50,8 +50,8 @@ pub(super) struct DriverState<H> {
     handler: Arc<H>,
     reader: InboundStream,
     writer: OutboundSink,
-    rx: mpsc::Receiver<Outbound>,
-    tx: mpsc::Sender<Outbound>,
+    rx: mpsc::Receiver<Queued>,
+    tx: mpsc::Sender<Queued>,
     /// Frames produced by the driver itself (error answers, cancellations), written first.
     local: VecDeque<(Outbound, Option<OwnedSemaphorePermit>)>,
     /// A frame taken from the queue while the sink was not ready.
@@ -84,8 +84,8 @@ impl<H: Handler> DriverState<H> {
         shared: Arc<Shared>,
         connection: Connection,
         handler: Arc<H>,
-        tx: mpsc::Sender<Outbound>,
-        rx: mpsc::Receiver<Outbound>,
+        tx: mpsc::Sender<Queued>,
+        rx: mpsc::Receiver<Queued>,
     ) -> Self {
         let (reader, writer) = connection.into_parts();
         let permits = PollSemaphore::new(Arc::new(Semaphore::new(shared.config.max_in_flight)));
@@ -162,7 +162,7 @@ impl<H: Handler> DriverState<H> {
             return Some(o);
         }
         match self.rx.poll_recv(cx) {
-            Poll::Ready(o) => o,
+            Poll::Ready(o) => o.map(|b| *b),
             Poll::Pending => None,
         }
     }
@@ -353,7 +353,7 @@ impl<H: Handler> DriverState<H> {
             }
             if !responses.is_empty() {
                 let frame = Frame::Batch(responses.into_iter().map(Message::Response).collect());
-                let _ = tx.send(Outbound::new(frame)).await;
+                let _ = tx.send(Box::new(Outbound::new(frame))).await;
             }
         });
     }
@@ -446,7 +446,7 @@ impl<H: Handler> DriverState<H> {
                     self.local.push_back((outbound, None));
                     return;
                 }
-                match self.tx.try_send(outbound) {
+                match self.tx.try_send(Box::new(outbound)) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(outbound)) => {
                         let tx = self.tx.clone();
@@ -483,7 +483,10 @@ impl<H: Handler> DriverState<H> {
             let _permit = permit;
             if let Some(response) = running.await {
                 let _ = tx
-                    .send(Outbound::related(Message::Response(response), Some(id)))
+                    .send(Box::new(Outbound::related(
+                        Message::Response(response),
+                        Some(id),
+                    )))
                     .await;
             }
         });

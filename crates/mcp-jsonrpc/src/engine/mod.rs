@@ -366,6 +366,10 @@ impl Drop for Driver {
 
 type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// What the outbound queue carries: a box, so the queue's first block (32 slots, allocated when
+/// the engine starts) costs a few hundred bytes per connection rather than kilobytes.
+type Queued = Box<crate::connection::Outbound>;
+
 /// An outbound request awaiting its response.
 struct Pending {
     tx: tokio::sync::oneshot::Sender<Result<Box<RawValue>, crate::CallError>>,

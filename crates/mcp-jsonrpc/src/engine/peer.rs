@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
 
-use super::{CancelNotice, Pending, ProgressFn, Shared, lock};
+use super::{CancelNotice, Pending, ProgressFn, Queued, Shared, lock};
 use crate::connection::Outbound;
 use crate::error::CallError;
 use crate::id::Id;
@@ -131,7 +131,7 @@ impl Future for ResponseFuture {
 #[derive(Clone)]
 pub struct Peer {
     shared: Arc<Shared>,
-    tx: mpsc::Sender<Outbound>,
+    tx: mpsc::Sender<Queued>,
     related: Option<Id>,
 }
 
@@ -145,11 +145,7 @@ impl fmt::Debug for Peer {
 }
 
 impl Peer {
-    pub(super) fn new(
-        shared: Arc<Shared>,
-        tx: mpsc::Sender<Outbound>,
-        related: Option<Id>,
-    ) -> Self {
+    pub(super) fn new(shared: Arc<Shared>, tx: mpsc::Sender<Queued>, related: Option<Id>) -> Self {
         Peer {
             shared,
             tx,
@@ -232,7 +228,7 @@ impl Peer {
             return Err(self.shared.closed_error());
         }
         self.tx
-            .send(outbound)
+            .send(Box::new(outbound))
             .await
             .map_err(|_| self.shared.closed_error())
     }
@@ -303,7 +299,7 @@ impl Drop for PendingGuard {
 
 async fn run_request(
     shared: Arc<Shared>,
-    tx: mpsc::Sender<Outbound>,
+    tx: mpsc::Sender<Queued>,
     related: Option<Id>,
     method: String,
     params: Option<Box<RawValue>>,
@@ -348,7 +344,7 @@ async fn run_request(
     }
     let request = Message::Request(Request { id, method, params });
     tokio::select! {
-        sent = tx.send(Outbound::related(request, related)) => {
+        sent = tx.send(Box::new(Outbound::related(request, related))) => {
             sent.map_err(|_| shared.closed_error())?;
         }
         () = shared.shutdown.cancelled() => return Err(shared.closed_error()),
