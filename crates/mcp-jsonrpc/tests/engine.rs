@@ -725,42 +725,58 @@ async fn local_close_completes_both_sides() {
     assert_eq!(client.close_reason().as_deref(), Some("closed locally"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn slow_reader_backpressure_loses_nothing() {
-    // A tiny pipe: the engine's writer is blocked most of the time, so answers queue up in
-    // every place they can (driver-made error answers and handler responses alike).
-    let (a, b) = tokio::io::duplex(512);
+/// Serves `lines` through a pipe of `pipe` bytes (the engine's writer is blocked most of the
+/// time, so answers queue up wherever they can) and returns one answer per line.
+async fn through_a_tiny_pipe(
+    pipe: usize,
+    builder: mcp_jsonrpc::EngineBuilder,
+    lines: Vec<String>,
+) -> Vec<Value> {
+    let (a, b) = tokio::io::duplex(pipe);
     let (read, write) = tokio::io::split(b);
     let conn = Connection::framed(read, write, Framing::Line, CodecConfig::default());
-    let (_peer, _) = Engine::builder()
-        .queue_capacity(8)
-        .max_in_flight(4)
-        .spawn(conn, TestHandler::default());
+    let (_peer, _) = builder.spawn(conn, TestHandler::default());
     let (raw_read, mut raw_write) = tokio::io::split(a);
-    const N: usize = 3000;
+    let n = lines.len();
     let writer = tokio::spawn(async move {
-        for i in 0..N {
-            let line = if i % 2 == 0 {
+        for line in lines {
+            raw_write.write_all(line.as_bytes()).await.unwrap();
+        }
+        raw_write
+    });
+    let mut reader = BufReader::new(raw_read).lines();
+    let mut answers = Vec::with_capacity(n);
+    for _ in 0..n {
+        let line = tokio::time::timeout(Duration::from_secs(20), reader.next_line())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+            .unwrap();
+        answers.push(serde_json::from_str(&line).unwrap());
+    }
+    let _raw_write = writer.await.unwrap();
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_reader_backpressure_loses_nothing() {
+    // Driver-made error answers and handler responses alike.
+    const N: usize = 3000;
+    let lines = (0..N)
+        .map(|i| {
+            if i % 2 == 0 {
                 "garbage\n".to_owned()
             } else {
                 format!(
                     "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"echo\",\"params\":{{\"i\":{i}}}}}\n"
                 )
-            };
-            raw_write.write_all(line.as_bytes()).await.unwrap();
-        }
-        raw_write
-    });
-    let mut lines = BufReader::new(raw_read).lines();
+            }
+        })
+        .collect();
+    let builder = Engine::builder().queue_capacity(8).max_in_flight(4);
     let mut parse_errors = 0;
     let mut ids = Vec::new();
-    for _ in 0..N {
-        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("an answer in time")
-            .unwrap()
-            .unwrap();
-        let v: Value = serde_json::from_str(&line).unwrap();
+    for v in through_a_tiny_pipe(512, builder, lines).await {
         if v["error"]["code"] == json!(-32700) {
             parse_errors += 1;
         } else {
@@ -768,7 +784,6 @@ async fn slow_reader_backpressure_loses_nothing() {
             ids.push(v["id"].as_u64().unwrap());
         }
     }
-    let _raw_write = writer.await.unwrap();
     ids.sort_unstable();
     assert_eq!(parse_errors, N / 2);
     assert_eq!(
@@ -839,31 +854,9 @@ async fn a_spawned_driver_reports_the_close() {
 async fn error_flood_through_a_tiny_pipe_loses_nothing() {
     // Only driver-made answers: the driver's own queue fills while the writer is blocked, and
     // reading must resume once writing made room.
-    let (a, b) = tokio::io::duplex(256);
-    let (read, write) = tokio::io::split(b);
-    let conn = Connection::framed(read, write, Framing::Line, CodecConfig::default());
-    let (_peer, _) = Engine::builder()
-        .queue_capacity(2)
-        .spawn(conn, TestHandler::default());
-    let (raw_read, mut raw_write) = tokio::io::split(a);
-    const N: usize = 2000;
-    let writer = tokio::spawn(async move {
-        for _ in 0..N {
-            raw_write.write_all(b"{oops\n").await.unwrap();
-        }
-        raw_write
-    });
-    let mut lines = BufReader::new(raw_read).lines();
-    for _ in 0..N {
-        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("an answer in time")
-            .unwrap()
-            .unwrap();
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["error"]["code"], json!(-32700));
-    }
-    let _raw_write = writer.await.unwrap();
+    let lines = vec!["{oops\n".to_owned(); 2000];
+    let answers = through_a_tiny_pipe(256, Engine::builder().queue_capacity(2), lines).await;
+    assert!(answers.iter().all(|v| v["error"]["code"] == json!(-32700)));
 }
 
 /// Records notifications synchronously; `seen` answers how many it has handled.

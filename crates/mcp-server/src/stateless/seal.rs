@@ -112,13 +112,28 @@ impl SealingKey {
 
 /// The request a sealed state belongs to. A state sealed for one binding does not open for
 /// another, so an answer given for one call cannot be replayed into a different one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// The digest of the arguments is computed only when a state is sealed or opened: most
+/// requests never need it.
+#[derive(Debug, Clone)]
 pub struct Binding {
     method: String,
     target: String,
-    arguments: [u8; DIGEST_LEN],
+    arguments: Option<Value>,
+    digest: std::sync::OnceLock<[u8; DIGEST_LEN]>,
     subject: [u8; DIGEST_LEN],
 }
+
+impl PartialEq for Binding {
+    fn eq(&self, other: &Self) -> bool {
+        self.method == other.method
+            && self.target == other.target
+            && self.subject == other.subject
+            && self.arguments_digest() == other.arguments_digest()
+    }
+}
+
+impl Eq for Binding {}
 
 impl Binding {
     /// A binding to `method` (`tools/call`, `prompts/get`, `resources/read`) and its target
@@ -127,7 +142,8 @@ impl Binding {
         Self {
             method: method.into(),
             target: target.into(),
-            arguments: digest_arguments(None),
+            arguments: None,
+            digest: std::sync::OnceLock::new(),
             subject: [0; DIGEST_LEN],
         }
     }
@@ -135,8 +151,15 @@ impl Binding {
     /// Binds the request's arguments too (absent and `{}` are the same); object key order does
     /// not matter.
     pub fn arguments(mut self, arguments: Option<&Value>) -> Self {
-        self.arguments = digest_arguments(arguments);
+        self.arguments = arguments.cloned();
+        self.digest = std::sync::OnceLock::new();
         self
+    }
+
+    fn arguments_digest(&self) -> [u8; DIGEST_LEN] {
+        *self
+            .digest
+            .get_or_init(|| digest_arguments(self.arguments.as_ref()))
     }
 
     /// Binds the authenticated principal (for example an OAuth subject): another principal
@@ -455,7 +478,7 @@ impl RequestStateSealer {
         raw.extend_from_slice(binding.method.as_bytes());
         raw.extend_from_slice(&target.to_be_bytes());
         raw.extend_from_slice(binding.target.as_bytes());
-        raw.extend_from_slice(&binding.arguments);
+        raw.extend_from_slice(&binding.arguments_digest());
         raw.extend_from_slice(&binding.subject);
         raw.extend_from_slice(&state.round.to_be_bytes());
         raw.extend_from_slice(&body);
@@ -519,7 +542,7 @@ impl RequestStateSealer {
                 presented: binding.target.clone(),
             });
         }
-        if arguments != binding.arguments {
+        if arguments != binding.arguments_digest() {
             return Err(StateError::WrongArguments);
         }
         if subject != binding.subject {

@@ -5,7 +5,8 @@ use base64::Engine as _;
 use http::request::Parts;
 use http::{HeaderMap, Response, StatusCode};
 use mcp_jsonrpc::{ErrorObject, Id, Message, codes};
-use serde_json::{Map, Value};
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::McpParamHeaders;
 use super::body::{HttpBody, rpc_error};
@@ -69,23 +70,43 @@ pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'
     }
 }
 
+/// The members of a request's params the transport checks, borrowed from the body: nothing
+/// is decoded beyond them.
 #[derive(serde::Deserialize, Default)]
-struct Envelope {
-    #[serde(rename = "_meta")]
-    meta: Option<Map<String, Value>>,
-    name: Option<Value>,
-    uri: Option<Value>,
-    #[serde(rename = "taskId")]
-    task_id: Option<Value>,
+struct Envelope<'a> {
+    #[serde(rename = "_meta", borrow)]
+    meta: Option<MetaEnvelope<'a>>,
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    uri: Option<&'a RawValue>,
+    #[serde(rename = "taskId", borrow)]
+    task_id: Option<&'a RawValue>,
 }
 
-fn envelope(message: &Message) -> Option<Envelope> {
+#[derive(serde::Deserialize, Default)]
+struct MetaEnvelope<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
+    protocol_version: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow)]
+    client_capabilities: Option<&'a RawValue>,
+}
+
+fn envelope(message: &Message) -> Option<Envelope<'_>> {
     let params = match message {
         Message::Request(r) => r.params.as_ref(),
         Message::Notification(n) => n.params.as_ref(),
         Message::Response(_) => None,
     }?;
     serde_json::from_str(params.get()).ok()
+}
+
+/// A raw JSON value as the string it holds, or its compact JSON text when it is not a string.
+fn raw_text(raw: &RawValue) -> Option<String> {
+    match serde_json::from_str::<Value>(raw.get()).ok()? {
+        Value::String(s) => Some(s),
+        other => Some(other.to_string()),
+    }
 }
 
 /// Whether a POST without a session belongs to the stateless path: a request whose `_meta`
@@ -100,7 +121,7 @@ pub(crate) fn is_stateless(parts: &Parts, single: Option<&Message>) -> bool {
     match single {
         Some(m @ Message::Request(_)) => envelope(m)
             .and_then(|e| e.meta)
-            .is_some_and(|meta| meta.contains_key(META_PROTOCOL_VERSION)),
+            .is_some_and(|meta| meta.protocol_version.is_some()),
         _ => false,
     }
 }
@@ -158,8 +179,8 @@ pub(crate) fn validate(
     let env = envelope(message).unwrap_or_default();
     if let Message::Request(_) = message {
         let meta = env.meta.as_ref();
-        let body_version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION));
-        let caps = meta.and_then(|m| m.get(META_CLIENT_CAPABILITIES));
+        let body_version = meta.and_then(|m| m.protocol_version);
+        let caps = meta.and_then(|m| m.client_capabilities);
         let Some(body_version) = body_version else {
             return Err(reject(
                 message,
@@ -168,7 +189,7 @@ pub(crate) fn validate(
                 )),
             ));
         };
-        if !caps.is_some_and(Value::is_object) {
+        if !caps.is_some_and(|c| c.get().trim_start().starts_with('{')) {
             return Err(reject(
                 message,
                 ErrorObject::invalid_params(format!(
@@ -176,7 +197,9 @@ pub(crate) fn validate(
                 )),
             ));
         }
-        let Some(body_version) = body_version.as_str() else {
+        let Some(body_version) =
+            serde_json::from_str::<std::borrow::Cow<'_, str>>(body_version.get()).ok()
+        else {
             return Err(reject(
                 message,
                 ErrorObject::invalid_params(format!("{META_PROTOCOL_VERSION} must be a string")),
@@ -220,16 +243,12 @@ pub(crate) fn validate(
             _ => return Err(mismatch(message, "the Mcp-Method header is required")),
         }
         let name_field = match method {
-            "tools/call" | "prompts/get" => env.name.as_ref(),
-            "resources/read" => env.uri.as_ref(),
-            "tasks/get" | "tasks/update" | "tasks/cancel" => env.task_id.as_ref(),
+            "tools/call" | "prompts/get" => env.name,
+            "resources/read" => env.uri,
+            "tasks/get" | "tasks/update" | "tasks/cancel" => env.task_id,
             _ => None,
         };
-        if let Some(field) = name_field {
-            let expected = match field {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+        if let Some(expected) = name_field.and_then(|f| raw_text(f)) {
             match header(headers, MCP_NAME) {
                 Ok(Some(h)) if h == expected => {}
                 Ok(Some(h)) => {
