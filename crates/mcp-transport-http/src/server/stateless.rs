@@ -248,7 +248,7 @@ pub(crate) fn validate(
             "tasks/get" | "tasks/update" | "tasks/cancel" => env.task_id,
             _ => None,
         };
-        if let Some(expected) = name_field.and_then(|f| raw_text(f)) {
+        if let Some(expected) = name_field.and_then(raw_text) {
             match header(headers, MCP_NAME) {
                 Ok(Some(h)) if h == expected => {}
                 Ok(Some(h)) => {
