@@ -77,6 +77,21 @@ fn lower(
     raw: &RawValue,
     kind: ResultType,
 ) -> Result<Box<RawValue>, ErrorObject> {
+    if kind == ResultType::Complete {
+        if let Some(lowered) = lower_complete_in_place(server, method, raw) {
+            return Ok(lowered);
+        }
+    }
+    lower_via_value(server, method, raw, kind)
+}
+
+/// [`lower`] through a decoded value: the general path.
+fn lower_via_value(
+    server: &Server,
+    method: &str,
+    raw: &RawValue,
+    kind: ResultType,
+) -> Result<Box<RawValue>, ErrorObject> {
     let mut value: Value = serde_json::from_str(raw.get()).map_err(internal)?;
     let Value::Object(map) = &mut value else {
         return Ok(raw.to_owned());
@@ -85,6 +100,40 @@ fn lower(
     let hint = inner.options.cache.for_method(method);
     wire::lower_result(method, map, kind, Some(&inner.info), hint).map_err(internal)?;
     mcp_jsonrpc::to_raw(map).map_err(internal)
+}
+
+/// [`lower`] for a complete result without members the lowering would have to merge with
+/// (`_meta`, `resultType`, caching hints): the envelope members are written in front of the
+/// result's own, with no decoding. `None` when the text might hold any of those members (an
+/// escape could spell one), so the general path decides.
+fn lower_complete_in_place(server: &Server, method: &str, raw: &RawValue) -> Option<Box<RawValue>> {
+    const MERGED: [&str; 4] = ["\"_meta\"", "\"resultType\"", "\"ttlMs\"", "\"cacheScope\""];
+    let text = raw.get();
+    let members = text.strip_prefix('{')?;
+    if text.contains('\\') || MERGED.iter().any(|m| text.contains(m)) {
+        return None;
+    }
+    let inner = &server.inner;
+    let info = serde_json::to_string(&inner.info).ok()?;
+    let mut out = String::with_capacity(text.len() + info.len() + 128);
+    out.push_str("{\"resultType\":\"complete\",\"_meta\":{\"");
+    out.push_str(wire::META_SERVER_INFO);
+    out.push_str("\":");
+    out.push_str(&info);
+    out.push('}');
+    if wire::CACHEABLE_METHODS.contains(&method) {
+        let hint = inner.options.cache.for_method(method).unwrap_or_default();
+        out.push_str(",\"ttlMs\":");
+        out.push_str(&hint.ttl_ms.to_string());
+        out.push_str(",\"cacheScope\":\"");
+        out.push_str(hint.scope.as_str());
+        out.push('"');
+    }
+    if !members.trim_start().starts_with('}') {
+        out.push(',');
+    }
+    out.push_str(members);
+    RawValue::from_string(out).ok()
 }
 
 /// Whether the server's capabilities cover a method: without `tools` (`prompts`, `resources`,
@@ -106,7 +155,11 @@ struct IsError {
 }
 
 fn is_error_result(raw: &RawValue) -> bool {
-    serde_json::from_str::<IsError>(raw.get()).is_ok_and(|r| r.is_error == Some(true))
+    let text = raw.get();
+    if !text.contains("isError") && !text.contains('\\') {
+        return false;
+    }
+    serde_json::from_str::<IsError>(text).is_ok_and(|r| r.is_error == Some(true))
 }
 
 /// Serves one stateless request.
@@ -318,5 +371,71 @@ mod classify_tests {
     #[test]
     fn methods_of_the_stateless_revision_only_are_stateless_without_meta() {
         assert!(classify("server/discover", None).is_some());
+    }
+}
+
+#[cfg(test)]
+mod lower_tests {
+    use super::*;
+    use crate::model::Implementation;
+
+    fn server() -> Server {
+        Server::builder(Implementation::new("lower-test", "1.0.0"))
+            .build()
+            .unwrap()
+    }
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn lowering_in_place_equals_lowering_through_a_value() {
+        let server = server();
+        for (method, result) in [
+            ("tools/call", r#"{"content":[{"type":"text","text":"hi"}]}"#),
+            ("tools/call", r#"{"content":[],"isError":true}"#),
+            ("tools/list", r#"{"tools":[]}"#),
+            ("resources/read", r#"{"contents":[]}"#),
+            ("ping", "{}"),
+            ("ping", "{ }"),
+        ] {
+            let fast = lower_complete_in_place(&server, method, &raw(result))
+                .unwrap_or_else(|| panic!("{method} {result} takes the general path"));
+            let general =
+                lower_via_value(&server, method, &raw(result), ResultType::Complete).unwrap();
+            let fast: Value = serde_json::from_str(fast.get()).unwrap();
+            let general: Value = serde_json::from_str(general.get()).unwrap();
+            assert_eq!(fast, general, "{method} {result}");
+        }
+    }
+
+    #[test]
+    fn results_with_members_to_merge_take_the_general_path() {
+        let server = server();
+        for result in [
+            r#"{"_meta":{"a":1},"content":[]}"#,
+            r#"{"content":[],"resultType":"complete"}"#,
+            r#"{"tools":[],"ttlMs":5}"#,
+            r#"{"\u005fmeta":{},"content":[]}"#,
+            "[1,2]",
+        ] {
+            assert!(
+                lower_complete_in_place(&server, "tools/list", &raw(result)).is_none(),
+                "{result}"
+            );
+        }
+        // And the general path merges them.
+        let merged = lower(
+            &server,
+            "tools/list",
+            &raw(r#"{"_meta":{"a":1},"tools":[],"ttlMs":5}"#),
+            ResultType::Complete,
+        )
+        .unwrap();
+        let merged: Value = serde_json::from_str(merged.get()).unwrap();
+        assert_eq!(merged["_meta"]["a"], 1);
+        assert_eq!(merged["ttlMs"], 5);
+        assert!(merged["_meta"][wire::META_SERVER_INFO].is_object());
     }
 }
