@@ -95,7 +95,8 @@ impl Slot {
 struct State {
     routes: HashMap<Id, u64>,
     original: HashMap<Id, Id>,
-    slots: HashMap<u64, Slot>,
+    /// Boxed: the table of an idle session then holds pointers, not whole slots.
+    slots: HashMap<u64, Box<Slot>>,
     next_slot: u64,
     next_internal: i64,
     protocol_version: Option<String>,
@@ -212,7 +213,7 @@ impl Hub {
         };
         state.slots.insert(
             STANDALONE,
-            Slot::new(Mode::Detached(VecDeque::new()), resumable),
+            Box::new(Slot::new(Mode::Detached(VecDeque::new()), resumable)),
         );
         let hub = Arc::new(Hub {
             kind,
@@ -403,7 +404,7 @@ impl Hub {
                 );
                 slot.sse_allowed = sse_allowed;
                 slot.batch = batch;
-                st.slots.insert(key, slot);
+                st.slots.insert(key, Box::new(slot));
                 slot_key = Some((key, reply_rx));
             }
             for m in messages {
