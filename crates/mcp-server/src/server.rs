@@ -17,6 +17,7 @@ use mcp_types::{
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::context::{BoxFuture, RequestContext, StateMap};
 use crate::error::{BuildError, resource_not_found};
@@ -214,6 +215,8 @@ impl ServerOptions {
 
 pub(crate) struct ServerInner {
     pub(crate) info: Implementation,
+    /// `info` encoded once, for the `serverInfo` of every stateless result.
+    pub(crate) info_json: Box<RawValue>,
     pub(crate) instructions: Option<String>,
     pub(crate) handler: Arc<dyn ServerHandler>,
     pub(crate) registry: Arc<Registry>,
@@ -738,6 +741,8 @@ impl ServerBuilder {
         let tasks = Arc::new(TaskStore::new(self.options.tasks));
         Ok(Server {
             inner: Arc::new(ServerInner {
+                info_json: mcp_jsonrpc::to_raw(&self.info)
+                    .map_err(|_| BuildError::InvalidOption("the server info does not encode"))?,
                 info: self.info,
                 instructions: self.instructions,
                 handler,

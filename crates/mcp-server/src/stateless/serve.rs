@@ -114,12 +114,12 @@ fn lower_complete_in_place(server: &Server, method: &str, raw: &RawValue) -> Opt
         return None;
     }
     let inner = &server.inner;
-    let info = serde_json::to_string(&inner.info).ok()?;
+    let info = inner.info_json.get();
     let mut out = String::with_capacity(text.len() + info.len() + 128);
     out.push_str("{\"resultType\":\"complete\",\"_meta\":{\"");
     out.push_str(wire::META_SERVER_INFO);
     out.push_str("\":");
-    out.push_str(&info);
+    out.push_str(info);
     out.push('}');
     if wire::CACHEABLE_METHODS.contains(&method) {
         let hint = inner.options.cache.for_method(method).unwrap_or_default();

@@ -372,6 +372,26 @@ mod tests {
             code(validate(&c, &parts(&ok_headers), &no_caps).unwrap_err()).1,
             codes::INVALID_PARAMS
         );
+        for bad_meta in [
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": []}),
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": "all"}),
+            json!({"io.modelcontextprotocol/protocolVersion": 20260728, "io.modelcontextprotocol/clientCapabilities": {}}),
+        ] {
+            let bad = request("tools/call", json!({"name": "echo", "_meta": bad_meta}));
+            assert_eq!(
+                code(validate(&c, &parts(&ok_headers), &bad).unwrap_err()).1,
+                codes::INVALID_PARAMS,
+                "{bad_meta}"
+            );
+        }
+        // The body's name is compared decoded: an escape in it still matches the header.
+        let params = serde_json::value::RawValue::from_string(
+            r#"{"name":"ec\u0068o","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#
+                .to_owned(),
+        )
+        .unwrap();
+        let escaped = Message::Request(mcp_jsonrpc::Request::new(7, "tools/call", Some(params)));
+        assert!(validate(&c, &parts(&ok_headers), &escaped).is_ok());
         let other = [
             ("mcp-protocol-version", "2026-07-28"),
             ("mcp-method", "tools/call"),
