@@ -42,7 +42,11 @@ fn mcp() -> &'static Path {
         };
         let mut target_dir = profile_dir.parent().expect("a target directory");
         let mut triple = None;
-        if !target_dir.join("CACHEDIR.TAG").exists() {
+        // Cargo marks the root of a target dir it created with CACHEDIR.TAG, and keeps its
+        // rustc cache there (a target dir that existed before cargo first ran lacks the tag).
+        let is_root =
+            |d: &Path| d.join("CACHEDIR.TAG").exists() || d.join(".rustc_info.json").exists();
+        if !is_root(target_dir) && target_dir.parent().is_some_and(is_root) {
             // A cross build: <target>/<triple>/<profile>.
             triple = target_dir.file_name().and_then(|n| n.to_str());
             target_dir = target_dir.parent().expect("a target directory");
