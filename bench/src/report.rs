@@ -258,10 +258,10 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
          (blocking `BufReader`/`BufWriter`, `serde_json` into borrowed structs, one flush per batch of \
          pending input) and `limit-http` (bare hyper 1, HTTP/1.1 keep-alive, `TCP_NODELAY`, \
          `application/json` answers, a session id per `initialize`) do the same work with nothing else.\n\
-         - \"SDK on non-blocking pipes (experiment)\" rows serve the same `Server` with `serve_io` over \
-         stdin/stdout registered with tokio's reactor as pipes (`sdk-echo --stdio-pipes`) instead of \
-         `tokio::io::stdin()`/`stdout()`, which hop through the blocking thread pool on every read and \
-         write: they show how much of the stdio gap is the transport.\n\
+         - Rows marked \"(experiment)\" serve the same `Server` on a current-thread runtime \
+         (`sdk-echo --threads 0`, like `#[tokio::main(flavor = \"current_thread\")]`) instead of \
+         tokio's default multi-threaded one: a stdio server has one connection, and these rows show \
+         what the runtime choice costs per call and at start-up.\n\
          - Driver: `driver` speaks raw JSON-RPC and never uses the SDK, so it measures the server. \
          stdio: blocking pipe I/O (a writer and a reader thread when requests are in flight). \
          HTTP: hyper's client on one thread, one keep-alive connection per request in flight. Every \

@@ -1,7 +1,7 @@
 //! The echo server written with the SDK, the way its documentation shows: one typed tool
 //! `echo` (input `{text}`, output the text as one text content block).
 //!
-//! Usage: `sdk-echo --stdio|--stdio-pipes|--http ADDR [--stateless] [--threads N]` (`--threads 0`:
+//! Usage: `sdk-echo --stdio|--http ADDR [--stateless] [--threads N]` (`--threads 0`:
 //! a single-threaded runtime; default: tokio's multi-threaded runtime with one worker per
 //! available core, like `#[tokio::main]`). `--http` serves Streamable HTTP at `http://ADDR/mcp`
 //! with `StreamableHttpService` and `Server::connection_handler` (64 open request streams per
@@ -35,9 +35,6 @@ fn server() -> Result<Server, mcp_server::BuildError> {
 
 enum Mode {
     Stdio,
-    /// stdin/stdout registered with the runtime's reactor as non-blocking pipes (they must be
-    /// pipes), instead of tokio's stdin/stdout which hop through the blocking thread pool.
-    StdioPipes,
     /// Streamable HTTP on this address; `stateful: false` hands out no session ids.
     Http {
         addr: SocketAddr,
@@ -54,17 +51,13 @@ fn config() -> Result<Config, ArgError> {
     let mut args = Args::from_env();
     let mode = if args.flag("--stdio") {
         Mode::Stdio
-    } else if args.flag("--stdio-pipes") {
-        Mode::StdioPipes
     } else if let Some(addr) = args.parsed_opt::<SocketAddr>("--http")? {
         Mode::Http {
             addr,
             stateful: !args.flag("--stateless"),
         }
     } else {
-        return Err(ArgError(
-            "give --stdio, --stdio-pipes or --http ADDR".into(),
-        ));
+        return Err(ArgError("give --stdio or --http ADDR".into()));
     };
     // `None`: tokio's default, one worker per available core (like `#[tokio::main]`).
     let config = Config {
@@ -106,14 +99,6 @@ fn main() -> ExitCode {
         runtime.block_on(async {
             match config.mode {
                 Mode::Stdio => Ok(server.serve_stdio().await?),
-                Mode::StdioPipes => {
-                    use std::os::fd::AsFd;
-                    let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
-                    let stdout = std::io::stdout().as_fd().try_clone_to_owned()?;
-                    let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(stdin)?;
-                    let writer = tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?;
-                    Ok(server.serve_io(reader, writer).await?)
-                }
                 Mode::Http { addr, stateful } => {
                     // The transport allows 16 open request streams per session by default; the
                     // load driver keeps up to 32 requests in flight on one session.
