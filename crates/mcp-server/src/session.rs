@@ -106,14 +106,19 @@ impl Session {
 struct SessionChannel {
     peer: Peer,
     scope: Arc<ClientScope>,
-    /// Answers gathered for an [`InputRequired`](crate::InputRequired) handler.
-    inputs: Arc<SessionInputs>,
+    /// Answers gathered for an [`InputRequired`](crate::InputRequired) handler; made on the
+    /// first ask (most requests never ask).
+    inputs: OnceLock<Arc<SessionInputs>>,
     max_input_rounds: u16,
     /// [`ServerOptions::force_input_replay`](crate::ServerOptions::force_input_replay).
     replay: bool,
 }
 
 impl SessionChannel {
+    fn inputs(&self) -> &Arc<SessionInputs> {
+        self.inputs.get_or_init(Arc::default)
+    }
+
     /// Replay mode: an ask is answered from an earlier round or recorded, never sent now.
     fn replayed(
         &self,
@@ -121,11 +126,11 @@ impl SessionChannel {
         method: &'static str,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, CallError> {
-        if let Some(answer) = self.inputs.response(key) {
+        if let Some(answer) = self.inputs().response(key) {
             return mcp_jsonrpc::to_raw(&answer)
                 .map_err(|e| CallError::InvalidResponse(e.to_string()));
         }
-        self.inputs.pend(key, input_request(method, params)?);
+        self.inputs().pend(key, input_request(method, params)?);
         Err(CallError::InputRequired)
     }
 }
@@ -164,11 +169,11 @@ impl ClientChannel for SessionChannel {
     }
 
     fn input_response(&self, key: &str) -> Option<InputResponse> {
-        self.inputs.response(key)
+        self.inputs.get()?.response(key)
     }
 
     fn input_state(&self) -> Option<serde_json::Value> {
-        self.inputs.state()
+        self.inputs.get()?.state()
     }
 
     fn input_required(
@@ -179,7 +184,7 @@ impl ClientChannel for SessionChannel {
         Box::pin(shim::fulfil(
             self.peer.clone(),
             Arc::clone(&self.scope),
-            Arc::clone(&self.inputs),
+            Arc::clone(self.inputs()),
             ask,
             cancel.clone(),
             self.max_input_rounds,
@@ -188,7 +193,7 @@ impl ClientChannel for SessionChannel {
 
     fn take_pending(&self) -> Option<InputRequired> {
         if self.replay {
-            self.inputs.take_pending()
+            self.inputs.get()?.take_pending()
         } else {
             None
         }
@@ -213,34 +218,38 @@ struct SessionEndpoint<'a> {
     rpc: &'a mcp_jsonrpc::RequestContext,
 }
 
+impl SessionEndpoint<'_> {
+    async fn serve(&self, request: Request) -> Result<Box<RawValue>, ErrorObject> {
+        match request.method.as_str() {
+            "initialize" => {
+                return self.session.initialize(request.params.as_deref(), self.rpc);
+            }
+            "ping" => return empty(),
+            _ => {}
+        }
+        let Some(scope) = self.session.scope.get() else {
+            return Err(not_initialized(&request.method));
+        };
+        let options = &self.session.server.inner.options;
+        let origin = Origin {
+            scope: Arc::clone(scope),
+            channel: Arc::new(SessionChannel {
+                peer: self.rpc.peer().clone(),
+                scope: Arc::clone(scope),
+                inputs: OnceLock::new(),
+                max_input_rounds: options.max_input_rounds,
+                replay: options.force_input_replay,
+            }),
+            cancel: self.rpc.cancellation().clone(),
+            subscriptions: Some(&self.session.subscriptions),
+        };
+        dispatch(&self.session.server, origin, request).await
+    }
+}
+
 impl Endpoint for SessionEndpoint<'_> {
     fn call(&self, request: Request) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>> {
-        Box::pin(async move {
-            match request.method.as_str() {
-                "initialize" => {
-                    return self.session.initialize(request.params.as_deref(), self.rpc);
-                }
-                "ping" => return empty(),
-                _ => {}
-            }
-            let Some(scope) = self.session.scope.get() else {
-                return Err(not_initialized(&request.method));
-            };
-            let options = &self.session.server.inner.options;
-            let origin = Origin {
-                scope: Arc::clone(scope),
-                channel: Arc::new(SessionChannel {
-                    peer: self.rpc.peer().clone(),
-                    scope: Arc::clone(scope),
-                    inputs: Arc::default(),
-                    max_input_rounds: options.max_input_rounds,
-                    replay: options.force_input_replay,
-                }),
-                cancel: self.rpc.cancellation().clone(),
-                subscriptions: Some(&self.session.subscriptions),
-            };
-            dispatch(&self.session.server, origin, request).await
-        })
+        Box::pin(self.serve(request))
     }
 }
 
@@ -268,7 +277,12 @@ impl Handler for SessionHandler {
             extensions: cx.extensions().clone(),
         };
         let chain = &session.server.inner.middleware;
+        // Without middleware the endpoint is called in place: the chain's boxed future (one
+        // allocation per request) is only for servers that have one.
         if stateless.is_some() {
+            if chain.is_empty() {
+                return serve::serve(&session.server, &cx, request).await;
+            }
             let endpoint = StatelessEndpoint {
                 server: &session.server,
                 rpc: &cx,
@@ -281,6 +295,9 @@ impl Handler for SessionHandler {
             .await;
         }
         let endpoint = SessionEndpoint { session, rpc: &cx };
+        if chain.is_empty() {
+            return endpoint.serve(request).await;
+        }
         Next {
             chain,
             endpoint: &endpoint,

@@ -589,12 +589,18 @@ async fn run_handler<H: Handler>(
     let id = request.id.clone();
     let token = cx.cancel.clone();
     let method = request.method.clone();
-    let run = AssertUnwindSafe(handler.handle_request(request, cx)).catch_unwind();
-    let outcome = tokio::select! {
-        biased;
-        () = token.cancelled() => None,
-        r = run => Some(r),
-    };
+    // Both futures are pinned where they are built: the handler's future is the largest
+    // value of a request (its whole call chain), and `select!` would move it once more.
+    let mut run =
+        std::pin::pin!(AssertUnwindSafe(handler.handle_request(request, cx)).catch_unwind());
+    let mut cancelled = std::pin::pin!(token.cancelled());
+    let outcome = std::future::poll_fn(|cx| {
+        if cancelled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        run.as_mut().poll(cx).map(Some)
+    })
+    .await;
     lock(&shared.inflight).remove(&id);
     let result = match outcome {
         None => return None,
