@@ -281,7 +281,9 @@ impl Handler for SessionHandler {
         // allocation per request) is only for servers that have one.
         if stateless.is_some() {
             if chain.is_empty() {
-                return serve::serve(&session.server, &cx, request).await;
+                // Boxed: the stateless future is large, and held in place it would size every
+                // request's future on this connection.
+                return Box::pin(serve::serve(&session.server, &cx, request)).await;
             }
             let endpoint = StatelessEndpoint {
                 server: &session.server,

@@ -20,7 +20,7 @@ pub use peer::{Peer, Progress, RequestOptions, ResponseFuture};
 
 use crate::connection::{Connection, Extensions};
 use crate::error::{ErrorObject, TransportError};
-use crate::id::Id;
+use crate::id::{Id, IdMap};
 use crate::message::{Notification, Request};
 
 /// The method of the cancellation notification.
@@ -389,8 +389,8 @@ struct CancelNotice {
 struct Shared {
     config: Config,
     next_id: AtomicI64,
-    pending: Mutex<std::collections::HashMap<Id, Pending>>,
-    inflight: Mutex<std::collections::HashMap<Id, CancellationToken>>,
+    pending: Mutex<IdMap<Pending>>,
+    inflight: Mutex<IdMap<CancellationToken>>,
     cancels: Mutex<Vec<CancelNotice>>,
     driver_waker: AtomicWaker,
     close_requested: AtomicBool,
