@@ -18,7 +18,19 @@ use crate::message::{Inbound, Message, Notification, Request, Response};
 
 /// Decodes one frame. `max_batch` is `None` when a batch is not acceptable at all.
 pub(crate) fn decode_frame(bytes: &[u8], max_batch: Option<usize>) -> Result<Inbound, FrameError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // One pass over the whole frame for UTF-8 is cheaper than the parser's check of every
+    // string (and of the raw params) on its own; a frame that is not UTF-8 is parsed from the
+    // bytes, so its error is the parser's, with the position.
+    match std::str::from_utf8(bytes) {
+        Ok(text) => decode_from(serde_json::Deserializer::from_str(text), max_batch),
+        Err(_) => decode_from(serde_json::Deserializer::from_slice(bytes), max_batch),
+    }
+}
+
+fn decode_from<'de, R: serde_json::de::Read<'de>>(
+    mut de: serde_json::Deserializer<R>,
+    max_batch: Option<usize>,
+) -> Result<Inbound, FrameError> {
     let top = de
         .deserialize_any(TopVisitor { max_batch })
         .map_err(FrameError::Parse)?;
