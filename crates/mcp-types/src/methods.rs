@@ -13,6 +13,10 @@
 //! assert!(!methods::lookup("server/discover").unwrap().available_in(ProtocolVersion::V2025_06_18));
 //! ```
 
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::OnceLock;
+
 use crate::ProtocolVersion;
 
 pub use crate::generated::methods::*;
@@ -103,11 +107,60 @@ impl MethodInfo {
 }
 
 /// The method called `name`, if any revision defines it.
+///
+/// Every request is looked up (routing, and telling the eras apart), so this is a hash
+/// table built on first use rather than a binary search over the names.
 pub fn lookup(name: &str) -> Option<&'static MethodInfo> {
-    METHODS
-        .binary_search_by(|m| m.name.cmp(name))
-        .ok()
-        .and_then(|i| METHODS.get(i))
+    static TABLE: OnceLock<HashMap<&'static str, &'static MethodInfo, BuildNameHasher>> =
+        OnceLock::new();
+    TABLE
+        .get_or_init(|| METHODS.iter().map(|m| (m.name, m)).collect())
+        .get(name)
+        .copied()
+}
+
+/// Hashes method names a 64-bit word at a time. The table is fixed and small, so names made
+/// to collide cost at most a walk over it.
+#[derive(Default, Clone, Copy)]
+struct BuildNameHasher;
+
+impl BuildHasher for BuildNameHasher {
+    type Hasher = NameHasher;
+
+    fn build_hasher(&self) -> NameHasher {
+        NameHasher(0)
+    }
+}
+
+struct NameHasher(u64);
+
+impl NameHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        self.add(u64::from_le_bytes(word) ^ ((bytes.len() as u64) << 56));
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// Every method of every revision, sorted by name.
@@ -118,4 +171,27 @@ pub fn all() -> &'static [MethodInfo] {
 /// The methods `rev` defines; a method outside this set gets `-32601` (method not found).
 pub fn for_revision(rev: ProtocolVersion) -> impl Iterator<Item = &'static MethodInfo> {
     METHODS.iter().filter(move |m| m.available_in(rev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_finds_every_method_and_nothing_else() {
+        for m in all() {
+            assert_eq!(lookup(m.name), Some(m), "{}", m.name);
+        }
+        assert!(all().windows(2).all(|w| w[0].name < w[1].name), "sorted");
+        for name in [
+            "",
+            "tools/cal",
+            "tools/calls",
+            "Tools/call",
+            "tools/call\0",
+            "x",
+        ] {
+            assert_eq!(lookup(name), None, "{name:?}");
+        }
+    }
 }
