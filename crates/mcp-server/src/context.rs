@@ -188,7 +188,7 @@ pub struct RequestContext {
     pub(crate) request_id: Id,
     pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) cancel: CancellationToken,
-    pub(crate) extensions: Arc<Extensions>,
+    pub(crate) extensions: Extensions,
     pub(crate) uri: Option<Arc<str>>,
     pub(crate) server: crate::Server,
 }

@@ -142,14 +142,13 @@ pub(crate) async fn dispatch(
         cancel,
         subscriptions,
     } = origin;
-    let extensions = Arc::new(extensions);
     let cx = |meta: Option<&Meta>| RequestContext {
         scope: Arc::clone(&scope),
         channel: Arc::clone(&channel),
         request_id: id.clone(),
         progress_token: progress_token(meta),
         cancel: cancel.clone(),
-        extensions: Arc::clone(&extensions),
+        extensions: extensions.clone(),
         uri: None,
         server: server.clone(),
     };
