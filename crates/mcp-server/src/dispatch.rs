@@ -142,13 +142,15 @@ pub(crate) async fn dispatch(
         cancel,
         subscriptions,
     } = origin;
-    let cx = |meta: Option<&Meta>| RequestContext {
-        scope: Arc::clone(&scope),
-        channel: Arc::clone(&channel),
-        request_id: id.clone(),
+    // Called once, in whichever arm runs: the request's values move into the context (no
+    // reference count or cancellation-token clone per request).
+    let cx = move |meta: Option<&Meta>| RequestContext {
+        scope,
+        channel,
+        request_id: id,
         progress_token: progress_token(meta),
-        cancel: cancel.clone(),
-        extensions: extensions.clone(),
+        cancel,
+        extensions,
         uri: None,
         server: server.clone(),
     };
@@ -158,7 +160,7 @@ pub(crate) async fn dispatch(
         "ping" => empty(),
         "logging/setLevel" => {
             let p: SetLevelRequestParams = params(raw)?;
-            scope.log.set(p.level);
+            cx(p.meta.as_ref()).scope.log.set(p.level);
             empty()
         }
         "tools/list" => {

@@ -439,3 +439,30 @@ mod lower_tests {
         assert!(merged["_meta"][wire::META_SERVER_INFO].is_object());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::may_have_meta;
+
+    #[test]
+    fn meta_is_looked_for_by_name_and_behind_escapes() {
+        for yes in [
+            r#"{"_meta":{}}"#,
+            r#"{"a_b":1,"_meta":{}}"#,
+            r#"{"_met":1,"x":"_meta"}"#,
+            r#"{"\u005fmeta":{}}"#,
+            r#"{"x":"a\"b"}"#,
+        ] {
+            assert!(may_have_meta(yes), "{yes}");
+        }
+        for no in [
+            "",
+            "_",
+            "{}",
+            r#"{"a_b":"___","_met":"a"}"#,
+            r#"{"text":"meta"}"#,
+        ] {
+            assert!(!may_have_meta(no), "{no}");
+        }
+    }
+}
