@@ -28,15 +28,27 @@ pub enum Id {
     String(String),
 }
 
-/// The engine's tables keyed by request id (requests in flight each way) hash with this
-/// instead of SipHash: a few instructions per id rather than about a hundred and eighty. Ids
-/// come from the peer, so one could make them collide on purpose; the tables are bounded by
-/// the in-flight limits, which caps what colliding ids can cost.
-pub(crate) type IdMap<V> = std::collections::HashMap<Id, V, BuildIdHasher>;
+/// A table keyed by request id, as the engine keeps them (requests in flight each way).
+///
+/// It hashes with [`IdHasher`] instead of SipHash: a few instructions per id rather than about
+/// a hundred and eighty. Ids come from the peer, so one could make them collide on purpose;
+/// keep such tables bounded (by an in-flight limit), which caps what colliding ids can cost.
+///
+/// ```
+/// use mcp_jsonrpc::{Id, IdMap};
+///
+/// let mut inflight = IdMap::default();
+/// inflight.insert(Id::Number(1), "tools/call");
+/// assert_eq!(inflight.get(&Id::Number(1)), Some(&"tools/call"));
+/// ```
+pub type IdMap<V> = std::collections::HashMap<Id, V, BuildIdHasher>;
+
+/// A set of request ids hashed with [`IdHasher`] (see [`IdMap`]).
+pub type IdSet = std::collections::HashSet<Id, BuildIdHasher>;
 
 /// Builds [`IdHasher`]s.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct BuildIdHasher;
+pub struct BuildIdHasher;
 
 impl std::hash::BuildHasher for BuildIdHasher {
     type Hasher = IdHasher;
@@ -46,9 +58,10 @@ impl std::hash::BuildHasher for BuildIdHasher {
     }
 }
 
-/// A multiply-rotate hasher over 64-bit words.
+/// A multiply-rotate hasher over 64-bit words, for request ids and other small keys of
+/// bounded tables (not keyed: do not use it for tables a peer can grow at will).
 #[derive(Debug)]
-pub(crate) struct IdHasher(u64);
+pub struct IdHasher(u64);
 
 impl IdHasher {
     fn add(&mut self, word: u64) {

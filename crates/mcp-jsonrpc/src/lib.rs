@@ -104,5 +104,5 @@ pub use engine::{
     Peer, Progress, RequestContext, RequestOptions, ResponseFuture, batches_allowed_in,
 };
 pub use error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError, codes};
-pub use id::Id;
+pub use id::{BuildIdHasher, Id, IdHasher, IdMap, IdSet};
 pub use message::{Frame, Inbound, Message, Notification, Request, Response, from_raw, to_raw};

@@ -8,7 +8,7 @@
 //! that attach streams (GET, `Last-Event-ID` replay, polling), so a replay never misses an event
 //! that is being stored concurrently.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::SinkExt;
 use mcp_jsonrpc::{
-    Connection, Extensions, Frame, Id, Inbound, Incoming, Message, Notification, Outbound,
-    TransportError,
+    BuildIdHasher, Connection, Extensions, Frame, Id, IdMap, IdSet, Inbound, Incoming, Message,
+    Notification, Outbound, TransportError,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, PollSender};
@@ -68,7 +68,7 @@ enum Mode {
 }
 
 struct Slot {
-    pending: HashSet<Id>,
+    pending: IdSet,
     mode: Mode,
     seq: u64,
     resumable: bool,
@@ -80,7 +80,7 @@ struct Slot {
 impl Slot {
     fn new(mode: Mode, resumable: bool) -> Self {
         Slot {
-            pending: HashSet::new(),
+            pending: IdSet::default(),
             mode,
             seq: 0,
             resumable,
@@ -93,10 +93,11 @@ impl Slot {
 
 #[derive(Default)]
 struct State {
-    routes: HashMap<Id, u64>,
-    original: HashMap<Id, Id>,
-    /// Boxed: the table of an idle session then holds pointers, not whole slots.
-    slots: HashMap<u64, Box<Slot>>,
+    routes: IdMap<u64>,
+    original: IdMap<Id>,
+    /// Boxed: the table of an idle session then holds pointers, not whole slots. Keys are the
+    /// hub's own counter.
+    slots: HashMap<u64, Box<Slot>, BuildIdHasher>,
     next_slot: u64,
     next_internal: i64,
     protocol_version: Option<String>,
