@@ -13,7 +13,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use http::header::{ACCEPT, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
-use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Body;
 use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Inbound, Message, codes};
@@ -31,9 +31,9 @@ use super::store::{
 use super::{SessionId, security};
 
 /// `Mcp-Session-Id`.
-const SESSION_ID: &str = "mcp-session-id";
+const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// `Last-Event-ID`.
-const LAST_EVENT_ID: &str = "last-event-id";
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 /// The JSON-RPC code of transport-level refusals (no such session, forbidden origin, ...).
 const TRANSPORT_ERROR: i64 = -32000;
 const SESSION_NOT_FOUND: i64 = -32001;
@@ -162,9 +162,18 @@ fn accepts(parts: &Parts) -> Accepts {
         json: false,
         sse: false,
     };
-    for item in value.to_str().unwrap_or("").split(',') {
-        let media = item.split(';').next().unwrap_or("").trim();
-        let is = |name: &str| media.eq_ignore_ascii_case(name);
+    // Bytes, not `str` splitting and Unicode trimming: every POST comes through here. A value
+    // that is not visible ASCII accepts nothing, as before.
+    let Ok(value) = value.to_str() else {
+        return a;
+    };
+    for item in value.as_bytes().split(|&b| b == b',') {
+        let media = item
+            .split(|&b| b == b';')
+            .next()
+            .unwrap_or_default()
+            .trim_ascii();
+        let is = |name: &str| media.eq_ignore_ascii_case(name.as_bytes());
         if is("*/*") {
             a.json = true;
             a.sse = true;
@@ -582,7 +591,7 @@ impl Inner {
 
     /// Checks `MCP-Protocol-Version` on session traffic: 400 on an unsupported value.
     fn check_session_version(&self, parts: &Parts) -> Result<(), Response<HttpBody>> {
-        match header(&parts.headers, PROTOCOL_VERSION) {
+        match header(&parts.headers, &PROTOCOL_VERSION) {
             Ok(None) => Ok(()),
             Ok(Some(v)) if self.config.session_versions.iter().any(|s| s == v) => Ok(()),
             Ok(Some(v)) => Err(error_status(
@@ -652,7 +661,7 @@ impl Inner {
             force_sse: mode == ResponseMode::Sse,
             map_status,
         };
-        let session_header = match header(&parts.headers, SESSION_ID) {
+        let session_header = match header(&parts.headers, &SESSION_ID) {
             Ok(v) => v.map(str::to_owned),
             Err(()) => return session_not_found(),
         };
@@ -874,7 +883,7 @@ impl Inner {
                 "Not Acceptable: the GET stream is text/event-stream",
             );
         }
-        let sid = match header(&parts.headers, SESSION_ID) {
+        let sid = match header(&parts.headers, &SESSION_ID) {
             Ok(Some(s)) => s.to_owned(),
             Ok(None) => {
                 return error_status(
@@ -897,7 +906,7 @@ impl Inner {
                 "too many open streams on this session",
             );
         }
-        let (key, after) = match header(&parts.headers, LAST_EVENT_ID) {
+        let (key, after) = match header(&parts.headers, &LAST_EVENT_ID) {
             Ok(None) => (STANDALONE, None),
             Ok(Some(id)) => match Hub::parse_event_id(id) {
                 Some((key, seq)) => (key, Some(seq)),
@@ -947,7 +956,7 @@ impl Inner {
         if !self.config.stateful || !self.config.allow_delete {
             return method_not_allowed("GET, POST");
         }
-        let sid = match header(&parts.headers, SESSION_ID) {
+        let sid = match header(&parts.headers, &SESSION_ID) {
             Ok(Some(s)) => s.to_owned(),
             Ok(None) => {
                 return error_status(
@@ -1132,5 +1141,47 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let this = self.clone();
         Box::pin(async move { Ok(this.handle(request).await) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accepted(value: Option<&[u8]>) -> (bool, bool) {
+        let mut request = http::Request::builder();
+        if let Some(value) = value {
+            let value = HeaderValue::from_bytes(value).expect("a header value");
+            request = request.header(ACCEPT, value);
+        }
+        let (parts, ()) = request.body(()).expect("a request").into_parts();
+        let a = accepts(&parts);
+        (a.json, a.sse)
+    }
+
+    #[test]
+    fn accept_lists_are_read_by_media_type() {
+        assert_eq!(accepted(None), (true, true));
+        assert_eq!(
+            accepted(Some(b"application/json, text/event-stream")),
+            (true, true)
+        );
+        assert_eq!(accepted(Some(b"application/json;q=0.9")), (true, false));
+        assert_eq!(accepted(Some(b"TEXT/EVENT-STREAM")), (false, true));
+        assert_eq!(accepted(Some(b"*/*")), (true, true));
+        assert_eq!(
+            accepted(Some(b"  application/*  ;q=1 ,\ttext/* ")),
+            (true, true)
+        );
+        assert_eq!(
+            accepted(Some(b"text/html, application/xml")),
+            (false, false)
+        );
+        assert_eq!(accepted(Some(b"")), (false, false));
+        // Not visible ASCII: nothing is accepted.
+        assert_eq!(
+            accepted(Some(b"application/json, text/event-stream, \xff")),
+            (false, false)
+        );
     }
 }

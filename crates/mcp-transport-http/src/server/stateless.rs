@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 use http::request::Parts;
-use http::{HeaderMap, Response, StatusCode};
+use http::{HeaderMap, HeaderName, Response, StatusCode};
 use mcp_jsonrpc::{ErrorObject, Id, Message, codes};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -13,11 +13,11 @@ use super::body::{HttpBody, rpc_error};
 use super::config::HttpServerConfig;
 
 /// `MCP-Protocol-Version`.
-pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// `Mcp-Method`.
-pub(crate) const MCP_METHOD: &str = "mcp-method";
+pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 /// `Mcp-Name`.
-pub(crate) const MCP_NAME: &str = "mcp-name";
+pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 /// The prefix of the `Mcp-Param-*` headers.
 pub(crate) const MCP_PARAM_PREFIX: &str = "mcp-param-";
 /// The `_meta` key carrying the protocol version of a stateless request.
@@ -63,7 +63,7 @@ pub(crate) fn retag_subscription(n: &mut mcp_jsonrpc::Notification, internal: &I
 pub(crate) const SESSION_ERA: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
 /// A header's value, trimmed of optional whitespace; `Err` when it is not visible ASCII.
-pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ()> {
+pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Result<Option<&'a str>, ()> {
     match headers.get(name) {
         None => Ok(None),
         Some(v) => v.to_str().map(|s| Some(s.trim())).map_err(|_| ()),
@@ -113,7 +113,7 @@ fn raw_text(raw: &RawValue) -> Option<String> {
 /// names a protocol version, or an `MCP-Protocol-Version` header that is not a session-era one.
 /// `single` is the POST's message when it is not a batch.
 pub(crate) fn is_stateless(parts: &Parts, single: Option<&Message>) -> bool {
-    if let Ok(Some(v)) = header(&parts.headers, PROTOCOL_VERSION) {
+    if let Ok(Some(v)) = header(&parts.headers, &PROTOCOL_VERSION) {
         if !SESSION_ERA.contains(&v) {
             return true;
         }
@@ -161,7 +161,7 @@ pub(crate) fn validate(
     message: &Message,
 ) -> Result<McpParamHeaders, Response<HttpBody>> {
     let headers = &parts.headers;
-    let version = match header(headers, PROTOCOL_VERSION) {
+    let version = match header(headers, &PROTOCOL_VERSION) {
         Ok(Some(v)) => v,
         Ok(None) => {
             return Err(mismatch(
@@ -232,7 +232,7 @@ pub(crate) fn validate(
         return Err(reject(message, error));
     }
     if let Some(method) = message.method() {
-        match header(headers, MCP_METHOD) {
+        match header(headers, &MCP_METHOD) {
             Ok(Some(h)) if h == method => {}
             Ok(Some(h)) => {
                 return Err(mismatch(
@@ -249,7 +249,7 @@ pub(crate) fn validate(
             _ => None,
         };
         if let Some(expected) = name_field.and_then(raw_text) {
-            match header(headers, MCP_NAME) {
+            match header(headers, &MCP_NAME) {
                 Ok(Some(h)) if h == expected => {}
                 Ok(Some(h)) => {
                     return Err(mismatch(
