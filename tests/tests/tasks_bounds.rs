@@ -212,7 +212,15 @@ async fn tasks_belong_to_their_caller() {
             "{message}"
         );
     }
-    let o = as_caller(&h, "alice", "tasks/get", task(&id, json!({}))).await;
+    // The task runs on its own: poll until it has asked (a loaded machine may take a while).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let o = loop {
+        let o = as_caller(&h, "alice", "tasks/get", task(&id, json!({}))).await;
+        if o.result()["status"] != "working" || tokio::time::Instant::now() >= deadline {
+            break o;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(o.result()["status"], "input_required", "{}", o.response);
     assert!(
         o.result()["inputRequests"]
