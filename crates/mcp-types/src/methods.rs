@@ -119,8 +119,8 @@ pub fn lookup(name: &str) -> Option<&'static MethodInfo> {
         .copied()
 }
 
-/// Hashes method names a 64-bit word at a time. The table is fixed and small, so names made
-/// to collide cost at most a walk over it.
+/// Hashes method names with FNV-1a: names are short, and the table is fixed and small, so
+/// names made to collide cost at most a walk over it.
 #[derive(Default, Clone, Copy)]
 struct BuildNameHasher;
 
@@ -128,34 +128,17 @@ impl BuildHasher for BuildNameHasher {
     type Hasher = NameHasher;
 
     fn build_hasher(&self) -> NameHasher {
-        NameHasher(0)
+        NameHasher(0xcbf2_9ce4_8422_2325)
     }
 }
 
 struct NameHasher(u64);
 
-impl NameHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
 impl Hasher for NameHasher {
     fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
-        let rest = chunks.remainder();
-        let mut word = [0u8; 8];
-        word[..rest.len()].copy_from_slice(rest);
-        self.add(u64::from_le_bytes(word) ^ ((bytes.len() as u64) << 56));
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
     }
 
     fn finish(&self) -> u64 {
