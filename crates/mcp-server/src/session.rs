@@ -277,14 +277,9 @@ impl Handler for SessionHandler {
             extensions: cx.extensions().clone(),
         };
         let chain = &session.server.inner.middleware;
-        // Without middleware the endpoint is called in place: the chain's boxed future (one
-        // allocation per request) is only for servers that have one.
         if stateless.is_some() {
-            if chain.is_empty() {
-                // Boxed: the stateless future is large, and held in place it would size every
-                // request's future on this connection.
-                return Box::pin(serve::serve(&session.server, &cx, request)).await;
-            }
+            // Always through the (boxing) endpoint: the stateless future is large, and held in
+            // place it would size every request's future on this connection.
             let endpoint = StatelessEndpoint {
                 server: &session.server,
                 rpc: &cx,
@@ -297,6 +292,8 @@ impl Handler for SessionHandler {
             .await;
         }
         let endpoint = SessionEndpoint { session, rpc: &cx };
+        // Without middleware the session endpoint is called in place: the chain's boxed future
+        // (one allocation per request) is only for servers that have one.
         if chain.is_empty() {
             return endpoint.serve(request).await;
         }
