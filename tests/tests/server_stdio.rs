@@ -317,6 +317,25 @@ fn tools_in_every_revision() {
         assert!(text_of(&r).contains("text"), "{r}");
         let r = s.ok("tools/call", json!({"name": "echo"}));
         assert_eq!(r["isError"], true);
+        // Arguments stay text until the tool's type decodes them: whitespace around them,
+        // `null` for none, escapes, and non-objects refused as invalid params.
+        s.write_raw(
+            r#"{"jsonrpc":"2.0","id":"ws","method":"tools/call","params":{"name":"echo","arguments"   :  { "text" : "a\u0062\n" } }}"#,
+        );
+        let r = s.response(&json!("ws"));
+        assert_eq!(r["result"]["content"][0]["text"], "ab\n", "{r}");
+        let r = s.ok("tools/call", json!({"name": "echo", "arguments": null}));
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(text_of(&r).contains("text"), "{r}");
+        for bad in [json!("x"), json!([1]), json!(5)] {
+            let e = s.err("tools/call", json!({"name": "echo", "arguments": bad}));
+            assert_eq!(e["code"], -32602, "{e}");
+        }
+        let e = s.err("tools/call", json!({"name": 5, "arguments": {}}));
+        assert_eq!(e["code"], -32602, "{e}");
+        let e = s.err("tools/call", json!({"name": "nope", "arguments": {}}));
+        assert_eq!(e["code"], -32602, "{e}");
+        assert!(e["message"].as_str().unwrap().contains("nope"), "{e}");
 
         // Every content kind, degraded for revisions that lack it.
         let r = s.ok("tools/call", json!({"name": "mixed"}));

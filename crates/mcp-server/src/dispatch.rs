@@ -5,6 +5,7 @@
 //! result is projected to the request's revision with the generated [`Project`] trait and
 //! encoded once.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -16,13 +17,14 @@ use mcp_types::{
     ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
     UnsubscribeRequestParams,
 };
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{ClientChannel, ClientScope, RequestContext};
 use crate::handler::Request;
+use crate::registry::Arguments;
 use crate::server::Server;
 
 /// Who a request comes from and how to reach them: the per-request value dispatch works from.
@@ -49,6 +51,18 @@ pub(crate) fn encode<T: Serialize + Project>(
 /// `{}`.
 pub(crate) fn empty() -> Result<Box<RawValue>, ErrorObject> {
     mcp_jsonrpc::to_raw(&EmptyResult::default()).map_err(ErrorObject::internal_error)
+}
+
+/// The parts of `tools/call` params the builder's router reads, borrowed from the request
+/// (the other fields are read before dispatch, or not at all).
+#[derive(Deserialize)]
+struct ToolCall<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Meta>,
 }
 
 /// Decodes params (absent params decode as `{}`); failures are `-32602`.
@@ -167,6 +181,35 @@ pub(crate) async fn dispatch(
             let p: PaginatedRequestParams = params(raw)?;
             let cx = cx(p.meta.as_ref());
             encode(h.list_tools(p, cx).await?, version)
+        }
+        // The builder's router: the arguments stay text until the tool's own type decodes them
+        // (no tree of `Value`s built, copied and dropped per call).
+        "tools/call" if server.inner.builtin_router => {
+            let p: ToolCall<'_> = serde_json::from_str(raw.map_or("{}", RawValue::get))
+                .map_err(ErrorObject::invalid_params)?;
+            let args = match p.arguments {
+                None => Arguments::Raw(Arc::from("{}")),
+                Some(a) if a.get().starts_with('{') => Arguments::Raw(Arc::from(a.get())),
+                Some(_) => {
+                    return Err(ErrorObject::invalid_params(
+                        "invalid type for `arguments`: expected an object",
+                    ));
+                }
+            };
+            let entry = server.inner.registry.snapshot().tool(&p.name).cloned();
+            let Some(entry) = entry else {
+                return Err(ErrorObject::invalid_params(format!(
+                    "unknown tool: {}",
+                    p.name
+                )));
+            };
+            let cx = cx(p.meta.as_ref());
+            drop(p);
+            let mut result = entry.call(cx, args).await?;
+            for block in &mut result.content {
+                degrade(block, version);
+            }
+            encode(result, version)
         }
         "tools/call" => {
             let p: CallToolRequestParams = params(raw)?;

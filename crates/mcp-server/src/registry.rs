@@ -8,8 +8,8 @@ use std::sync::{Arc, RwLock};
 use base64::Engine as _;
 use mcp_jsonrpc::ErrorObject;
 use mcp_types::{
-    Annotations, CallToolResult, GetPromptResult, Icon, JsonObject, Meta, PromptArgument,
-    ReadResourceResult, ToolAnnotations,
+    Annotations, CallToolResult, GetPromptResult, Icon, Meta, PromptArgument, ReadResourceResult,
+    ToolAnnotations,
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -345,7 +345,36 @@ impl From<mcp_types::Prompt> for Prompt {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub struct NoArgs {}
 
-type ToolFn = dyn Fn(RequestContext, Value) -> BoxFuture<'static, Result<CallToolResult, ErrorObject>>
+/// A tool call's arguments: the JSON text of the request's `arguments` object (the server's
+/// own dispatch; a typed handler deserializes its type straight from it) or an object a
+/// [`ServerHandler`](crate::ServerHandler) caller already parsed. Cheap to clone, so a stateless
+/// request that runs again decodes the same arguments without copying them.
+#[derive(Debug, Clone)]
+pub(crate) enum Arguments {
+    /// The text of a JSON object.
+    Raw(Arc<str>),
+    /// A parsed object.
+    Parsed(Arc<Value>),
+}
+
+impl Arguments {
+    fn deserialize<A: DeserializeOwned>(&self) -> Result<A, serde_json::Error> {
+        match self {
+            Arguments::Raw(text) => serde_json::from_str(text),
+            Arguments::Parsed(value) => A::deserialize(&**value),
+        }
+    }
+
+    /// The arguments as a parsed object (parsed now when they are text).
+    fn parsed(self) -> Result<Arc<Value>, serde_json::Error> {
+        match self {
+            Arguments::Raw(text) => serde_json::from_str(&text).map(Arc::new),
+            Arguments::Parsed(value) => Ok(value),
+        }
+    }
+}
+
+type ToolFn = dyn Fn(RequestContext, Arguments) -> BoxFuture<'static, Result<CallToolResult, ErrorObject>>
     + Send
     + Sync;
 type ResourceFn = dyn Fn(RequestContext) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
@@ -429,25 +458,34 @@ impl ToolEntry {
         };
         let input = input_schema.unwrap_or_else(crate::schema::input_schema_for::<A>);
         let output = output_schema.or_else(O::output_schema);
-        let f = Arc::new(f);
-        let handler: Arc<ToolFn> = Arc::new(move |cx, args| {
-            let f = Arc::clone(&f);
-            // Shared by the runs (a stateless request may be replayed) and decoded by
-            // reference: no copy of the whole argument tree per run.
-            let args = Arc::new(args);
+        // Explains arguments the type refuses (the validator names the offending field, serde
+        // may not); compiled the first time it is needed. A root that is not an object fails
+        // the build in `erased` below.
+        let explainer = CompiledSchema::deferred(input.clone()).ok();
+        let typed = Arc::new((f, explainer));
+        let handler: Arc<ToolFn> = Arc::new(move |cx, args: Arguments| {
+            let typed = Arc::clone(&typed);
+            // Shared by the runs (a stateless request may be replayed) and decoded from the
+            // request's text (or by reference): no copy of the argument tree per run.
             Box::pin(until_complete(cx, move |cx| {
-                let f = Arc::clone(&f);
-                let args = Arc::clone(&args);
+                let typed = Arc::clone(&typed);
+                let args = args.clone();
                 async move {
-                    let args = match A::deserialize(&*args) {
+                    let (f, explainer) = &*typed;
+                    let parsed: A = match args.deserialize() {
                         Ok(a) => a,
                         Err(e) => {
-                            return Reply::Done(Ok(CallToolResult::error(format!(
-                                "invalid arguments: {e}"
-                            ))));
+                            let report = explainer
+                                .as_ref()
+                                .and_then(|schema| Some((schema, args.parsed().ok()?)))
+                                .and_then(|(schema, v)| schema.check(&v).err());
+                            return Reply::Done(Ok(CallToolResult::error(match report {
+                                Some(report) => format!("invalid arguments: {report}"),
+                                None => format!("invalid arguments: {e}"),
+                            })));
                         }
                     };
-                    f(cx, args).await.into_tool_reply()
+                    f(cx, parsed).await.into_tool_reply()
                 }
             }))
         });
@@ -481,12 +519,23 @@ impl ToolEntry {
         };
         let output = output_schema.or_else(O::output_schema);
         let f = Arc::new(f);
-        let handler: Arc<ToolFn> = Arc::new(move |cx, args| {
+        let handler: Arc<ToolFn> = Arc::new(move |cx, args: Arguments| {
             let f = Arc::clone(&f);
+            let args = args.parsed();
             Box::pin(until_complete(cx, move |cx| {
                 let f = Arc::clone(&f);
-                let args = args.clone();
-                async move { f(cx, args).await.into_tool_reply() }
+                let args = args
+                    .as_ref()
+                    .map(|a| Value::clone(a))
+                    .map_err(|e| e.to_string());
+                async move {
+                    match args {
+                        Ok(args) => f(cx, args).await.into_tool_reply(),
+                        Err(e) => Reply::Done(Ok(CallToolResult::error(format!(
+                            "invalid arguments: {e}"
+                        )))),
+                    }
+                }
             }))
         });
         Self::erased(def, input, output, derived, handler)
@@ -586,21 +635,45 @@ impl ToolEntry {
     }
 
     /// Validates, runs and checks one call.
+    ///
+    /// The arguments are parsed into a tree only when something needs one: a schema that says
+    /// more than the handler's type enforces, `Mcp-Param-*` headers to compare, or a handler
+    /// that takes a [`Value`].
     pub(crate) async fn call(
         &self,
         cx: RequestContext,
-        arguments: Option<JsonObject>,
+        args: Arguments,
     ) -> Result<CallToolResult, ErrorObject> {
-        let args = Value::Object(arguments.unwrap_or_default());
         #[cfg(feature = "http")]
-        self.check_param_headers(&cx, &args)?;
-        if let Err(e) = self.input.check(&args) {
-            // Input validation errors are tool execution errors, so the model can correct them.
-            return Ok(CallToolResult::error(format!(
-                "invalid arguments for tool {}: {e}",
-                self.tool.name
-            )));
-        }
+        let headers = !self.param_headers.is_empty();
+        #[cfg(not(feature = "http"))]
+        let headers = false;
+        let args = if self.input.needs_check() || headers {
+            let value = match args.parsed() {
+                Ok(value) => value,
+                Err(e) => {
+                    return Ok(CallToolResult::error(format!(
+                        "invalid arguments for tool {}: {e}",
+                        self.tool.name
+                    )));
+                }
+            };
+            #[cfg(feature = "http")]
+            self.check_param_headers(&cx, &value)?;
+            if self.input.needs_check() {
+                if let Err(e) = self.input.check(&value) {
+                    // Input validation errors are tool execution errors, so the model can
+                    // correct them.
+                    return Ok(CallToolResult::error(format!(
+                        "invalid arguments for tool {}: {e}",
+                        self.tool.name
+                    )));
+                }
+            }
+            Arguments::Parsed(value)
+        } else {
+            args
+        };
         if self.task_support != TaskSupport::Forbidden && !self.defer_task {
             // Becomes a task here when the request can have one; otherwise runs on as is.
             cx.start_task().await;
@@ -614,7 +687,9 @@ impl ToolEntry {
                         self.tool.name
                     )));
                 };
-                if let Err(e) = out.check(structured) {
+                if !out.needs_check() {
+                    // Serialized from the type the schema was derived from.
+                } else if let Err(e) = out.check(structured) {
                     tracing::error!(tool = %self.tool.name, error = %e, "structured content does not match the output schema");
                     return Err(ErrorObject::internal_error(format!(
                         "tool {} produced output that does not match its output schema",

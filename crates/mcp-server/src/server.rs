@@ -26,8 +26,8 @@ use crate::handler::{
 };
 use crate::output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult};
 use crate::registry::{
-    self, Prompt, PromptEntry, Registry, Resource, ResourceEntry, ResourceTemplate, ServerEvent,
-    Snapshot, TemplateEntry, Tool, ToolEntry,
+    self, Arguments, Prompt, PromptEntry, Registry, Resource, ResourceEntry, ResourceTemplate,
+    ServerEvent, Snapshot, TemplateEntry, Tool, ToolEntry,
 };
 use crate::stateless::mrtr::MrtrLimits;
 use crate::stateless::seal::{RequestStateSealer, SealingKey};
@@ -219,6 +219,9 @@ pub(crate) struct ServerInner {
     pub(crate) info_json: Box<RawValue>,
     pub(crate) instructions: Option<String>,
     pub(crate) handler: Arc<dyn ServerHandler>,
+    /// `handler` is the builder's router, so a `tools/call` can go straight to the registry
+    /// with its arguments still as text.
+    pub(crate) builtin_router: bool,
     pub(crate) registry: Arc<Registry>,
     pub(crate) middleware: Vec<Arc<dyn Middleware>>,
     pub(crate) options: ServerOptions,
@@ -720,6 +723,7 @@ impl ServerBuilder {
             || !s.templates.is_empty()
             || !s.prompts.is_empty();
         let registry = Arc::new(Registry::new(self.snapshot, 64));
+        let builtin_router = self.custom.is_none();
         let handler: Arc<dyn ServerHandler> = match self.custom {
             Some(custom) => {
                 if registered {
@@ -746,6 +750,7 @@ impl ServerBuilder {
                 info: self.info,
                 instructions: self.instructions,
                 handler,
+                builtin_router,
                 registry,
                 middleware: self.middleware,
                 options: self.options,
@@ -837,7 +842,8 @@ impl ServerHandler for Router {
                     params.name
                 )));
             };
-            entry.call(cx, params.arguments).await
+            let args = Value::Object(params.arguments.unwrap_or_default());
+            entry.call(cx, Arguments::Parsed(Arc::new(args))).await
         })
     }
 

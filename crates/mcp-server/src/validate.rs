@@ -18,6 +18,9 @@ const MAX_REPORTED_ERRORS: usize = 8;
 pub(crate) struct CompiledSchema {
     schema: Arc<Value>,
     validator: Arc<OnceLock<Result<jsonschema::Validator, String>>>,
+    /// The schema was derived from a Rust type and says nothing that deserializing into (or
+    /// serializing from) that type does not already enforce; see [`enforced_by_type`].
+    enforced_by_type: bool,
 }
 
 impl fmt::Debug for CompiledSchema {
@@ -48,15 +51,24 @@ impl CompiledSchema {
     pub(crate) fn deferred(schema: Value) -> Result<Self, String> {
         require_object_root(&schema)?;
         Ok(Self {
+            enforced_by_type: enforced_by_type(&schema),
             schema: Arc::new(schema),
             validator: Arc::new(OnceLock::new()),
         })
+    }
+
+    /// False when checking an instance against this schema can be left to the Rust type the
+    /// schema was derived from: deserializing into it (input) or having been serialized from it
+    /// (output) enforces everything the schema says.
+    pub(crate) fn needs_check(&self) -> bool {
+        !self.enforced_by_type
     }
 
     /// Compiles any schema.
     pub(crate) fn any(schema: Value) -> Result<Self, String> {
         let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
         Ok(Self {
+            enforced_by_type: false,
             schema: Arc::new(schema),
             validator: Arc::new(OnceLock::from(Ok(validator))),
         })
@@ -107,6 +119,87 @@ impl CompiledSchema {
     }
 }
 
+/// Whether a schema derived from a Rust type states only what serde enforces for that type:
+/// types, properties, required fields, enums, nesting and references, plus annotations. Any other
+/// keyword (`minimum` on a signed field, `pattern`, `minLength`, `uniqueItems`, ...: constraints
+/// a schemars attribute or a hand-written `JsonSchema` impl can add) makes the schema worth
+/// checking with a validator. Unknown keywords are taken as constraints; `x-` extensions are
+/// annotations.
+fn enforced_by_type(schema: &Value) -> bool {
+    /// A bounded walk: derived schemas are small, and a deep one is simply checked.
+    fn walk(schema: &Value, depth: usize) -> bool {
+        if depth > 32 {
+            return false;
+        }
+        let object = match schema {
+            Value::Bool(_) => return true,
+            Value::Object(object) => object,
+            _ => return false,
+        };
+        let format = object.get("format").and_then(Value::as_str);
+        object
+            .iter()
+            .all(|(keyword, value)| match keyword.as_str() {
+                "$schema" | "$id" | "$comment" | "title" | "description" | "default"
+                | "examples" | "deprecated" | "readOnly" | "writeOnly" | "type" | "required"
+                | "enum" | "const" | "$ref" => true,
+                // The numeric formats schemars writes for Rust number types; a string format
+                // (`email`, `uri`, ...) may come from an attribute serde does not enforce.
+                "format" => format.is_some_and(numeric_format),
+                // Integer bounds schemars states for the width of an integer type, which
+                // deserializing into that type enforces.
+                "minimum" | "maximum" => integer_bound_of_format(format, keyword, value),
+                "properties" | "$defs" | "definitions" => value
+                    .as_object()
+                    .is_some_and(|m| m.values().all(|s| walk(s, depth + 1))),
+                "items" | "additionalProperties" => walk(value, depth + 1),
+                "anyOf" | "oneOf" | "allOf" => value
+                    .as_array()
+                    .is_some_and(|a| a.iter().all(|s| walk(s, depth + 1))),
+                other => other.starts_with("x-"),
+            })
+    }
+    walk(schema, 0)
+}
+
+fn numeric_format(format: &str) -> bool {
+    matches!(format, "float" | "double" | "int" | "uint") || integer_bounds(format).is_some()
+}
+
+/// The range of the integer type a schemars `format` names.
+fn integer_bounds(format: &str) -> Option<(i128, i128)> {
+    Some(match format {
+        "uint8" => (0, u8::MAX.into()),
+        "uint16" => (0, u16::MAX.into()),
+        "uint32" => (0, u32::MAX.into()),
+        "uint64" => (0, u64::MAX.into()),
+        "uint128" => (0, i128::MAX),
+        "uint" => (0, u64::MAX.into()),
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "int64" => (i64::MIN.into(), i64::MAX.into()),
+        _ => return None,
+    })
+}
+
+/// True when `value` is exactly the `minimum`/`maximum` of the integer type `format` names
+/// (schemars writes `"format": "uint8", "minimum": 0, "maximum": 255` for a `u8`).
+fn integer_bound_of_format(format: Option<&str>, keyword: &str, value: &Value) -> bool {
+    let Some((min, max)) = format.and_then(integer_bounds) else {
+        return false;
+    };
+    let bound = if keyword == "minimum" { min } else { max };
+    match value {
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+            .is_some_and(|v| v == bound),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +229,76 @@ mod tests {
                 .check(&json!({}))
                 .unwrap_err()
                 .contains("does not compile")
+        );
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    enum Mode {
+        Fast,
+        Slow,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Plain {
+        text: String,
+        count: u32,
+        small: u8,
+        offset: i64,
+        ratio: Option<f64>,
+        mode: Mode,
+        tags: Vec<String>,
+        nested: Option<Box<Plain>>,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Constrained {
+        #[schemars(range(min = 1, max = 10))]
+        n: i32,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Patterned {
+        #[schemars(length(min = 1), regex(pattern = "^[a-z]+$"))]
+        name: String,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Email {
+        #[schemars(email)]
+        address: String,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Unique {
+        set: std::collections::BTreeSet<String>,
+    }
+
+    #[test]
+    fn derived_schemas_without_constraints_are_left_to_the_type() {
+        let derived = |s: Value| CompiledSchema::deferred(s).unwrap().needs_check();
+        assert!(!derived(crate::schema::input_schema_for::<Plain>()));
+        assert!(derived(crate::schema::input_schema_for::<Constrained>()));
+        assert!(derived(crate::schema::input_schema_for::<Patterned>()));
+        assert!(derived(crate::schema::input_schema_for::<Unique>()));
+        assert!(derived(crate::schema::input_schema_for::<Email>()));
+        // Unknown keywords count as constraints; `x-` extensions do not.
+        assert!(derived(json!({"type": "object", "frobnicate": 1})));
+        assert!(!derived(json!({"type": "object", "x-mcp-header": "A"})));
+        // A `minimum` that is not the integer type's own bound is a constraint.
+        assert!(derived(json!({"type": "object", "properties": {
+            "n": {"type": "integer", "format": "uint32", "minimum": 1}
+        }})));
+        // Hand-written schemas are always checked.
+        assert!(
+            CompiledSchema::object(json!({"type": "object"}))
+                .unwrap()
+                .needs_check()
         );
     }
 
