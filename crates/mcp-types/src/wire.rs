@@ -45,6 +45,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::methods::{self, MethodInfo};
@@ -227,28 +228,23 @@ impl RequestMeta {
         if !capabilities.is_object() {
             return Err(invalid(META_CLIENT_CAPABILITIES, "must be an object"));
         }
-        let client_capabilities: ClientCapabilities = serde_json::from_value(capabilities.clone())
+        let client_capabilities = ClientCapabilities::deserialize(capabilities)
             .map_err(|e| invalid(META_CLIENT_CAPABILITIES, e))?;
         let client_info = match meta.get(META_CLIENT_INFO) {
             None => None,
-            Some(v) => Some(
-                serde_json::from_value::<Implementation>(v.clone())
-                    .map_err(|e| invalid(META_CLIENT_INFO, e))?,
-            ),
+            Some(v) => {
+                Some(Implementation::deserialize(v).map_err(|e| invalid(META_CLIENT_INFO, e))?)
+            }
         };
         let log_level = match meta.get(META_LOG_LEVEL) {
             None => None,
-            Some(v) => Some(
-                serde_json::from_value::<LoggingLevel>(v.clone())
-                    .map_err(|e| invalid(META_LOG_LEVEL, e))?,
-            ),
+            Some(v) => Some(LoggingLevel::deserialize(v).map_err(|e| invalid(META_LOG_LEVEL, e))?),
         };
         let progress_token = match meta.get(META_PROGRESS_TOKEN) {
             None => None,
-            Some(v) => Some(
-                serde_json::from_value::<ProgressToken>(v.clone())
-                    .map_err(|e| invalid(META_PROGRESS_TOKEN, e))?,
-            ),
+            Some(v) => {
+                Some(ProgressToken::deserialize(v).map_err(|e| invalid(META_PROGRESS_TOKEN, e))?)
+            }
         };
         let other = meta
             .iter()

@@ -119,9 +119,18 @@ impl SealingKey {
 pub struct Binding {
     method: String,
     target: String,
-    arguments: Option<Value>,
+    arguments: BoundArguments,
     digest: std::sync::OnceLock<[u8; DIGEST_LEN]>,
     subject: [u8; DIGEST_LEN],
+}
+
+/// The arguments a [`Binding`] holds until their digest is needed.
+#[derive(Debug, Clone)]
+enum BoundArguments {
+    None,
+    Value(Value),
+    /// The request's JSON text, parsed only if a digest is computed.
+    Text(Box<str>),
 }
 
 impl PartialEq for Binding {
@@ -142,7 +151,7 @@ impl Binding {
         Self {
             method: method.into(),
             target: target.into(),
-            arguments: None,
+            arguments: BoundArguments::None,
             digest: std::sync::OnceLock::new(),
             subject: [0; DIGEST_LEN],
         }
@@ -151,15 +160,36 @@ impl Binding {
     /// Binds the request's arguments too (absent and `{}` are the same); object key order does
     /// not matter.
     pub fn arguments(mut self, arguments: Option<&Value>) -> Self {
-        self.arguments = arguments.cloned();
+        self.arguments = match arguments {
+            Some(v) => BoundArguments::Value(v.clone()),
+            None => BoundArguments::None,
+        };
+        self.digest = std::sync::OnceLock::new();
+        self
+    }
+
+    /// [`Binding::arguments`] from the request's JSON text, decoded only if a state is sealed or
+    /// opened.
+    pub(crate) fn arguments_text(mut self, arguments: Option<&str>) -> Self {
+        self.arguments = match arguments {
+            Some(text) => BoundArguments::Text(text.into()),
+            None => BoundArguments::None,
+        };
         self.digest = std::sync::OnceLock::new();
         self
     }
 
     fn arguments_digest(&self) -> [u8; DIGEST_LEN] {
-        *self
-            .digest
-            .get_or_init(|| digest_arguments(self.arguments.as_ref()))
+        *self.digest.get_or_init(|| match &self.arguments {
+            BoundArguments::None => digest_arguments(None),
+            BoundArguments::Value(v) => digest_arguments(Some(v)),
+            // Text that does not parse (it came from a parsed request, so it cannot) digests
+            // as itself: it matches nothing a client could send.
+            BoundArguments::Text(text) => match serde_json::from_str::<Value>(text) {
+                Ok(v) => digest_arguments(Some(&v)),
+                Err(_) => digest_arguments(Some(&Value::String(text.to_string()))),
+            },
+        })
     }
 
     /// Binds the authenticated principal (for example an OAuth subject): another principal

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use mcp_jsonrpc::ErrorObject;
+use mcp_types::methods;
 use mcp_types::wire::{self, RequestMeta, ResultType, RetryInput};
 use mcp_types::{
     DiscoverResult, Era, Implementation, Project, ProtocolVersion, ServerCapabilities,
@@ -30,28 +31,86 @@ use crate::tasks;
 use crate::tasks::serve::Ran;
 use mcp_types::wire::tasks as tasks_wire;
 
+/// The two `_meta` members that make a request stateless, borrowed from the request.
 #[derive(serde::Deserialize)]
-struct MetaProbe {
-    #[serde(rename = "_meta")]
-    meta: Option<Value>,
+struct MetaProbe<'a> {
+    #[serde(rename = "_meta", default, borrow)]
+    meta: Option<MetaKeys<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct MetaKeys<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default, borrow)]
+    #[serde(deserialize_with = "present")]
+    protocol_version: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default, borrow)]
+    #[serde(deserialize_with = "present")]
+    client_capabilities: Option<&'a RawValue>,
+}
+
+/// A member that is present, `null` included (plain `Option` would read `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue as serde::Deserialize>::deserialize(d).map(Some)
 }
 
 /// How a request is to be served: statelessly (with the revision its `_meta` names, when it
-/// names a known one) or on the session.
+/// names a known one) or on the session. Reads only the two `_meta` members that decide it.
 pub(crate) fn classify(method: &str, params: Option<&RawValue>) -> Option<Option<ProtocolVersion>> {
-    let meta = params
+    let (has_version, version, has_capabilities) = params
         .filter(|p| may_have_meta(p.get()))
-        .and_then(|p| serde_json::from_str::<MetaProbe>(p.get()).ok())
-        .and_then(|p| p.meta);
-    if wire::era_of_meta(method, meta.as_ref()) != Era::Stateless {
+        .and_then(probe_meta)
+        .unwrap_or((false, None, false));
+    let stateless_only = methods::lookup(method)
+        .is_some_and(|info| info.revisions.iter().all(|v| v.era() == Era::Stateless));
+    if !stateless_only && !has_version && !has_capabilities {
         return None;
     }
-    Some(
-        meta.as_ref()
-            .and_then(|m| m.get(wire::META_PROTOCOL_VERSION))
-            .and_then(Value::as_str)
-            .and_then(ProtocolVersion::from_date),
-    )
+    Some(version)
+}
+
+/// From `_meta`: whether it has a protocol version, the revision that names (when it is a string
+/// naming a known one), and whether it has client capabilities. `None` when there is no `_meta`
+/// object.
+fn probe_meta(params: &RawValue) -> Option<(bool, Option<ProtocolVersion>, bool)> {
+    match serde_json::from_str::<MetaProbe<'_>>(params.get()) {
+        Ok(probe) => {
+            let keys = probe.meta?;
+            let version = keys.protocol_version.and_then(|v| {
+                match serde_json::from_str::<&str>(v.get()) {
+                    Ok(text) => ProtocolVersion::from_date(text),
+                    // Escaped text cannot be borrowed.
+                    Err(_) => serde_json::from_str::<String>(v.get())
+                        .ok()
+                        .and_then(|text| ProtocolVersion::from_date(&text)),
+                }
+            });
+            Some((
+                keys.protocol_version.is_some(),
+                version,
+                keys.client_capabilities.is_some(),
+            ))
+        }
+        // Not an object, a member twice: decide on the parsed value.
+        Err(_) => {
+            #[derive(serde::Deserialize)]
+            struct Probe {
+                #[serde(rename = "_meta")]
+                meta: Option<Value>,
+            }
+            let Value::Object(meta) = serde_json::from_str::<Probe>(params.get()).ok()?.meta?
+            else {
+                return None;
+            };
+            let version = meta.get(wire::META_PROTOCOL_VERSION);
+            Some((
+                version.is_some(),
+                version
+                    .and_then(Value::as_str)
+                    .and_then(ProtocolVersion::from_date),
+                meta.contains_key(wire::META_CLIENT_CAPABILITIES),
+            ))
+        }
+    }
 }
 
 /// Whether params may hold a `_meta` member: without the name and without any escape (which
@@ -168,14 +227,32 @@ pub(crate) async fn serve(
     rpc: &mcp_jsonrpc::RequestContext,
     request: Request,
 ) -> Result<Box<RawValue>, ErrorObject> {
-    let params: Option<Value> = match request.params.as_deref() {
-        None => None,
-        Some(raw) => Some(serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)?),
+    let method = request.method.clone();
+    // `subscriptions/listen` and the tasks methods read their params whole; every other method
+    // needs only a few members here, and the rest (the arguments above all) stays text.
+    let whole = method == "subscriptions/listen" || tasks_wire::METHODS.contains(&method.as_str());
+    let (params, arguments) = match request.params.as_deref() {
+        None => (None, None),
+        Some(raw) if whole => (Some(parse_params(raw)?), None),
+        Some(raw) => match serde_json::from_str::<Envelope<'_>>(raw.get()) {
+            Ok(envelope) => (
+                Some(envelope.to_value()?),
+                envelope.arguments.map(|a| Box::<str>::from(a.get())),
+            ),
+            // Not an object, a member twice: the parsed value decides, as for any method.
+            Err(_) => {
+                let mut value = parse_params(raw)?;
+                let arguments = match &mut value {
+                    Value::Object(p) => p.remove("arguments").map(|a| a.to_string().into()),
+                    _ => None,
+                };
+                (Some(value), arguments)
+            }
+        },
     };
     let meta = RequestMeta::lift(params.as_ref(), &supported_versions())
         .map_err(|e| rpc_error(e.to_error()))?;
     let version = meta.protocol_version;
-    let method = request.method.clone();
     let result = match method.as_str() {
         "server/discover" => discover(server, version),
         "subscriptions/listen" => {
@@ -192,7 +269,7 @@ pub(crate) async fn serve(
                 owner.as_deref(),
             )
         }
-        _ => call(server, rpc, request, params, meta).await,
+        _ => call(server, rpc, request, params, arguments, meta).await,
     };
     result.map_err(|mut e| {
         e.code = wire::lower_error_code(e.code, version);
@@ -222,16 +299,66 @@ fn discover(server: &Server, version: ProtocolVersion) -> Result<Box<RawValue>, 
     lower(server, "server/discover", &raw, ResultType::Complete)
 }
 
+fn parse_params(raw: &RawValue) -> Result<Value, ErrorObject> {
+    serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)
+}
+
+/// The members of a request's params the stateless path reads, borrowed from the request.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "_meta", default, borrow, deserialize_with = "present")]
+    meta: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    name: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    uri: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    arguments: Option<&'a RawValue>,
+    #[serde(
+        rename = "inputResponses",
+        default,
+        borrow,
+        deserialize_with = "present"
+    )]
+    input_responses: Option<&'a RawValue>,
+    #[serde(rename = "requestState", default, borrow, deserialize_with = "present")]
+    request_state: Option<&'a RawValue>,
+}
+
+impl Envelope<'_> {
+    /// The members read here (all but the arguments) as an object.
+    fn to_value(&self) -> Result<Value, ErrorObject> {
+        let mut object = serde_json::Map::new();
+        for (key, member) in [
+            ("_meta", self.meta),
+            ("name", self.name),
+            ("uri", self.uri),
+            ("inputResponses", self.input_responses),
+            ("requestState", self.request_state),
+        ] {
+            if let Some(member) = member {
+                object.insert(key.to_owned(), parse_params(member)?);
+            }
+        }
+        Ok(Value::Object(object))
+    }
+}
+
 /// The target a sealed state is bound to (tool or prompt name, resource URI) and the
 /// arguments, from the params of a request that may ask for input.
-fn binding(method: &str, params: Option<&Value>, subject: Option<&str>) -> Binding {
+fn binding(
+    method: &str,
+    params: Option<&Value>,
+    arguments: Option<&str>,
+    subject: Option<&str>,
+) -> Binding {
     let field = |name: &str| params.and_then(|p| p.get(name));
     let (target, arguments) = match method {
         "resources/read" => (field("uri"), None),
-        _ => (field("name"), field("arguments")),
+        _ => (field("name"), arguments),
     };
     let binding = Binding::new(method, target.and_then(Value::as_str).unwrap_or_default())
-        .arguments(arguments);
+        .arguments_text(arguments);
     match subject {
         Some(s) => binding.subject(s),
         None => binding,
@@ -242,7 +369,8 @@ async fn call(
     server: &Server,
     rpc: &mcp_jsonrpc::RequestContext,
     request: Request,
-    mut params: Option<Value>,
+    params: Option<Value>,
+    arguments: Option<Box<str>>,
     meta: RequestMeta,
 ) -> Result<Box<RawValue>, ErrorObject> {
     let inner = &server.inner;
@@ -260,15 +388,21 @@ async fn call(
         if !retry.is_empty() {
             // The exchange holds them now; the handler's params must not fail on answers the
             // model types do not know (unknown keys are to be ignored).
-            if let Some(Value::Object(p)) = params.as_mut() {
+            let whole = request.params.as_deref().map(parse_params).transpose()?;
+            if let Some(Value::Object(mut p)) = whole {
                 p.remove("inputResponses");
                 p.remove("requestState");
-                request.params = Some(mcp_jsonrpc::to_raw(p).map_err(internal)?);
+                request.params = Some(mcp_jsonrpc::to_raw(&p).map_err(internal)?);
             }
         }
         let exchange = Exchange::open(
             &inner.sealer,
-            binding(&method, params.as_ref(), owner.as_deref()),
+            binding(
+                &method,
+                params.as_ref(),
+                arguments.as_deref(),
+                owner.as_deref(),
+            ),
             meta.client_capabilities.clone(),
             retry,
             inner.options.mrtr_limits(),
