@@ -6,7 +6,9 @@
 //! is the standalone stream (the GET stream, or the 2024-11-05 SSE stream). The pump is the only
 //! task that assigns event ids and appends to the event store, and it also serves the commands
 //! that attach streams (GET, `Last-Event-ID` replay, polling), so a replay never misses an event
-//! that is being stored concurrently.
+//! that is being stored concurrently. The one exception is the common case of a response that
+//! completes a plain JSON answer while the pump has nothing queued: the server's task routes it
+//! itself (no event, nothing stored, one task hand-off less per request).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,7 +16,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_util::SinkExt;
 use mcp_jsonrpc::{
     BuildIdHasher, Connection, Extensions, Frame, Id, IdMap, IdSet, Inbound, Incoming, Message,
     Notification, Outbound, TransportError,
@@ -103,6 +104,9 @@ struct State {
     protocol_version: Option<String>,
     init_id: Option<Id>,
     closed: bool,
+    /// Outbound frames handed to the pump and not yet routed by it. While any are, every frame
+    /// goes through the pump, so frames are routed in the order the server wrote them.
+    pump_backlog: usize,
 }
 
 /// Commands served by the pump, in order with outbound frames.
@@ -118,6 +122,8 @@ enum Command {
         request: Id,
         reply: oneshot::Sender<bool>,
     },
+    /// Store appends of a frame routed outside the pump.
+    Store(Vec<Job>),
 }
 
 /// A stream attached by [`Hub::attach`].
@@ -228,9 +234,10 @@ impl Hub {
             busy: AtomicUsize::new(0),
             streams: AtomicUsize::new(0),
         });
-        let writer = PollSender::new(out_tx)
-            .sink_map_err(|_| TransportError::Closed("the HTTP session was closed".into()))
-            .with(|o: Outbound| std::future::ready(Ok::<_, TransportError>(Box::new(o))));
+        let writer = HubWriter {
+            hub: Arc::clone(&hub),
+            pump: PollSender::new(out_tx),
+        };
         let connection = Connection::new(inbound_stream(in_rx), writer);
         tokio::spawn(pump(hub.clone(), out_rx, cmd_rx));
         (hub, connection)
@@ -636,8 +643,54 @@ impl Hub {
 
     /// Routes one outbound message; returns the store appends to perform.
     fn route(&self, message: Message, related: Option<Id>) -> Vec<Job> {
-        let mut jobs = Vec::new();
+        self.route_locked(&mut self.lock(), message, related)
+    }
+
+    /// Routes a frame from the server's own task when it is a response that completes a request
+    /// answered with one JSON document and nothing is waiting in the pump before it: no event
+    /// to store, no stream to start, and no hand-off to the pump task. Anything else is given
+    /// back, to be queued for the pump (and counted, so later frames queue behind it).
+    fn route_now(&self, outbound: Outbound) -> Result<(), Outbound> {
         let mut st = self.lock();
+        let direct = st.pump_backlog == 0
+            && !st.closed
+            && match &outbound.frame {
+                Frame::Single(Message::Response(r)) => {
+                    r.id.as_ref()
+                        .and_then(|id| st.routes.get(id))
+                        .and_then(|key| st.slots.get(key))
+                        .is_some_and(|slot| matches!(slot.mode, Mode::Deciding { .. }))
+                }
+                _ => false,
+            };
+        if !direct {
+            st.pump_backlog += 1;
+            return Err(outbound);
+        }
+        let Outbound { frame, related } = outbound;
+        let message = match frame {
+            Frame::Single(message) => message,
+            batch => {
+                st.pump_backlog += 1;
+                return Err(Outbound {
+                    frame: batch,
+                    related,
+                });
+            }
+        };
+        let jobs = self.route_locked(&mut st, message, related);
+        drop(st);
+        self.touch();
+        if !jobs.is_empty() {
+            // A JSON answer stores nothing; should that change, the pump still stores in order.
+            let _ = self.commands.send(Box::new(Command::Store(jobs)));
+        }
+        Ok(())
+    }
+
+    /// [`Hub::route`] under the caller's lock.
+    fn route_locked(&self, st: &mut State, message: Message, related: Option<Id>) -> Vec<Job> {
+        let mut jobs = Vec::new();
         if st.closed {
             return jobs;
         }
@@ -697,7 +750,7 @@ impl Hub {
                     .unwrap_or(STANDALONE),
             }
         };
-        let priming = self.priming_enabled(&st);
+        let priming = self.priming_enabled(st);
         let backlog_cap = if shared {
             0
         } else {
@@ -963,6 +1016,7 @@ async fn pump(
                     Command::PollClose { request, reply } => {
                         let _ = reply.send(hub.serve_poll_close(&request).await);
                     }
+                    Command::Store(jobs) => hub.store_jobs(jobs).await,
                 }
             }
             out = out_rx.recv() => {
@@ -971,7 +1025,11 @@ async fn pump(
                 let Outbound { frame, related } = *out;
                 match frame {
                     Frame::Single(m) => {
-                        let jobs = hub.route(m, related);
+                        let jobs = {
+                            let mut st = hub.lock();
+                            st.pump_backlog = st.pump_backlog.saturating_sub(1);
+                            hub.route_locked(&mut st, m, related)
+                        };
                         hub.store_jobs(jobs).await;
                     }
                     Frame::Batch(messages) => {
@@ -979,6 +1037,8 @@ async fn pump(
                             let jobs = hub.route(m, related.clone());
                             hub.store_jobs(jobs).await;
                         }
+                        let mut st = hub.lock();
+                        st.pump_backlog = st.pump_backlog.saturating_sub(1);
                     }
                 }
             }
@@ -986,6 +1046,62 @@ async fn pump(
     }
     tracing::debug!(session = ?hub.session_id(), "connection finished: closing its streams");
     hub.close();
+}
+
+/// The connection's writer: a response that completes a JSON answer is routed in the writing
+/// task ([`Hub::route_now`]); every other frame is queued for the pump, whose queue bounds the
+/// server's output.
+struct HubWriter {
+    hub: Arc<Hub>,
+    pump: PollSender<Box<Outbound>>,
+}
+
+fn closed_error() -> TransportError {
+    TransportError::Closed("the HTTP session was closed".into())
+}
+
+impl futures_util::Sink<Outbound> for HubWriter {
+    type Error = TransportError;
+
+    fn poll_ready(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), TransportError>> {
+        self.get_mut()
+            .pump
+            .poll_reserve(cx)
+            .map_err(|_| closed_error())
+    }
+
+    fn start_send(self: std::pin::Pin<&mut Self>, item: Outbound) -> Result<(), TransportError> {
+        let this = self.get_mut();
+        match this.hub.route_now(item) {
+            Ok(()) => {
+                // The slot reserved in `poll_ready` is not needed.
+                this.pump.abort_send();
+                Ok(())
+            }
+            Err(item) => this
+                .pump
+                .send_item(Box::new(item))
+                .map_err(|_| closed_error()),
+        }
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), TransportError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), TransportError>> {
+        self.get_mut().pump.close();
+        std::task::Poll::Ready(Ok(()))
+    }
 }
 
 /// Keeps a hub busy (not idle) while alive.
