@@ -62,7 +62,15 @@ struct ToolCall<'a> {
     #[serde(default, borrow)]
     arguments: Option<&'a RawValue>,
     #[serde(rename = "_meta", default)]
-    meta: Option<Meta>,
+    meta: Option<ProgressMeta>,
+}
+
+/// The one `_meta` member dispatch reads; the others (a stateless request's revision and
+/// capabilities, read before dispatch) are skipped unparsed.
+#[derive(Deserialize)]
+struct ProgressMeta {
+    #[serde(rename = "progressToken", default)]
+    progress_token: Option<serde_json::Value>,
 }
 
 /// Decodes params (absent params decode as `{}`); failures are `-32602`.
@@ -89,7 +97,12 @@ pub(crate) fn degrade(block: &mut ContentBlock, version: ProtocolVersion) {
 }
 
 fn progress_token(meta: Option<&Meta>) -> Option<ProgressToken> {
-    match meta?.get("progressToken")? {
+    token_of(meta?.get("progressToken")?)
+}
+
+/// A progress token: a string or an integer (anything else is ignored).
+fn token_of(token: &serde_json::Value) -> Option<ProgressToken> {
+    match token {
         serde_json::Value::String(s) => Some(ProgressToken::String(s.clone())),
         serde_json::Value::Number(n) => n.as_i64().map(ProgressToken::Integer),
         _ => None,
@@ -158,11 +171,11 @@ pub(crate) async fn dispatch(
     } = origin;
     // Called once, in whichever arm runs: the request's values move into the context (no
     // reference count or cancellation-token clone per request).
-    let cx = move |meta: Option<&Meta>| RequestContext {
+    let cx = move |progress_token: Option<ProgressToken>| RequestContext {
         scope,
         channel,
         request_id: id,
-        progress_token: progress_token(meta),
+        progress_token,
         cancel,
         extensions,
         uri: None,
@@ -174,12 +187,12 @@ pub(crate) async fn dispatch(
         "ping" => empty(),
         "logging/setLevel" => {
             let p: SetLevelRequestParams = params(raw)?;
-            cx(p.meta.as_ref()).scope.log.set(p.level);
+            cx(progress_token(p.meta.as_ref())).scope.log.set(p.level);
             empty()
         }
         "tools/list" => {
             let p: PaginatedRequestParams = params(raw)?;
-            let cx = cx(p.meta.as_ref());
+            let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.list_tools(p, cx).await?, version)
         }
         // The builder's router: the arguments stay text until the tool's own type decodes them
@@ -203,8 +216,8 @@ pub(crate) async fn dispatch(
                     p.name
                 )));
             };
-            let cx = cx(p.meta.as_ref());
-            drop(p);
+            let token = p.meta.and_then(|m| m.progress_token);
+            let cx = cx(token.as_ref().and_then(token_of));
             let mut result = entry.call(cx, args).await?;
             for block in &mut result.content {
                 degrade(block, version);
@@ -213,7 +226,7 @@ pub(crate) async fn dispatch(
         }
         "tools/call" => {
             let p: CallToolRequestParams = params(raw)?;
-            let cx = cx(p.meta.as_ref());
+            let cx = cx(progress_token(p.meta.as_ref()));
             let mut result = h.call_tool(p, cx).await?;
             for block in &mut result.content {
                 degrade(block, version);
@@ -222,17 +235,17 @@ pub(crate) async fn dispatch(
         }
         "resources/list" => {
             let p: PaginatedRequestParams = params(raw)?;
-            let cx = cx(p.meta.as_ref());
+            let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.list_resources(p, cx).await?, version)
         }
         "resources/templates/list" => {
             let p: PaginatedRequestParams = params(raw)?;
-            let cx = cx(p.meta.as_ref());
+            let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.list_resource_templates(p, cx).await?, version)
         }
         "resources/read" => {
             let p: ReadResourceRequestParams = params(raw)?;
-            let cx = cx(p.meta.as_ref());
+            let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.read_resource(p, cx).await?, version)
         }
         "resources/subscribe" => {
@@ -240,7 +253,7 @@ pub(crate) async fn dispatch(
                 return Err(ErrorObject::method_not_found(&method));
             };
             let p: SubscribeRequestParams = params(raw)?;
-            let cx = cx(p.meta.as_ref());
+            let cx = cx(progress_token(p.meta.as_ref()));
             let uri = p.uri.clone();
             h.subscribe(p, cx).await?;
             lock(subscriptions).insert(uri);
@@ -252,18 +265,18 @@ pub(crate) async fn dispatch(
             };
             let p: UnsubscribeRequestParams = params(raw)?;
             lock(subscriptions).remove(&p.uri);
-            let cx = cx(p.meta.as_ref());
+            let cx = cx(progress_token(p.meta.as_ref()));
             h.unsubscribe(p, cx).await?;
             empty()
         }
         "prompts/list" => {
             let p: PaginatedRequestParams = params(raw)?;
-            let cx = cx(p.meta.as_ref());
+            let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.list_prompts(p, cx).await?, version)
         }
         "prompts/get" => {
             let p: GetPromptRequestParams = params(raw)?;
-            let cx = cx(p.meta.as_ref());
+            let cx = cx(progress_token(p.meta.as_ref()));
             let mut result = h.get_prompt(p, cx).await?;
             for message in &mut result.messages {
                 degrade(&mut message.content, version);
@@ -272,7 +285,7 @@ pub(crate) async fn dispatch(
         }
         "completion/complete" => {
             let p: CompleteRequestParams = params(raw)?;
-            let cx = cx(p.meta.as_ref());
+            let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.complete(p, cx).await?, version)
         }
         _ if methods::lookup(&method).is_some() => {
@@ -281,7 +294,7 @@ pub(crate) async fn dispatch(
         }
         _ => {
             let meta = raw_meta(raw);
-            let cx = cx(meta.as_ref());
+            let cx = cx(progress_token(meta.as_ref()));
             let params = raw.map(ToOwned::to_owned);
             h.custom(method, params, cx).await
         }

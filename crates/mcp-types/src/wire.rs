@@ -202,7 +202,16 @@ impl RequestMeta {
             Some(Value::Object(p)) => p,
             Some(_) => return Err(invalid("params", "must be an object")),
         };
-        let meta = match params.get("_meta") {
+        Self::lift_meta(params.get("_meta"), supported)
+    }
+
+    /// [`RequestMeta::lift`] from the `_meta` member alone (`None`: the params have none), for
+    /// a caller that has already checked that the params are an object.
+    pub fn lift_meta(
+        meta: Option<&Value>,
+        supported: &[ProtocolVersion],
+    ) -> Result<RequestMeta, MetaError> {
+        let meta = match meta {
             None => return Err(MetaError::MissingMeta),
             Some(Value::Object(meta)) => meta,
             Some(_) => return Err(invalid("_meta", "must be an object")),

@@ -231,27 +231,45 @@ pub(crate) async fn serve(
     // `subscriptions/listen` and the tasks methods read their params whole; every other method
     // needs only a few members here, and the rest (the arguments above all) stays text.
     let whole = method == "subscriptions/listen" || tasks_wire::METHODS.contains(&method.as_str());
-    let (params, arguments) = match request.params.as_deref() {
-        None => (None, None),
-        Some(raw) if whole => (Some(parse_params(raw)?), None),
+    let supported = supported_versions();
+    let lift = |meta: Option<&Value>| {
+        RequestMeta::lift_meta(meta, &supported).map_err(|e| rpc_error(e.to_error()))
+    };
+    let (params, arguments, meta) = match request.params.as_deref() {
+        None => (
+            None,
+            None,
+            RequestMeta::lift(None, &supported).map_err(|e| rpc_error(e.to_error()))?,
+        ),
+        Some(raw) if whole => {
+            let params = parse_params(raw)?;
+            let meta = RequestMeta::lift(Some(&params), &supported)
+                .map_err(|e| rpc_error(e.to_error()))?;
+            (Some(params), None, meta)
+        }
         Some(raw) => match serde_json::from_str::<Envelope<'_>>(raw.get()) {
-            Ok(envelope) => (
-                Some(envelope.to_value()?),
-                envelope.arguments.map(|a| Box::<str>::from(a.get())),
-            ),
+            Ok(envelope) => {
+                let meta = envelope.meta.map(parse_params).transpose()?;
+                let meta = lift(meta.as_ref())?;
+                (
+                    Some(envelope.to_value()?),
+                    envelope.arguments.map(|a| Box::<str>::from(a.get())),
+                    meta,
+                )
+            }
             // Not an object, a member twice: the parsed value decides, as for any method.
             Err(_) => {
                 let mut value = parse_params(raw)?;
+                let meta = RequestMeta::lift(Some(&value), &supported)
+                    .map_err(|e| rpc_error(e.to_error()))?;
                 let arguments = match &mut value {
                     Value::Object(p) => p.remove("arguments").map(|a| a.to_string().into()),
                     _ => None,
                 };
-                (Some(value), arguments)
+                (Some(value), arguments, meta)
             }
         },
     };
-    let meta = RequestMeta::lift(params.as_ref(), &supported_versions())
-        .map_err(|e| rpc_error(e.to_error()))?;
     let version = meta.protocol_version;
     let result = match method.as_str() {
         "server/discover" => discover(server, version),
@@ -326,11 +344,10 @@ struct Envelope<'a> {
 }
 
 impl Envelope<'_> {
-    /// The members read here (all but the arguments) as an object.
+    /// The members read after `_meta` (all but the arguments) as an object.
     fn to_value(&self) -> Result<Value, ErrorObject> {
         let mut object = serde_json::Map::new();
         for (key, member) in [
-            ("_meta", self.meta),
             ("name", self.name),
             ("uri", self.uri),
             ("inputResponses", self.input_responses),
