@@ -461,7 +461,9 @@ impl ToolEntry {
         // Explains arguments the type refuses (the validator names the offending field, serde
         // may not); compiled the first time it is needed. A root that is not an object fails
         // the build in `erased` below.
-        let explainer = CompiledSchema::deferred(input.clone()).ok();
+        let explainer = cfg!(feature = "validation")
+            .then(|| CompiledSchema::deferred(input.clone()).ok())
+            .flatten();
         let typed = Arc::new((f, explainer));
         let handler: Arc<ToolFn> = Arc::new(move |cx, args: Arguments| {
             let typed = Arc::clone(&typed);

@@ -1,11 +1,14 @@
 //! JSON Schema checks: tool input, tool output (`structuredContent`) and elicitation answers.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+#[cfg(feature = "validation")]
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
 /// How many validation errors one report lists at most.
+#[cfg(feature = "validation")]
 const MAX_REPORTED_ERRORS: usize = 8;
 
 /// A compiled JSON Schema, cheap to clone.
@@ -14,9 +17,14 @@ const MAX_REPORTED_ERRORS: usize = 8;
 /// validator costs a few milliseconds, most of a small server's cold start. Schemas the SDK
 /// derives from Rust types are therefore compiled on first use ([`CompiledSchema::deferred`]),
 /// while hand-written ones are compiled (and refused) when the server is built.
+///
+/// Without the `validation` feature nothing is compiled and every instance passes: typed tools
+/// rely on their types alone.
 #[derive(Clone)]
 pub(crate) struct CompiledSchema {
+    #[cfg_attr(not(feature = "validation"), allow(dead_code))]
     schema: Arc<Value>,
+    #[cfg(feature = "validation")]
     validator: Arc<OnceLock<Result<jsonschema::Validator, String>>>,
     /// The schema was derived from a Rust type and says nothing that deserializing into (or
     /// serializing from) that type does not already enforce; see [`enforced_by_type`].
@@ -53,6 +61,7 @@ impl CompiledSchema {
         Ok(Self {
             enforced_by_type: enforced_by_type(&schema),
             schema: Arc::new(schema),
+            #[cfg(feature = "validation")]
             validator: Arc::new(OnceLock::new()),
         })
     }
@@ -61,10 +70,11 @@ impl CompiledSchema {
     /// schema was derived from: deserializing into it (input) or having been serialized from it
     /// (output) enforces everything the schema says.
     pub(crate) fn needs_check(&self) -> bool {
-        !self.enforced_by_type
+        cfg!(feature = "validation") && !self.enforced_by_type
     }
 
     /// Compiles any schema.
+    #[cfg(feature = "validation")]
     pub(crate) fn any(schema: Value) -> Result<Self, String> {
         let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
         Ok(Self {
@@ -74,6 +84,22 @@ impl CompiledSchema {
         })
     }
 
+    /// Takes any schema (nothing checks it without the `validation` feature).
+    #[cfg(not(feature = "validation"))]
+    pub(crate) fn any(schema: Value) -> Result<Self, String> {
+        Ok(Self {
+            enforced_by_type: false,
+            schema: Arc::new(schema),
+        })
+    }
+
+    /// Every instance passes without the `validation` feature.
+    #[cfg(not(feature = "validation"))]
+    pub(crate) fn check(&self, _instance: &Value) -> Result<(), String> {
+        Ok(())
+    }
+
+    #[cfg(feature = "validation")]
     fn validator(&self) -> Result<&jsonschema::Validator, String> {
         self.validator
             .get_or_init(|| {
@@ -88,6 +114,7 @@ impl CompiledSchema {
 
     /// Checks an instance; on failure returns a readable list of what is wrong, each with the
     /// JSON pointer of the offending value.
+    #[cfg(feature = "validation")]
     pub(crate) fn check(&self, instance: &Value) -> Result<(), String> {
         let validator = self.validator()?;
         if validator.is_valid(instance) {
@@ -200,7 +227,7 @@ fn integer_bound_of_format(format: Option<&str>, keyword: &str, value: &Value) -
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "validation"))]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -320,5 +347,24 @@ mod tests {
         assert!(err.contains("/text"), "{err}");
         let err = s.check(&json!({})).unwrap_err();
         assert!(err.contains("text"), "{err}");
+    }
+}
+
+#[cfg(all(test, not(feature = "validation")))]
+mod without_validation {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nothing_is_checked_but_the_root() {
+        assert!(CompiledSchema::object(json!({"type": "string"})).is_err());
+        let s = CompiledSchema::object(json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer", "minimum": 1}}
+        }))
+        .unwrap();
+        assert!(!s.needs_check());
+        assert!(s.check(&json!({"n": 0})).is_ok());
+        assert!(CompiledSchema::any(json!({"type": 12})).is_ok());
     }
 }
