@@ -261,7 +261,10 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
          - Rows marked \"(experiment)\" serve the same `Server` on a current-thread runtime \
          (`sdk-echo --threads 0`, like `#[tokio::main(flavor = \"current_thread\")]`) instead of \
          tokio's default multi-threaded one: a stdio server has one connection, and these rows show \
-         what the runtime choice costs per call and at start-up.\n\
+         what the runtime choice costs per call and at start-up. The lean cold-start row runs \
+         `sdk-echo-lean` (`bench/lean`): the stdio server alone, on a current-thread runtime, with \
+         `mcp-server` built without its default `validation` feature (the JSON Schema validator, \
+         which a server whose tools take typed arguments does not need).\n\
          - Driver: `driver` speaks raw JSON-RPC and never uses the SDK, so it measures the server. \
          stdio: blocking pipe I/O (a writer and a reader thread when requests are in flight). \
          HTTP: hyper's client on one thread, one keep-alive connection per request in flight. Every \

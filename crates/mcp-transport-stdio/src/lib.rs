@@ -37,9 +37,11 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "child")]
 mod child;
 pub mod streams;
 
+#[cfg(feature = "child")]
 pub use child::{ChildProcess, ServerCommand, ShutdownTimeouts, StderrMode};
 pub use mcp_jsonrpc::Connection;
 pub use mcp_jsonrpc::codec::{CodecConfig, Framing};
