@@ -8,8 +8,9 @@
 //! * A **server** serves on its own stdin/stdout with [`stdio()`]. Only MCP messages are written to
 //!   stdout; log through `tracing` to stderr. When stdin reaches end of file the connection ends
 //!   and the server shuts down.
-//! * A **client** launches a server with [`ServerCommand::spawn`], which returns the connection and
-//!   a [`ChildProcess`] handle that captures the server's stderr, reports its exit status (pending
+//! * A **client** launches a server with `ServerCommand::spawn` (feature `child`, on by default;
+//!   a server that only serves its own stdin/stdout can leave it out), which returns the connection and
+//!   a `ChildProcess` handle that captures the server's stderr, reports its exit status (pending
 //!   requests fail with it) and shuts it down the way the specification describes: close stdin,
 //!   wait, `SIGTERM`, wait, `SIGKILL`.
 //! * Anything else that is a byte stream goes through [`io()`].
@@ -62,7 +63,7 @@ pub struct StdioOptions {
     /// Frame size and batch limits.
     pub codec: CodecConfig,
     /// How [`stdio_with()`] reads stdin and writes stdout (ignored by [`io_with()`] and
-    /// [`ServerCommand`], whose streams are always reactor-driven).
+    /// `ServerCommand`, whose streams are always reactor-driven).
     pub io_mode: IoMode,
 }
 
