@@ -61,6 +61,11 @@ pub(super) struct DriverState<H> {
     permit: Option<OwnedSemaphorePermit>,
     notifications: VecDeque<(Notification, Extensions)>,
     current: Option<BoxFuture>,
+    /// Requests the current read pass may still run inline (first poll on the driver's task).
+    /// One per pass: when several requests arrive together the others start on tasks of their
+    /// own, so a busy connection's handlers spread over the runtime's workers while the driver
+    /// keeps reading.
+    inline_left: u8,
     phase: Phase,
     result: Option<Result<(), TransportError>>,
 }
@@ -106,6 +111,7 @@ impl<H: Handler> DriverState<H> {
             permit: None,
             notifications: VecDeque::with_capacity(1),
             current: None,
+            inline_left: 1,
             phase: Phase::Running,
             result: None,
         }
@@ -242,6 +248,7 @@ impl<H: Handler> DriverState<H> {
     /// Returns `true` when it stopped because a queue of the driver was full: nothing was
     /// polled then, so no waker waits on the reader.
     fn poll_read(&mut self, cx: &mut Context<'_>) -> bool {
+        self.inline_left = 1;
         for _ in 0..READ_BUDGET {
             if self.queues_full() {
                 return true;
@@ -422,10 +429,11 @@ impl<H: Handler> DriverState<H> {
         // Notifications that arrived before this request are handled first (wire order: a
         // client's `notifications/initialized` precedes its first request).
         self.poll_notifications(cx);
-        if self.current.is_some() || !self.notifications.is_empty() {
+        if self.current.is_some() || !self.notifications.is_empty() || self.inline_left == 0 {
             self.spawn_request(request, rcx);
             return;
         }
+        self.inline_left -= 1;
         // The handler's first poll happens here, on the driver's task: a handler that finishes
         // without waiting (most do) costs no task spawn and no thread hand-off. One that waits
         // moves, already started, onto a task of its own; the next poll there registers that
