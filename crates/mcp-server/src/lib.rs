@@ -3,9 +3,15 @@
 //! over any transport.
 //!
 //! A tool is an ordinary async function whose argument type derives `Deserialize` and
-//! `JsonSchema`; the input schema is generated from it, arguments are validated against it, and
-//! whatever the function returns is converted by [`IntoCallToolResult`]. Results are projected to
-//! the client's negotiated revision, so handler code never branches on the protocol version.
+//! `JsonSchema`; the input schema is generated from it, arguments are decoded into it straight
+//! from the request (and checked by the JSON Schema validator, feature `validation`, when the
+//! schema states constraints the type does not enforce), and whatever the function returns is
+//! converted by [`IntoCallToolResult`]. Results are projected to the client's negotiated
+//! revision, so handler code never branches on the protocol version.
+//!
+//! Features: `stdio` (on by default) serves stdin/stdout and byte streams; `validation` (on by
+//! default) holds the JSON Schema validator, see docs/server.md for what goes without it; `http`
+//! checks the `Mcp-Param-*` headers of stateless Streamable HTTP requests.
 //!
 //! Under 2026-07-28 a tool registered with [`Tool::task_support`] can answer with a task handle
 //! and keep running (the tasks extension; see [`RequestContext::start_task`]); every other client
