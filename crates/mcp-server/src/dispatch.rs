@@ -17,7 +17,6 @@ use mcp_types::{
     ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
     UnsubscribeRequestParams,
 };
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -74,7 +73,7 @@ struct ProgressMeta {
 }
 
 /// Decodes params (absent params decode as `{}`); failures are `-32602`.
-fn params<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, ErrorObject> {
+fn params<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<T, ErrorObject> {
     serde_json::from_str(raw.map_or("{}", RawValue::get)).map_err(ErrorObject::invalid_params)
 }
 
@@ -195,39 +194,30 @@ pub(crate) async fn dispatch(
             let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.list_tools(p, cx).await?, version)
         }
-        // The builder's router: the arguments stay text until the tool's own type decodes them
-        // (no tree of `Value`s built, copied and dropped per call).
-        "tools/call" if server.inner.builtin_router => {
-            let p: ToolCall<'_> = serde_json::from_str(raw.map_or("{}", RawValue::get))
-                .map_err(ErrorObject::invalid_params)?;
-            let args = match p.arguments {
-                None => Arguments::Raw(Arc::from("{}")),
-                Some(a) if a.get().starts_with('{') => Arguments::Raw(Arc::from(a.get())),
-                Some(_) => {
-                    return Err(ErrorObject::invalid_params(
-                        "invalid type for `arguments`: expected an object",
-                    ));
-                }
-            };
-            let entry = server.inner.registry.snapshot().tool(&p.name).cloned();
-            let Some(entry) = entry else {
-                return Err(ErrorObject::invalid_params(format!(
-                    "unknown tool: {}",
-                    p.name
-                )));
-            };
-            let token = p.meta.and_then(|m| m.progress_token);
-            let cx = cx(token.as_ref().and_then(token_of));
-            let mut result = entry.call(cx, args).await?;
-            for block in &mut result.content {
-                degrade(block, version);
-            }
-            encode(result, version)
-        }
         "tools/call" => {
-            let p: CallToolRequestParams = params(raw)?;
-            let cx = cx(progress_token(p.meta.as_ref()));
-            let mut result = h.call_tool(p, cx).await?;
+            let mut result = if server.inner.builtin_router {
+                // The builder's router: the arguments stay text until the tool's own type
+                // decodes them (no tree of `Value`s built, copied and dropped per call).
+                let p: ToolCall<'_> = params(raw)?;
+                let args = match p.arguments {
+                    None => Arguments::Raw(Arc::from("{}")),
+                    Some(a) if a.get().starts_with('{') => Arguments::Raw(Arc::from(a.get())),
+                    Some(_) => {
+                        return Err(ErrorObject::invalid_params(
+                            "invalid type for `arguments`: expected an object",
+                        ));
+                    }
+                };
+                let entry = server.inner.registry.tool(&p.name)?;
+                let token = p.meta.and_then(|m| m.progress_token);
+                entry
+                    .call(cx(token.as_ref().and_then(token_of)), args)
+                    .await?
+            } else {
+                let p: CallToolRequestParams = params(raw)?;
+                let cx = cx(progress_token(p.meta.as_ref()));
+                h.call_tool(p, cx).await?
+            };
             for block in &mut result.content {
                 degrade(block, version);
             }

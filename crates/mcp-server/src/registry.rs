@@ -458,39 +458,34 @@ impl ToolEntry {
         };
         let input = input_schema.unwrap_or_else(crate::schema::input_schema_for::<A>);
         let output = output_schema.or_else(O::output_schema);
-        // Explains arguments the type refuses (the validator names the offending field, serde
-        // may not); compiled the first time it is needed. A root that is not an object fails
-        // the build in `erased` below.
-        let explainer = cfg!(feature = "validation")
-            .then(|| CompiledSchema::deferred(input.clone()).ok())
-            .flatten();
-        let typed = Arc::new((f, explainer));
-        let handler: Arc<ToolFn> = Arc::new(move |cx, args: Arguments| {
-            let typed = Arc::clone(&typed);
-            // Shared by the runs (a stateless request may be replayed) and decoded from the
-            // request's text (or by reference): no copy of the argument tree per run.
-            Box::pin(until_complete(cx, move |cx| {
+        // The entry's own input schema explains arguments the type refuses (the validator names
+        // the offending field, serde may not).
+        let handler = |input: &CompiledSchema| -> Arc<ToolFn> {
+            let typed = Arc::new((f, input.clone()));
+            Arc::new(move |cx, args: Arguments| {
                 let typed = Arc::clone(&typed);
-                let args = args.clone();
-                async move {
-                    let (f, explainer) = &*typed;
-                    let parsed: A = match args.deserialize() {
-                        Ok(a) => a,
-                        Err(e) => {
-                            let report = explainer
-                                .as_ref()
-                                .and_then(|schema| Some((schema, args.parsed().ok()?)))
-                                .and_then(|(schema, v)| schema.check(&v).err());
-                            return Reply::Done(Ok(CallToolResult::error(match report {
-                                Some(report) => format!("invalid arguments: {report}"),
-                                None => format!("invalid arguments: {e}"),
-                            })));
-                        }
-                    };
-                    f(cx, parsed).await.into_tool_reply()
-                }
-            }))
-        });
+                // Shared by the runs (a stateless request may be replayed) and decoded from the
+                // request's text (or by reference): no copy of the argument tree per run.
+                Box::pin(until_complete(cx, move |cx| {
+                    let typed = Arc::clone(&typed);
+                    let args = args.clone();
+                    async move {
+                        let (f, input) = &*typed;
+                        let parsed: A = match args.deserialize() {
+                            Ok(a) => a,
+                            Err(e) => {
+                                let report = args.parsed().ok().and_then(|v| input.check(&v).err());
+                                return Reply::Done(Ok(CallToolResult::error(format!(
+                                    "invalid arguments: {}",
+                                    report.unwrap_or_else(|| e.to_string())
+                                ))));
+                            }
+                        };
+                        f(cx, parsed).await.into_tool_reply()
+                    }
+                }))
+            })
+        };
         Self::erased(def, input, output, derived, handler)
             .map(|e| e.tasks(task_support, defer_task))
     }
@@ -540,7 +535,7 @@ impl ToolEntry {
                 }
             }))
         });
-        Self::erased(def, input, output, derived, handler)
+        Self::erased(def, input, output, derived, |_| handler)
             .map(|e| e.tasks(task_support, defer_task))
     }
 
@@ -555,7 +550,7 @@ impl ToolEntry {
         input: Value,
         output: Option<Value>,
         derived: Derived,
-        handler: Arc<ToolFn>,
+        handler: impl FnOnce(&CompiledSchema) -> Arc<ToolFn>,
     ) -> Result<Self, BuildError> {
         if !valid_tool_name(&tool.name) {
             return Err(BuildError::InvalidToolName(tool.name));
@@ -574,6 +569,7 @@ impl ToolEntry {
         };
         let compiled_input =
             compile(input.clone(), derived.input).map_err(|r| invalid("inputSchema", r))?;
+        let handler = handler(&compiled_input);
         let param_headers = match input.as_object() {
             Some(schema) => x_mcp_header::param_headers(schema)
                 .map_err(|e| invalid("inputSchema", e.to_string()))?,
@@ -646,11 +642,12 @@ impl ToolEntry {
         cx: RequestContext,
         args: Arguments,
     ) -> Result<CallToolResult, ErrorObject> {
+        let check = self.input.needs_check();
         #[cfg(feature = "http")]
         let headers = !self.param_headers.is_empty();
         #[cfg(not(feature = "http"))]
         let headers = false;
-        let args = if self.input.needs_check() || headers {
+        let args = if check || headers {
             let value = match args.parsed() {
                 Ok(value) => value,
                 Err(e) => {
@@ -662,15 +659,13 @@ impl ToolEntry {
             };
             #[cfg(feature = "http")]
             self.check_param_headers(&cx, &value)?;
-            if self.input.needs_check() {
-                if let Err(e) = self.input.check(&value) {
-                    // Input validation errors are tool execution errors, so the model can
-                    // correct them.
-                    return Ok(CallToolResult::error(format!(
-                        "invalid arguments for tool {}: {e}",
-                        self.tool.name
-                    )));
-                }
+            if let Err(e) = self.input.check_if_needed(&value) {
+                // Input validation errors are tool execution errors, so the model can correct
+                // them.
+                return Ok(CallToolResult::error(format!(
+                    "invalid arguments for tool {}: {e}",
+                    self.tool.name
+                )));
             }
             Arguments::Parsed(value)
         } else {
@@ -689,9 +684,8 @@ impl ToolEntry {
                         self.tool.name
                     )));
                 };
-                if !out.needs_check() {
-                    // Serialized from the type the schema was derived from.
-                } else if let Err(e) = out.check(structured) {
+                // Not checked when it was serialized from the type the schema was derived from.
+                if let Err(e) = out.check_if_needed(structured) {
                     tracing::error!(tool = %self.tool.name, error = %e, "structured content does not match the output schema");
                     return Err(ErrorObject::internal_error(format!(
                         "tool {} produced output that does not match its output schema",
@@ -996,6 +990,14 @@ impl Registry {
             current: RwLock::new(Arc::new(snapshot)),
             events,
         }
+    }
+
+    /// The tool called `name`; an unknown name is `-32602`.
+    pub(crate) fn tool(&self, name: &str) -> Result<Arc<ToolEntry>, ErrorObject> {
+        self.snapshot()
+            .tool(name)
+            .cloned()
+            .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {name}")))
     }
 
     pub(crate) fn snapshot(&self) -> Arc<Snapshot> {

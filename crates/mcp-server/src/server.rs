@@ -834,14 +834,9 @@ impl ServerHandler for Router {
         params: CallToolRequestParams,
         cx: RequestContext,
     ) -> BoxFuture<'_, Result<CallToolResult, ErrorObject>> {
-        let entry = self.registry.snapshot().tool(&params.name).cloned();
+        let entry = self.registry.tool(&params.name);
         Box::pin(async move {
-            let Some(entry) = entry else {
-                return Err(ErrorObject::invalid_params(format!(
-                    "unknown tool: {}",
-                    params.name
-                )));
-            };
+            let entry = entry?;
             let args = Value::Object(params.arguments.unwrap_or_default());
             entry.call(cx, Arguments::Parsed(Arc::new(args))).await
         })

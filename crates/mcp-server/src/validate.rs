@@ -73,6 +73,15 @@ impl CompiledSchema {
         cfg!(feature = "validation") && !self.enforced_by_type
     }
 
+    /// [`check`](Self::check) when [`needs_check`](Self::needs_check), else `Ok`.
+    pub(crate) fn check_if_needed(&self, instance: &Value) -> Result<(), String> {
+        if self.needs_check() {
+            self.check(instance)
+        } else {
+            Ok(())
+        }
+    }
+
     /// Compiles any schema.
     #[cfg(feature = "validation")]
     pub(crate) fn any(schema: Value) -> Result<Self, String> {

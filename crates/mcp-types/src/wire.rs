@@ -140,13 +140,18 @@ pub fn era_of(method: &str, params: Option<&Value>) -> Era {
     era_of_meta(method, params.and_then(|p| p.get("_meta")))
 }
 
+/// Whether `method` exists only in stateless revisions (`server/discover`,
+/// `subscriptions/listen`, ...): such a request is stateless whatever its `_meta` says.
+pub fn stateless_only(method: &str) -> bool {
+    methods::lookup(method)
+        .is_some_and(|info| info.revisions.iter().all(|v| v.era() == Era::Stateless))
+}
+
 /// [`era_of`] from the `_meta` value alone (for callers that extract it without parsing the
 /// rest of the params).
 pub fn era_of_meta(method: &str, meta: Option<&Value>) -> Era {
-    if let Some(info) = methods::lookup(method) {
-        if info.revisions.iter().all(|v| v.era() == Era::Stateless) {
-            return Era::Stateless;
-        }
+    if stateless_only(method) {
+        return Era::Stateless;
     }
     match meta {
         Some(Value::Object(meta))

@@ -652,6 +652,20 @@ mod tests {
         let reordered =
             Binding::new("tools/call", "deploy").arguments(Some(&json!({"n": 1, "env": "prod"})));
         assert!(sealer.open(&token, &reordered).is_ok());
+        // Arguments bound as the request's text are the same arguments, whatever their
+        // spacing and order; other values are not.
+        let text = |t: &str| Binding::new("tools/call", "deploy").arguments_text(Some(t));
+        assert!(
+            sealer
+                .open(&token, &text(r#"{ "n" : 1 , "env":"prod" }"#))
+                .is_ok()
+        );
+        assert!(
+            sealer
+                .open(&token, &text(r#"{"env":"prod","n":2}"#))
+                .is_err()
+        );
+        assert_eq!(text("{}"), Binding::new("tools/call", "deploy"));
         let empty = SealedState::default();
         let plain = Binding::new("prompts/get", "p");
         let t = sealer.seal(&plain, &empty).unwrap();

@@ -10,11 +10,8 @@
 use std::sync::Arc;
 
 use mcp_jsonrpc::ErrorObject;
-use mcp_types::methods;
 use mcp_types::wire::{self, RequestMeta, ResultType, RetryInput};
-use mcp_types::{
-    DiscoverResult, Era, Implementation, Project, ProtocolVersion, ServerCapabilities,
-};
+use mcp_types::{DiscoverResult, Implementation, Project, ProtocolVersion, ServerCapabilities};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -60,9 +57,7 @@ pub(crate) fn classify(method: &str, params: Option<&RawValue>) -> Option<Option
         .filter(|p| may_have_meta(p.get()))
         .and_then(probe_meta)
         .unwrap_or((false, None, false));
-    let stateless_only = methods::lookup(method)
-        .is_some_and(|info| info.revisions.iter().all(|v| v.era() == Era::Stateless));
-    if !stateless_only && !has_version && !has_capabilities {
+    if !wire::stateless_only(method) && !has_version && !has_capabilities {
         return None;
     }
     Some(version)
@@ -75,22 +70,17 @@ fn probe_meta(params: &RawValue) -> Option<(bool, Option<ProtocolVersion>, bool)
     match serde_json::from_str::<MetaProbe<'_>>(params.get()) {
         Ok(probe) => {
             let keys = probe.meta?;
-            let version = keys.protocol_version.and_then(|v| {
-                match serde_json::from_str::<&str>(v.get()) {
-                    Ok(text) => ProtocolVersion::from_date(text),
-                    // Escaped text cannot be borrowed.
-                    Err(_) => serde_json::from_str::<String>(v.get())
-                        .ok()
-                        .and_then(|text| ProtocolVersion::from_date(&text)),
-                }
-            });
+            let version = keys
+                .protocol_version
+                .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+                .and_then(|v| ProtocolVersion::from_date(&v));
             Some((
                 keys.protocol_version.is_some(),
                 version,
                 keys.client_capabilities.is_some(),
             ))
         }
-        // Not an object, a member twice: decide on the parsed value.
+        // `_meta` not an object, or one of its members twice: decide on the parsed value.
         Err(_) => {
             #[derive(serde::Deserialize)]
             struct Probe {
@@ -232,43 +222,35 @@ pub(crate) async fn serve(
     // needs only a few members here, and the rest (the arguments above all) stays text.
     let whole = method == "subscriptions/listen" || tasks_wire::METHODS.contains(&method.as_str());
     let supported = supported_versions();
-    let lift = |meta: Option<&Value>| {
-        RequestMeta::lift_meta(meta, &supported).map_err(|e| rpc_error(e.to_error()))
-    };
-    let (params, arguments, meta) = match request.params.as_deref() {
-        None => (
-            None,
-            None,
-            RequestMeta::lift(None, &supported).map_err(|e| rpc_error(e.to_error()))?,
-        ),
-        Some(raw) if whole => {
-            let params = parse_params(raw)?;
-            let meta = RequestMeta::lift(Some(&params), &supported)
-                .map_err(|e| rpc_error(e.to_error()))?;
-            (Some(params), None, meta)
+    let lifted =
+        |meta: Result<RequestMeta, wire::MetaError>| meta.map_err(|e| rpc_error(e.to_error()));
+    let envelope = request
+        .params
+        .as_deref()
+        .filter(|_| !whole)
+        .and_then(|raw| serde_json::from_str::<Envelope<'_>>(raw.get()).ok());
+    let (params, arguments, meta) = match envelope {
+        Some(envelope) => {
+            let meta = envelope.meta.map(parse_params).transpose()?;
+            (
+                Some(envelope.to_value()?),
+                envelope.arguments.map(|a| Box::<str>::from(a.get())),
+                lifted(RequestMeta::lift_meta(meta.as_ref(), &supported))?,
+            )
         }
-        Some(raw) => match serde_json::from_str::<Envelope<'_>>(raw.get()) {
-            Ok(envelope) => {
-                let meta = envelope.meta.map(parse_params).transpose()?;
-                let meta = lift(meta.as_ref())?;
-                (
-                    Some(envelope.to_value()?),
-                    envelope.arguments.map(|a| Box::<str>::from(a.get())),
-                    meta,
-                )
-            }
-            // Not an object, a member twice: the parsed value decides, as for any method.
-            Err(_) => {
-                let mut value = parse_params(raw)?;
-                let meta = RequestMeta::lift(Some(&value), &supported)
-                    .map_err(|e| rpc_error(e.to_error()))?;
-                let arguments = match &mut value {
-                    Value::Object(p) => p.remove("arguments").map(|a| a.to_string().into()),
-                    _ => None,
-                };
-                (Some(value), arguments, meta)
-            }
-        },
+        // The params whole: for the methods that read them all, and for params that are not
+        // an object with each member once (the parsed value decides, as for any method).
+        None => {
+            let mut params = request.params.as_deref().map(parse_params).transpose()?;
+            let meta = lifted(RequestMeta::lift(params.as_ref(), &supported))?;
+            let arguments = match &mut params {
+                Some(Value::Object(p)) if !whole => {
+                    p.remove("arguments").map(|a| a.to_string().into())
+                }
+                _ => None,
+            };
+            (params, arguments, meta)
+        }
     };
     let version = meta.protocol_version;
     let result = match method.as_str() {
@@ -517,6 +499,36 @@ mod classify_tests {
             r#"{"name":"echo","\u005fmeta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#,
         );
         assert_eq!(classify("tools/call", Some(&escaped)), Some(version));
+    }
+
+    #[test]
+    fn odd_meta_is_decided_as_its_parsed_value_would_be() {
+        // A version that is not a string still makes the request stateless, naming no revision.
+        let number = raw(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}"#);
+        assert_eq!(classify("tools/list", Some(&number)), Some(None));
+        // Capabilities alone are enough; `null` counts as present.
+        let caps = raw(r#"{"_meta":{"io.modelcontextprotocol/clientCapabilities":null}}"#);
+        assert_eq!(classify("tools/list", Some(&caps)), Some(None));
+        // `_meta` that is not an object, or has neither member: the session's.
+        for session in [
+            r#"{"_meta":5}"#,
+            r#"{"_meta":null}"#,
+            r#"{"_meta":{"progressToken":1}}"#,
+        ] {
+            assert_eq!(
+                classify("tools/list", Some(&raw(session))),
+                None,
+                "{session}"
+            );
+        }
+        // A member of `_meta` twice: the last one wins, as in the parsed value.
+        let twice = raw(
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+        );
+        assert_eq!(
+            classify("tools/list", Some(&twice)),
+            Some(ProtocolVersion::from_date("2026-07-28"))
+        );
     }
 
     #[test]

@@ -652,40 +652,26 @@ impl Hub {
     /// back, to be queued for the pump (and counted, so later frames queue behind it).
     fn route_now(&self, outbound: Outbound) -> Result<(), Outbound> {
         let mut st = self.lock();
-        let direct = st.pump_backlog == 0
-            && !st.closed
-            && match &outbound.frame {
-                Frame::Single(Message::Response(r)) => {
-                    r.id.as_ref()
-                        .and_then(|id| st.routes.get(id))
-                        .and_then(|key| st.slots.get(key))
-                        .is_some_and(|slot| matches!(slot.mode, Mode::Deciding { .. }))
+        match outbound {
+            Outbound {
+                frame: Frame::Single(Message::Response(response)),
+                related,
+            } if st.pump_backlog == 0 && !st.closed && completes_json(&st, &response) => {
+                let jobs = self.route_locked(&mut st, Message::Response(response), related);
+                drop(st);
+                self.touch();
+                if !jobs.is_empty() {
+                    // A JSON answer stores nothing; should that change, the pump still stores
+                    // in order.
+                    let _ = self.commands.send(Box::new(Command::Store(jobs)));
                 }
-                _ => false,
-            };
-        if !direct {
-            st.pump_backlog += 1;
-            return Err(outbound);
-        }
-        let Outbound { frame, related } = outbound;
-        let message = match frame {
-            Frame::Single(message) => message,
-            batch => {
-                st.pump_backlog += 1;
-                return Err(Outbound {
-                    frame: batch,
-                    related,
-                });
+                Ok(())
             }
-        };
-        let jobs = self.route_locked(&mut st, message, related);
-        drop(st);
-        self.touch();
-        if !jobs.is_empty() {
-            // A JSON answer stores nothing; should that change, the pump still stores in order.
-            let _ = self.commands.send(Box::new(Command::Store(jobs)));
+            other => {
+                st.pump_backlog += 1;
+                Err(other)
+            }
         }
-        Ok(())
     }
 
     /// [`Hub::route`] under the caller's lock.
@@ -1048,6 +1034,17 @@ async fn pump(
     hub.close();
 }
 
+/// Whether `response` answers a request of a POST still deciding between JSON and SSE: routing it
+/// stores nothing and starts no stream (it completes the JSON answer, or joins a batch's).
+fn completes_json(st: &State, response: &mcp_jsonrpc::Response) -> bool {
+    response
+        .id
+        .as_ref()
+        .and_then(|id| st.routes.get(id))
+        .and_then(|key| st.slots.get(key))
+        .is_some_and(|slot| matches!(slot.mode, Mode::Deciding { .. }))
+}
+
 /// The connection's writer: a response that completes a JSON answer is routed in the writing
 /// task ([`Hub::route_now`]); every other frame is queued for the pump, whose queue bounds the
 /// server's output.
@@ -1182,4 +1179,101 @@ pub(crate) type WeakHub = Weak<Hub>;
 /// An SSE block that only sets the reconnection delay.
 fn retry_event(retry: Duration) -> Bytes {
     Bytes::from(format!("retry: {}\n\n", retry.as_millis()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::{SinkExt, StreamExt};
+    use mcp_jsonrpc::{Request, Response};
+
+    fn session() -> (Arc<Hub>, Connection) {
+        let kind = HubKind::Session {
+            id: "s".into(),
+            store: None,
+        };
+        Hub::new(kind, Arc::new(HttpServerConfig::default()), None)
+    }
+
+    /// Posts one request (SSE allowed) and returns the decision it waits for.
+    async fn post(hub: &Arc<Hub>, id: i64) -> (oneshot::Receiver<Decision>, SlotGuard) {
+        let request = Message::Request(Request::new(id, "tools/call", None));
+        match hub
+            .post(
+                vec![request],
+                false,
+                Vec::new(),
+                Extensions::new(),
+                true,
+                false,
+            )
+            .await
+        {
+            Ok(Posted::Pending { decision, guard }) => (decision, guard),
+            _ => panic!("the request was not accepted"),
+        }
+    }
+
+    fn response(id: i64) -> Outbound {
+        let result = mcp_jsonrpc::to_raw(&serde_json::json!({"n": id})).unwrap();
+        Outbound::related(
+            Message::Response(Response::success(Id::from(id), result)),
+            Some(Id::from(id)),
+        )
+    }
+
+    fn progress(id: i64) -> Outbound {
+        let params = mcp_jsonrpc::to_raw(&serde_json::json!({"progress": 1})).unwrap();
+        let n = Notification::new("notifications/progress", Some(params));
+        Outbound::related(Message::Notification(n), Some(Id::from(id)))
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_lone_response_is_answered_as_json_without_the_pump() {
+        let (hub, connection) = session();
+        let (mut inbound, mut writer) = connection.into_parts();
+        let (decision, _guard) = post(&hub, 1).await;
+        assert!(
+            inbound.next().await.is_some(),
+            "the request reached the server"
+        );
+        writer.feed(response(1)).await.unwrap();
+        // Routed in this task: the answer is there before the pump task ever runs.
+        let mut decision = decision;
+        match decision.try_recv() {
+            Ok(Decision::Json(body, None)) => {
+                assert!(std::str::from_utf8(&body).unwrap().contains(r#""n":1"#));
+            }
+            _ => panic!("no JSON answer yet"),
+        }
+        assert_eq!(hub.lock().pump_backlog, 0);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_response_never_overtakes_what_the_pump_still_holds() {
+        let (hub, connection) = session();
+        let (mut inbound, mut writer) = connection.into_parts();
+        let (decision, _guard) = post(&hub, 7).await;
+        assert!(inbound.next().await.is_some());
+        // Progress then the response, both written before the pump task runs: the response
+        // must queue behind the notification, which turns the answer into an SSE stream.
+        writer.feed(progress(7)).await.unwrap();
+        writer.feed(response(7)).await.unwrap();
+        assert_eq!(hub.lock().pump_backlog, 2);
+        let Decision::Sse { first, mut rx } = decision.await.unwrap() else {
+            panic!("the response overtook the progress notification");
+        };
+        let mut events: Vec<Bytes> = first;
+        while let Some(event) = rx.recv().await {
+            events.push(event);
+        }
+        let text: String = events
+            .iter()
+            .map(|e| String::from_utf8_lossy(e).into_owned())
+            .collect();
+        let progress_at = text.find("notifications/progress").expect("progress sent");
+        let response_at = text.find(r#""n":7"#).expect("response sent");
+        assert!(progress_at < response_at, "{text}");
+        assert_eq!(hub.lock().pump_backlog, 0);
+    }
 }
