@@ -175,6 +175,7 @@ pub type OutboundSink = Pin<Box<dyn Sink<Outbound, Error = TransportError> + Sen
 pub struct Connection {
     reader: InboundStream,
     writer: OutboundSink,
+    direct: Option<crate::DirectSlot>,
 }
 
 impl fmt::Debug for Connection {
@@ -197,7 +198,22 @@ impl Connection {
         Connection {
             reader: Box::pin(MapReader { inner: reader }),
             writer: Box::pin(MapWriter { inner: writer }),
+            direct: None,
         }
+    }
+
+    /// The same connection, with a slot where the service that serves it may offer a handler
+    /// for requests the transport can run directly, in the task that received them (see
+    /// [`DirectSlot`](crate::DirectSlot)). Requests the transport does not hand over that way
+    /// still arrive on the connection.
+    pub fn with_direct_slot(mut self, slot: crate::DirectSlot) -> Self {
+        self.direct = Some(slot);
+        self
+    }
+
+    /// The transport's slot for a direct request handler, if it has one.
+    pub fn direct_slot(&self) -> Option<&crate::DirectSlot> {
+        self.direct.as_ref()
     }
 
     /// A connection over a byte stream pair with the given framing and limits.

@@ -254,6 +254,7 @@ impl Endpoint for SessionEndpoint<'_> {
 }
 
 /// The session as the engine's handler.
+#[derive(Clone)]
 struct SessionHandler(Arc<Session>);
 
 impl Handler for SessionHandler {
@@ -418,11 +419,17 @@ impl Server {
             scope: OnceLock::new(),
             subscriptions: Mutex::new(HashSet::new()),
         });
-        let (peer, mut driver) = self
-            .inner
-            .options
-            .engine()
-            .start(connection, SessionHandler(Arc::clone(&session)));
+        let handler = SessionHandler(Arc::clone(&session));
+        if let Some(slot) = connection.direct_slot() {
+            // The transport may run requests in its own task (HTTP: each stateless request in
+            // the task of its HTTP exchange): they are served exactly as the engine would.
+            let handler = handler.clone();
+            slot.offer(Arc::new(move |request, cx| {
+                let handler = handler.clone();
+                Box::pin(async move { handler.handle_request(request, cx).await })
+            }));
+        }
+        let (peer, mut driver) = self.inner.options.engine().start(connection, handler);
         let events = std::pin::pin!(fan_out(session, peer));
         let result = tokio::select! {
             biased;

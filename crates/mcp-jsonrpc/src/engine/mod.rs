@@ -1,5 +1,6 @@
 //! The request engine: transport-agnostic request/response plumbing used by both roles.
 
+mod direct;
 mod driver;
 mod peer;
 
@@ -16,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use direct::{Detached, DirectHandler, DirectSlot, RelatedReceiver};
 pub use peer::{Peer, Progress, RequestOptions, ResponseFuture};
 
 use crate::connection::{Connection, Extensions};
@@ -402,11 +404,15 @@ struct Shared {
     batches_allowed: AtomicBool,
     outgoing: Arc<Semaphore>,
     epoch: tokio::time::Instant,
+    /// No driver behind it: requests served outside an engine (see [`Detached`]). Requests to
+    /// the peer fail at once; related messages go to each request's own channel.
+    detached: bool,
 }
 
 impl Shared {
     fn new(config: Config) -> Self {
         Shared {
+            detached: false,
             next_id: AtomicI64::new(1),
             pending: Mutex::default(),
             inflight: Mutex::default(),

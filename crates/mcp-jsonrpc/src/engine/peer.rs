@@ -308,6 +308,12 @@ async fn run_request(
     if shared.shutdown.is_cancelled() {
         return Err(shared.closed_error());
     }
+    if shared.detached {
+        return Err(CallError::Closed(
+            "this request is served without a connection: it cannot send requests to the peer"
+                .to_owned(),
+        ));
+    }
     let permit = tokio::select! {
         permit = shared.outgoing.clone().acquire_owned() => {
             permit.map_err(|_| shared.closed_error())?

@@ -179,6 +179,8 @@ pub(crate) struct Hub {
     activity: Mutex<Instant>,
     busy: AtomicUsize,
     streams: AtomicUsize,
+    /// Where the server of the shared stateless connection offers its direct handler.
+    direct: mcp_jsonrpc::DirectSlot,
 }
 
 impl std::fmt::Debug for Hub {
@@ -233,12 +235,16 @@ impl Hub {
             activity: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
             streams: AtomicUsize::new(0),
+            direct: mcp_jsonrpc::DirectSlot::new(),
         });
         let writer = HubWriter {
             hub: Arc::clone(&hub),
             pump: PollSender::new(out_tx),
         };
-        let connection = Connection::new(inbound_stream(in_rx), writer);
+        let mut connection = Connection::new(inbound_stream(in_rx), writer);
+        if matches!(hub.kind, HubKind::Shared) {
+            connection = connection.with_direct_slot(hub.direct.clone());
+        }
         tokio::spawn(pump(hub.clone(), out_rx, cmd_rx));
         (hub, connection)
     }
@@ -269,6 +275,11 @@ impl Hub {
 
     pub(crate) fn owner(&self) -> Option<&str> {
         self.owner.as_deref()
+    }
+
+    /// The handler the server offered for stateless requests, once it has.
+    pub(crate) fn direct_handler(&self) -> Option<&mcp_jsonrpc::DirectHandler> {
+        self.direct.handler()
     }
 
     pub(crate) fn is_closed(&self) -> bool {

@@ -35,6 +35,7 @@
 mod auth;
 mod body;
 mod config;
+mod direct;
 mod hub;
 mod security;
 mod serve;

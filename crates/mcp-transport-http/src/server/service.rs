@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::{Auth, Authenticator, Granted};
 use super::body::{self, HttpBody, SseBody, encode_event};
 use super::config::{HttpServerConfig, ResponseMode};
+use super::direct::{self, Answering, Direct};
 use super::hub::{AttachError, Decision, Hub, HubKind, PostError, Posted, STANDALONE, SlotGuard};
 use super::stateless::{self, PROTOCOL_VERSION, header};
 use super::store::{
@@ -35,7 +36,7 @@ const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// `Last-Event-ID`.
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 /// The JSON-RPC code of transport-level refusals (no such session, forbidden origin, ...).
-const TRANSPORT_ERROR: i64 = -32000;
+pub(crate) const TRANSPORT_ERROR: i64 = -32000;
 const SESSION_NOT_FOUND: i64 = -32001;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -99,6 +100,7 @@ impl StreamableHttpServiceBuilder {
     pub fn build(self) -> StreamableHttpService {
         StreamableHttpService {
             inner: Arc::new(Inner {
+                direct: Direct::new(&self.config),
                 config: Arc::new(self.config),
                 serve: self.serve,
                 event_store: self.event_store,
@@ -142,6 +144,7 @@ struct Inner {
     shared: Mutex<Option<Arc<Hub>>>,
     shutting_down: CancellationToken,
     reaper: AtomicBool,
+    direct: Direct,
 }
 
 /// The parsed `Accept` header.
@@ -704,6 +707,29 @@ impl Inner {
             let mut base = base_extensions(granted);
             base.insert(params);
             base.insert(parts);
+            if let (Some(handler), Message::Request(_)) = (hub.direct_handler(), message) {
+                let mut messages = posting.messages;
+                let Some(Message::Request(request)) = messages.pop() else {
+                    return error_status(StatusCode::INTERNAL_SERVER_ERROR, "no request");
+                };
+                let how = dispatch(true);
+                let answering = Answering {
+                    sse_allowed: how.sse_allowed,
+                    force_sse: how.force_sse,
+                };
+                return self
+                    .direct
+                    .serve(
+                        &self.config,
+                        hub.closed(),
+                        handler,
+                        request,
+                        base,
+                        answering,
+                    )
+                    .await
+                    .unwrap_or_else(direct::refused);
+            }
             return self.dispatch(&hub, posting, base, dispatch(true)).await.0;
         }
         let is_initialize = matches!(single, Some(Message::Request(r)) if r.method == "initialize");

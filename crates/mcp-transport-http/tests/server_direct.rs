@@ -1,0 +1,338 @@
+//! Stateless requests served directly, in the task of their HTTP exchange, by the handler the
+//! server of the shared connection offers in its `DirectSlot`.
+#![cfg(feature = "server")]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming as Body;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use mcp_jsonrpc::{
+    CallError, Connection, DirectHandler, ErrorObject, Inbound, Message, Outbound, RequestOptions,
+    Response as RpcResponse,
+};
+use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+#[derive(Default)]
+struct Seen {
+    /// Requests the connection served (before the direct handler was used).
+    via_connection: usize,
+    /// Requests whose handler saw its cancellation.
+    cancelled: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Seen>>;
+
+/// The direct handler: `echo` (params back, with `via`), `progress` (two related
+/// notifications, then the result), `slow` (a notification, then waits for cancellation),
+/// `panic`, `sample` (a request to the client, which cannot be sent) and -32601.
+fn handler(seen: Shared) -> DirectHandler {
+    Arc::new(move |request, cx| {
+        let seen = seen.clone();
+        Box::pin(async move {
+            let params: Value = request.params_as().unwrap_or(Value::Null);
+            let notify = |i: u32| {
+                let peer = cx.peer().clone();
+                async move {
+                    peer.notify_with(
+                        "notifications/progress",
+                        &json!({"progressToken": "t", "progress": i}),
+                    )
+                    .await
+                    .unwrap();
+                }
+            };
+            match request.method.as_str() {
+                "echo" => Ok(
+                    mcp_jsonrpc::to_raw(&json!({"who": params["who"], "via": "direct"})).unwrap(),
+                ),
+                "progress" => {
+                    notify(1).await;
+                    notify(2).await;
+                    Ok(mcp_jsonrpc::to_raw(&json!({"done": true})).unwrap())
+                }
+                "slow" => {
+                    // The future is dropped when the request is abandoned; its token fires.
+                    let token = cx.cancellation().clone();
+                    let method = request.method.clone();
+                    tokio::spawn(async move {
+                        token.cancelled().await;
+                        seen.lock().unwrap().cancelled.push(method);
+                    });
+                    notify(1).await;
+                    std::future::pending().await
+                }
+                "panic" => panic!("the handler fails"),
+                "sample" => {
+                    let err = cx
+                        .peer()
+                        .request("sampling/createMessage", None, RequestOptions::new())
+                        .await
+                        .unwrap_err();
+                    assert!(matches!(err, CallError::Closed(_)));
+                    Ok(mcp_jsonrpc::to_raw(&json!({"refused": err.to_string()})).unwrap())
+                }
+                other => Err(ErrorObject::method_not_found(other)),
+            }
+        })
+    })
+}
+
+/// Offers the direct handler, then answers whatever still arrives on the connection with
+/// `via: connection`.
+async fn serve(conn: Connection, seen: Shared) {
+    if let Some(slot) = conn.direct_slot() {
+        assert!(slot.offer(handler(seen.clone())));
+    }
+    let (mut inbound, mut sink) = conn.into_parts();
+    while let Some(Ok(incoming)) = inbound.next().await {
+        if let Ok(Inbound::Single(Message::Request(r))) = incoming.frame {
+            seen.lock().unwrap().via_connection += 1;
+            let response =
+                RpcResponse::success_from(r.id.clone(), &json!({"via": "connection"})).unwrap();
+            let out = Outbound::related(Message::Response(response), Some(r.id));
+            if futures_util::SinkExt::send(&mut sink, out).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+struct TestServer {
+    addr: SocketAddr,
+    seen: Shared,
+    client: Client<HttpConnector, Full<Bytes>>,
+    _stop: oneshot::Sender<()>,
+}
+
+impl TestServer {
+    async fn start(config: HttpServerConfig) -> TestServer {
+        let seen: Shared = Arc::default();
+        let s = seen.clone();
+        let service = StreamableHttpService::builder(move |conn| serve(conn, s.clone()))
+            .config(config)
+            .build();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = service
+                .serve_with_listener(listener, async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        let server = TestServer {
+            addr,
+            seen,
+            client: Client::builder(TokioExecutor::new()).build_http(),
+            _stop: stop,
+        };
+        server.warm_up().await;
+        server
+    }
+
+    /// Sends echo requests until one is served directly: the first starts the shared
+    /// connection, whose server offers the handler as it starts.
+    async fn warm_up(&self) {
+        for _ in 0..100 {
+            let v = json_body(self.send("echo", &rpc(0, "echo", json!({}))).await).await;
+            if v["result"]["via"] == "direct" {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the direct handler was never used");
+    }
+
+    fn request(&self, method: &str, accept: &str) -> http::request::Builder {
+        Request::post(format!("http://{}/mcp", self.addr))
+            .header("content-type", "application/json")
+            .header("accept", accept)
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+    }
+
+    async fn send_with(&self, req: http::request::Builder, body: &Value) -> Response<Body> {
+        let req = req.body(Full::new(Bytes::from(body.to_string()))).unwrap();
+        self.client.request(req).await.unwrap()
+    }
+
+    async fn send(&self, method: &str, body: &Value) -> Response<Body> {
+        self.send_with(
+            self.request(method, "application/json, text/event-stream"),
+            body,
+        )
+        .await
+    }
+}
+
+fn rpc(id: i64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}});
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+async fn json_body(resp: Response<Body>) -> Value {
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// The messages of an SSE body, until it ends; `stop_after` ends reading early.
+async fn sse_messages(resp: Response<Body>, stop_after: Option<usize>) -> (Vec<Value>, Body) {
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let mut body = resp.into_body();
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    loop {
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            for line in block.lines() {
+                assert!(!line.starts_with("id:"), "stateless events have no ids");
+                if let Some(data) = line.strip_prefix("data: ") {
+                    out.push(serde_json::from_str(data).unwrap());
+                }
+            }
+            if stop_after.is_some_and(|n| out.len() >= n) {
+                return (out, body);
+            }
+        }
+        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+            .await
+            .expect("an SSE event in time");
+        match frame {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    buf.push_str(std::str::from_utf8(&data).unwrap());
+                }
+            }
+            _ => return (out, body),
+        }
+    }
+}
+
+#[tokio::test]
+async fn requests_are_answered_by_the_direct_handler_with_their_own_ids() {
+    let server = TestServer::start(HttpServerConfig::default()).await;
+    let before = server.seen.lock().unwrap().via_connection;
+    // Two clients use the same id at once: nothing is rewritten, nothing collides.
+    let a = rpc(1, "echo", json!({"who": "a"}));
+    let b = rpc(1, "echo", json!({"who": "b"}));
+    let (ra, rb) = tokio::join!(server.send("echo", &a), server.send("echo", &b));
+    assert_eq!((ra.status(), rb.status()), (StatusCode::OK, StatusCode::OK));
+    let (va, vb) = (json_body(ra).await, json_body(rb).await);
+    assert_eq!(va["id"], 1);
+    assert_eq!(va["result"], json!({"who": "a", "via": "direct"}));
+    assert_eq!(vb["result"], json!({"who": "b", "via": "direct"}));
+    assert_eq!(server.seen.lock().unwrap().via_connection, before);
+
+    // A -32601 becomes 404, id echoed.
+    let resp = server
+        .send("unknown/method", &rpc(7, "unknown/method", json!({})))
+        .await;
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+    let v = json_body(resp).await;
+    assert_eq!(
+        (v["id"].clone(), v["error"]["code"].clone()),
+        (json!(7), json!(-32601))
+    );
+
+    // A panicking handler is an internal error; the server keeps serving.
+    let v = json_body(server.send("panic", &rpc(8, "panic", json!({}))).await).await;
+    assert_eq!(
+        (v["id"].clone(), v["error"]["code"].clone()),
+        (json!(8), json!(-32603))
+    );
+    // Requests to the client fail at once: there is no channel for their answers.
+    let v = json_body(server.send("sample", &rpc(9, "sample", json!({}))).await).await;
+    assert!(
+        v["result"]["refused"]
+            .as_str()
+            .unwrap()
+            .contains("without a connection")
+    );
+    let v = json_body(
+        server
+            .send("echo", &rpc(10, "echo", json!({"who": "c"})))
+            .await,
+    )
+    .await;
+    assert_eq!(v["result"]["who"], "c");
+}
+
+#[tokio::test]
+async fn related_messages_turn_the_answer_into_a_stream_unless_only_json_is_accepted() {
+    let server = TestServer::start(HttpServerConfig::default()).await;
+    let resp = server
+        .send("progress", &rpc(3, "progress", json!({})))
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let (messages, _) = sse_messages(resp, None).await;
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert_eq!(messages[0]["method"], "notifications/progress");
+    assert_eq!(messages[0]["params"]["progress"], 1);
+    assert_eq!(messages[1]["params"]["progress"], 2);
+    assert_eq!(messages[2]["id"], 3);
+    assert_eq!(messages[2]["result"]["done"], true);
+
+    // A client that takes only JSON gets the result alone.
+    let resp = server
+        .send_with(
+            server.request("progress", "application/json"),
+            &rpc(4, "progress", json!({})),
+        )
+        .await;
+    let v = json_body(resp).await;
+    assert_eq!(
+        (v["id"].clone(), v["result"]["done"].clone()),
+        (json!(4), json!(true))
+    );
+}
+
+#[tokio::test]
+async fn an_abandoned_stream_cancels_its_handler() {
+    let server = TestServer::start(HttpServerConfig::default()).await;
+    let resp = server.send("slow", &rpc(5, "slow", json!({}))).await;
+    let (messages, body) = sse_messages(resp, Some(1)).await;
+    assert_eq!(messages[0]["method"], "notifications/progress");
+    assert!(server.seen.lock().unwrap().cancelled.is_empty());
+    drop(body);
+    for _ in 0..200 {
+        if !server.seen.lock().unwrap().cancelled.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the handler never saw its cancellation");
+}
+
+#[tokio::test]
+async fn requests_beyond_the_in_flight_limit_get_503() {
+    let server = TestServer::start(HttpServerConfig::default().max_pending_stateless(1)).await;
+    let resp = server.send("slow", &rpc(5, "slow", json!({}))).await;
+    let (_, body) = sse_messages(resp, Some(1)).await;
+    let resp = server.send("echo", &rpc(6, "echo", json!({}))).await;
+    assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+    // Once the stream is gone, its slot is free again.
+    drop(body);
+    for _ in 0..200 {
+        let resp = server.send("echo", &rpc(7, "echo", json!({}))).await;
+        if resp.status() == StatusCode::OK {
+            assert_eq!(json_body(resp).await["result"]["via"], "direct");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the in-flight slot was never released");
+}
