@@ -257,6 +257,35 @@ impl Endpoint for SessionEndpoint<'_> {
 #[derive(Clone)]
 struct SessionHandler(Arc<Session>);
 
+impl SessionHandler {
+    /// A request the transport hands over directly (HTTP: a stateless request, in the task of
+    /// its own exchange), served as [`Handler::handle_request`] would serve it. Without
+    /// middleware, a stateless request's params are read once, instead of once to classify the
+    /// request and again to serve it.
+    async fn handle_direct(
+        &self,
+        request: mcp_jsonrpc::Request,
+        cx: mcp_jsonrpc::RequestContext,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let server = &self.0.server;
+        if server.inner.middleware.is_empty() {
+            // Params that lift are those of a stateless request: `_meta` names a supported
+            // revision. Anything else takes the general path, which classifies it.
+            if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref()) {
+                let request = Request {
+                    id: request.id,
+                    method: request.method,
+                    params: request.params,
+                    protocol_version: Some(lifted.version()),
+                    extensions: cx.extensions().clone(),
+                };
+                return serve::serve_lifted(server, &cx, request, lifted).await;
+            }
+        }
+        self.handle_request(request, cx).await
+    }
+}
+
 impl Handler for SessionHandler {
     async fn handle_request(
         &self,
@@ -426,7 +455,7 @@ impl Server {
             let handler = handler.clone();
             slot.offer(Arc::new(move |request, cx| {
                 let handler = handler.clone();
-                Box::pin(async move { handler.handle_request(request, cx).await })
+                Box::pin(async move { handler.handle_direct(request, cx).await })
             }));
         }
         let (peer, mut driver) = self.inner.options.engine().start(connection, handler);

@@ -182,6 +182,55 @@ pub struct RequestMeta {
     pub other: Meta,
 }
 
+/// The members of `_meta` that [`RequestMeta::lift_meta_raw`] lifts, borrowed as JSON text,
+/// and every other member decoded. A member sent twice counts once, the last one, as in a
+/// parsed [`Value`].
+#[derive(Default)]
+struct RawMetaKeys<'a> {
+    protocol_version: Option<&'a serde_json::value::RawValue>,
+    client_capabilities: Option<&'a serde_json::value::RawValue>,
+    client_info: Option<&'a serde_json::value::RawValue>,
+    log_level: Option<&'a serde_json::value::RawValue>,
+    progress_token: Option<&'a serde_json::value::RawValue>,
+    other: Meta,
+}
+
+impl<'de> Deserialize<'de> for RawMetaKeys<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = RawMetaKeys<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut keys = RawMetaKeys::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    let slot = match key.as_ref() {
+                        META_PROTOCOL_VERSION => &mut keys.protocol_version,
+                        META_CLIENT_CAPABILITIES => &mut keys.client_capabilities,
+                        META_CLIENT_INFO => &mut keys.client_info,
+                        META_LOG_LEVEL => &mut keys.log_level,
+                        META_PROGRESS_TOKEN => &mut keys.progress_token,
+                        _ => {
+                            keys.other.insert(key.into_owned(), map.next_value()?);
+                            continue;
+                        }
+                    };
+                    *slot = Some(map.next_value()?);
+                }
+                Ok(keys)
+            }
+        }
+        deserializer.deserialize_map(Keys)
+    }
+}
+
 fn invalid(key: &'static str, reason: impl fmt::Display) -> MetaError {
     MetaError::Invalid {
         key,
@@ -272,6 +321,73 @@ impl RequestMeta {
             log_level,
             progress_token,
             other,
+        })
+    }
+
+    /// [`RequestMeta::lift_meta`] from the `_meta` member's JSON text: the same checks, in the
+    /// same order, with one pass over the text (the lifted members are decoded into their
+    /// types directly, with no intermediate [`Value`]).
+    ///
+    /// ```
+    /// use mcp_types::ProtocolVersion;
+    /// use mcp_types::wire::RequestMeta;
+    /// use serde_json::value::RawValue;
+    ///
+    /// let meta = RawValue::from_string(r#"{
+    ///     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    ///     "io.modelcontextprotocol/clientCapabilities": {},
+    ///     "traceparent": "00-1"
+    /// }"#.into()).unwrap();
+    /// let lifted = RequestMeta::lift_meta_raw(Some(&meta), &[ProtocolVersion::V2026_07_28]).unwrap();
+    /// assert_eq!(lifted.protocol_version, ProtocolVersion::V2026_07_28);
+    /// assert_eq!(lifted.other["traceparent"], "00-1");
+    /// ```
+    pub fn lift_meta_raw(
+        meta: Option<&serde_json::value::RawValue>,
+        supported: &[ProtocolVersion],
+    ) -> Result<RequestMeta, MetaError> {
+        let Some(meta) = meta else {
+            return Err(MetaError::MissingMeta);
+        };
+        let keys: RawMetaKeys<'_> =
+            serde_json::from_str(meta.get()).map_err(|_| invalid("_meta", "must be an object"))?;
+        let Some(version) = keys.protocol_version else {
+            return Err(MetaError::MissingProtocolVersion);
+        };
+        let Some(capabilities) = keys.client_capabilities else {
+            return Err(MetaError::MissingClientCapabilities);
+        };
+        let Ok(version) = serde_json::from_str::<std::borrow::Cow<'_, str>>(version.get()) else {
+            return Err(invalid(META_PROTOCOL_VERSION, "must be a string"));
+        };
+        let protocol_version = match ProtocolVersion::from_date(&version) {
+            Some(v) if supported.contains(&v) => v,
+            _ => {
+                return Err(MetaError::UnsupportedVersion {
+                    requested: version.into_owned(),
+                    supported: supported.to_vec(),
+                });
+            }
+        };
+        if !capabilities.get().trim_start().starts_with('{') {
+            return Err(invalid(META_CLIENT_CAPABILITIES, "must be an object"));
+        }
+        fn decode<'a, T: Deserialize<'a>>(
+            key: &'static str,
+            raw: Option<&'a serde_json::value::RawValue>,
+        ) -> Result<Option<T>, MetaError> {
+            raw.map(|raw| serde_json::from_str(raw.get()).map_err(|e| invalid(key, e)))
+                .transpose()
+        }
+        let client_capabilities =
+            decode(META_CLIENT_CAPABILITIES, Some(capabilities))?.unwrap_or_default();
+        Ok(RequestMeta {
+            protocol_version,
+            client_capabilities,
+            client_info: decode(META_CLIENT_INFO, keys.client_info)?,
+            log_level: decode(META_LOG_LEVEL, keys.log_level)?,
+            progress_token: decode(META_PROGRESS_TOKEN, keys.progress_token)?,
+            other: keys.other,
         })
     }
 
@@ -823,6 +939,67 @@ mod tests {
             m.extend(e);
         }
         json!({ "_meta": m })
+    }
+
+    /// `lift_meta_raw` decides exactly as `lift_meta` on the parsed value: same fields, same
+    /// error kind (messages may word a decoding failure differently).
+    #[test]
+    fn lifting_from_text_matches_lifting_from_a_value() {
+        let cases = [
+            json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}),
+            json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {"elicitation": {"form": {}}, "sampling": {}},
+                   META_CLIENT_INFO: {"name": "c", "version": "1"}, META_LOG_LEVEL: "debug",
+                   META_PROGRESS_TOKEN: 7, "traceparent": "00-ab", "x/y": [1, {"z": null}]}),
+            json!({META_CLIENT_CAPABILITIES: {}}),
+            json!({META_PROTOCOL_VERSION: "2026-07-28"}),
+            json!({META_PROTOCOL_VERSION: 20260728, META_CLIENT_CAPABILITIES: {}}),
+            json!({META_PROTOCOL_VERSION: "2025-11-25", META_CLIENT_CAPABILITIES: {}}),
+            json!({META_PROTOCOL_VERSION: "1999-01-01", META_CLIENT_CAPABILITIES: []}),
+            json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: []}),
+            json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {"sampling": 3}}),
+            json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}, META_CLIENT_INFO: "x"}),
+            json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}, META_LOG_LEVEL: "loud"}),
+            json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}, META_PROGRESS_TOKEN: {}}),
+            json!("not an object"),
+            json!([1, 2]),
+            json!(null),
+        ];
+        for meta in cases {
+            let raw = serde_json::value::to_raw_value(&meta).unwrap();
+            let from_value = RequestMeta::lift_meta(Some(&meta), V26);
+            let from_text = RequestMeta::lift_meta_raw(Some(&raw), V26);
+            match (from_value, from_text) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{meta}"),
+                (Err(a), Err(b)) => {
+                    assert_eq!(a.to_error().code, b.to_error().code, "{meta}");
+                    assert_eq!(
+                        std::mem::discriminant(&a),
+                        std::mem::discriminant(&b),
+                        "{meta}: {a:?} / {b:?}"
+                    );
+                    if let (
+                        MetaError::Invalid { key: ka, .. },
+                        MetaError::Invalid { key: kb, .. },
+                    ) = (&a, &b)
+                    {
+                        assert_eq!(ka, kb, "{meta}");
+                    }
+                }
+                (a, b) => panic!("{meta}: {a:?} / {b:?}"),
+            }
+        }
+        assert!(matches!(
+            RequestMeta::lift_meta_raw(None, V26),
+            Err(MetaError::MissingMeta)
+        ));
+        // Escaped key names are the same names.
+        let raw = serde_json::value::RawValue::from_string(
+            r#"{"io.modelcontextprotocol\/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities" : { } }"#
+                .into(),
+        )
+        .unwrap();
+        assert!(RequestMeta::lift_meta_raw(Some(&raw), V26).is_ok());
     }
 
     #[test]

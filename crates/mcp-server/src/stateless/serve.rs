@@ -211,37 +211,46 @@ fn is_error_result(raw: &RawValue) -> bool {
     serde_json::from_str::<IsError>(text).is_ok_and(|r| r.is_error == Some(true))
 }
 
-/// Serves one stateless request.
-pub(crate) async fn serve(
-    server: &Server,
-    rpc: &mcp_jsonrpc::RequestContext,
-    request: Request,
-) -> Result<Box<RawValue>, ErrorObject> {
-    let method = request.method.clone();
+/// A stateless request's params, read once: the members the stateless path needs (as a
+/// value), the tool arguments (as text) and the lifted `_meta`.
+pub(crate) struct Lifted {
+    params: Option<Value>,
+    arguments: Option<Box<str>>,
+    meta: RequestMeta,
+}
+
+impl Lifted {
+    /// The revision the request's `_meta` names (a supported one).
+    pub(crate) fn version(&self) -> ProtocolVersion {
+        self.meta.protocol_version
+    }
+}
+
+/// Reads a stateless request's params: `Err` when its `_meta` is missing, malformed or names
+/// a revision this server does not serve (the error the request is answered with).
+pub(crate) fn lift(method: &str, raw: Option<&RawValue>) -> Result<Lifted, ErrorObject> {
     // `subscriptions/listen` and the tasks methods read their params whole; every other method
     // needs only a few members here, and the rest (the arguments above all) stays text.
-    let whole = method == "subscriptions/listen" || tasks_wire::METHODS.contains(&method.as_str());
+    let whole = method == "subscriptions/listen" || tasks_wire::METHODS.contains(&method);
     let supported = supported_versions();
     let lifted =
         |meta: Result<RequestMeta, wire::MetaError>| meta.map_err(|e| rpc_error(e.to_error()));
-    let envelope = request
-        .params
-        .as_deref()
+    let envelope = raw
         .filter(|_| !whole)
         .and_then(|raw| serde_json::from_str::<Envelope<'_>>(raw.get()).ok());
     let (params, arguments, meta) = match envelope {
         Some(envelope) => {
-            let meta = envelope.meta.map(parse_params).transpose()?;
+            let meta = lifted(RequestMeta::lift_meta_raw(envelope.meta, &supported))?;
             (
                 Some(envelope.to_value()?),
                 envelope.arguments.map(|a| Box::<str>::from(a.get())),
-                lifted(RequestMeta::lift_meta(meta.as_ref(), &supported))?,
+                meta,
             )
         }
         // The params whole: for the methods that read them all, and for params that are not
         // an object with each member once (the parsed value decides, as for any method).
         None => {
-            let mut params = request.params.as_deref().map(parse_params).transpose()?;
+            let mut params = raw.map(parse_params).transpose()?;
             let meta = lifted(RequestMeta::lift(params.as_ref(), &supported))?;
             let arguments = match &mut params {
                 Some(Value::Object(p)) if !whole => {
@@ -252,6 +261,36 @@ pub(crate) async fn serve(
             (params, arguments, meta)
         }
     };
+    Ok(Lifted {
+        params,
+        arguments,
+        meta,
+    })
+}
+
+/// Serves one stateless request.
+pub(crate) async fn serve(
+    server: &Server,
+    rpc: &mcp_jsonrpc::RequestContext,
+    request: Request,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let lifted = lift(&request.method, request.params.as_deref())?;
+    serve_lifted(server, rpc, request, lifted).await
+}
+
+/// Serves one stateless request whose params were read by [`lift`].
+pub(crate) async fn serve_lifted(
+    server: &Server,
+    rpc: &mcp_jsonrpc::RequestContext,
+    request: Request,
+    lifted: Lifted,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let Lifted {
+        params,
+        arguments,
+        meta,
+    } = lifted;
+    let method = request.method.clone();
     let version = meta.protocol_version;
     let result = match method.as_str() {
         "server/discover" => discover(server, version),
