@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mcp_jsonrpc::ErrorObject;
 use mcp_types::methods::{self, MethodKind};
 use mcp_types::{
-    CallToolRequestParams, CompleteRequestParams, ContentBlock, EmptyResult,
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, ContentBlock, EmptyResult,
     GetPromptRequestParams, Meta, PaginatedRequestParams, ProgressToken, Project, ProtocolVersion,
     ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
     UnsubscribeRequestParams,
@@ -134,6 +134,50 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A tool call's arguments as the builder's router takes them: absent is `{}`; `None` when
+/// they are not an object.
+pub(crate) fn tool_arguments(text: Option<&str>) -> Option<Arguments> {
+    match text {
+        None => Some(Arguments::Raw(Arc::from("{}"))),
+        Some(a) if a.starts_with('{') => Some(Arguments::Raw(Arc::from(a))),
+        Some(_) => None,
+    }
+}
+
+/// A tool's result with the content blocks the revision lacks degraded.
+fn degraded(mut result: CallToolResult, version: ProtocolVersion) -> CallToolResult {
+    for block in &mut result.content {
+        degrade(block, version);
+    }
+    result
+}
+
+/// `tools/call` on the builder's router with its params already read (the stateless path
+/// reads them once for its own needs): the tool named `name` runs with `arguments`, and its
+/// result comes back degraded for the revision but not yet encoded, for the caller to finish.
+pub(crate) async fn call_tool_read(
+    server: &Server,
+    origin: Origin<'_>,
+    request: Request,
+    name: &str,
+    arguments: Arguments,
+    progress_token: Option<ProgressToken>,
+) -> Result<CallToolResult, ErrorObject> {
+    let version = origin.scope.version;
+    let entry = server.inner.registry.tool(name)?;
+    let cx = RequestContext {
+        scope: origin.scope,
+        channel: origin.channel,
+        request_id: request.id,
+        progress_token,
+        cancel: origin.cancel,
+        extensions: request.extensions,
+        uri: None,
+        server: server.clone(),
+    };
+    Ok(degraded(entry.call(cx, arguments).await?, version))
+}
+
 /// Routes one request (anything but `initialize`) of a client whose revision is known.
 pub(crate) async fn dispatch(
     server: &Server,
@@ -195,18 +239,14 @@ pub(crate) async fn dispatch(
             encode(h.list_tools(p, cx).await?, version)
         }
         "tools/call" => {
-            let mut result = if server.inner.builtin_router {
+            let result = if server.inner.builtin_router {
                 // The builder's router: the arguments stay text until the tool's own type
                 // decodes them (no tree of `Value`s built, copied and dropped per call).
                 let p: ToolCall<'_> = params(raw)?;
-                let args = match p.arguments {
-                    None => Arguments::Raw(Arc::from("{}")),
-                    Some(a) if a.get().starts_with('{') => Arguments::Raw(Arc::from(a.get())),
-                    Some(_) => {
-                        return Err(ErrorObject::invalid_params(
-                            "invalid type for `arguments`: expected an object",
-                        ));
-                    }
+                let Some(args) = tool_arguments(p.arguments.map(RawValue::get)) else {
+                    return Err(ErrorObject::invalid_params(
+                        "invalid type for `arguments`: expected an object",
+                    ));
                 };
                 let entry = server.inner.registry.tool(&p.name)?;
                 let token = p.meta.and_then(|m| m.progress_token);
@@ -218,10 +258,7 @@ pub(crate) async fn dispatch(
                 let cx = cx(progress_token(p.meta.as_ref()));
                 h.call_tool(p, cx).await?
             };
-            for block in &mut result.content {
-                degrade(block, version);
-            }
-            encode(result, version)
+            encode(degraded(result, version), version)
         }
         "resources/list" => {
             let p: PaginatedRequestParams = params(raw)?;

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use mcp_jsonrpc::ErrorObject;
 use mcp_types::wire::{self, RequestMeta, ResultType, RetryInput};
-use mcp_types::{DiscoverResult, Implementation, Project, ProtocolVersion, ServerCapabilities};
+use mcp_types::{
+    CallToolResult, DiscoverResult, Implementation, Project, ProtocolVersion, ServerCapabilities,
+};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -21,7 +23,7 @@ use super::mrtr::{Exchange, HandlerOutcome, Verdict};
 use super::rpc_error;
 use super::seal::Binding;
 use crate::context::{ClientScope, LogThreshold};
-use crate::dispatch::{Origin, dispatch};
+use crate::dispatch::{self, Origin, dispatch};
 use crate::handler::Request;
 use crate::server::Server;
 use crate::tasks;
@@ -450,7 +452,17 @@ async fn call(
     } else {
         None
     };
+    // `tools/call` on the builder's router, outside a task: the tool runs with what `lift`
+    // read (no second pass over the params), and its typed result is lowered as it is
+    // encoded (one serialization). Anything unusual takes the general dispatch.
+    let tool = (inner.builtin_router && !may_be_task && &*method == "tools/call")
+        .then(|| {
+            let name = params.as_ref()?.get("name")?.as_str()?.to_owned();
+            Some((name, dispatch::tool_arguments(arguments.as_deref())?))
+        })
+        .flatten();
     drop(params);
+    let progress_token = meta.progress_token;
     let scope = Arc::new(ClientScope {
         version,
         info: meta
@@ -476,10 +488,11 @@ async fn call(
             waiting,
         )
         .await;
-        match ran {
+        let finished = match ran {
             Ran::Task(task) => return tasks::serve::created(server, &task),
             Ran::Finished(result) => result,
-        }
+        };
+        finished.map(Done::Encoded)
     } else {
         let origin = Origin {
             scope,
@@ -487,12 +500,20 @@ async fn call(
             cancel: rpc.cancellation().clone(),
             subscriptions: None,
         };
-        dispatch(server, origin, request).await
+        match tool {
+            Some((name, arguments)) => {
+                dispatch::call_tool_read(server, origin, request, &name, arguments, progress_token)
+                    .await
+                    .map(Done::Tool)
+            }
+            None => dispatch(server, origin, request).await.map(Done::Encoded),
+        }
     };
     if let Some(exchange) = exchange {
         let failed = match &result {
             Err(_) => true,
-            Ok(raw) => is_error_result(raw),
+            Ok(Done::Encoded(raw)) => is_error_result(raw),
+            Ok(Done::Tool(result)) => result.is_error == Some(true),
         };
         let outcome = if failed {
             HandlerOutcome::Failed
@@ -509,7 +530,70 @@ async fn call(
             Verdict::Error(e) => return Err(rpc_error(e)),
         }
     }
-    lower(server, &method, &result?, ResultType::Complete)
+    match result? {
+        Done::Encoded(raw) => lower(server, &method, &raw, ResultType::Complete),
+        Done::Tool(result) => lower_tool(server, result, version),
+    }
+}
+
+/// What a stateless request's handler produced: an encoded result, or a tool's typed result
+/// still to be lowered and encoded.
+enum Done {
+    Encoded(Box<RawValue>),
+    Tool(CallToolResult),
+}
+
+/// [`lower`] for a tool's typed result, in one serialization: `resultType` and the server
+/// information (its JSON encoded once, at build) are written around the result's own members
+/// (`tools/call` results carry no caching hints).
+fn lower_tool(
+    server: &Server,
+    mut result: CallToolResult,
+    version: ProtocolVersion,
+) -> Result<Box<RawValue>, ErrorObject> {
+    result.project(version);
+    let meta = result.meta.take();
+    result.result_type = None;
+    let lowered = LoweredTool {
+        result_type: ResultType::Complete.as_str(),
+        meta: MetaWithInfo {
+            meta: meta.as_ref(),
+            info: &server.inner.info_json,
+        },
+        result: &result,
+    };
+    mcp_jsonrpc::to_raw(&lowered).map_err(internal)
+}
+
+/// A tool's result on the stateless wire.
+#[derive(serde::Serialize)]
+struct LoweredTool<'a> {
+    #[serde(rename = "resultType")]
+    result_type: &'static str,
+    #[serde(rename = "_meta")]
+    meta: MetaWithInfo<'a>,
+    #[serde(flatten)]
+    result: &'a CallToolResult,
+}
+
+/// A result's `_meta` with the server information set.
+struct MetaWithInfo<'a> {
+    meta: Option<&'a mcp_types::Meta>,
+    info: &'a RawValue,
+}
+
+impl serde::Serialize for MetaWithInfo<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.meta.into_iter().flatten() {
+            if key != wire::META_SERVER_INFO {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.serialize_entry(wire::META_SERVER_INFO, self.info)?;
+        map.end()
+    }
 }
 
 #[cfg(test)]
@@ -665,6 +749,42 @@ mod tests {
             r#"{"text":"meta"}"#,
         ] {
             assert!(!may_have_meta(no), "{no}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod lower_tool_tests {
+    use super::*;
+    use mcp_types::ContentBlock;
+
+    /// The typed lowering of a tool's result writes what the general lowering writes.
+    #[test]
+    fn typed_lowering_matches_the_general_one() {
+        let server = Server::builder(Implementation::new("s", "1.0.0"))
+            .build()
+            .unwrap();
+        let v = ProtocolVersion::V2026_07_28;
+        let mut with_meta = CallToolResult::new(vec![ContentBlock::text("a\"b")]);
+        with_meta.is_error = Some(true);
+        let mut meta = mcp_types::Meta::new();
+        meta.insert("trace".into(), serde_json::json!({"x": [1, 2]}));
+        meta.insert(wire::META_SERVER_INFO.into(), serde_json::json!("stale"));
+        with_meta.meta = Some(meta);
+        with_meta.result_type = Some("stale".into());
+        let mut structured = CallToolResult::text("x");
+        structured.structured_content = Some(serde_json::json!({"n": 1}));
+        for result in [CallToolResult::new(Vec::new()), with_meta, structured] {
+            let general = lower(
+                &server,
+                "tools/call",
+                &dispatch::encode(result.clone(), v).unwrap(),
+                ResultType::Complete,
+            )
+            .unwrap();
+            let typed = lower_tool(&server, result, v).unwrap();
+            let parse = |raw: &RawValue| serde_json::from_str::<Value>(raw.get()).unwrap();
+            assert_eq!(parse(&typed), parse(&general), "{}", typed.get());
         }
     }
 }
