@@ -210,7 +210,7 @@ impl<'de> Deserialize<'de> for RawMetaKeys<'de> {
                 mut map: A,
             ) -> Result<Self::Value, A::Error> {
                 let mut keys = RawMetaKeys::default();
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                while let Some(BorrowedKey(key)) = map.next_key()? {
                     let slot = match key.as_ref() {
                         META_PROTOCOL_VERSION => &mut keys.protocol_version,
                         META_CLIENT_CAPABILITIES => &mut keys.client_capabilities,
@@ -228,6 +228,48 @@ impl<'de> Deserialize<'de> for RawMetaKeys<'de> {
             }
         }
         deserializer.deserialize_map(Keys)
+    }
+}
+
+/// A member name, borrowed from the JSON text unless it has escapes (serde's own `Cow`
+/// always copies).
+struct BorrowedKey<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for BorrowedKey<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = BorrowedKey<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(BorrowedKey(std::borrow::Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(BorrowedKey(std::borrow::Cow::Owned(v.to_owned())))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(BorrowedKey(std::borrow::Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
+/// The string a JSON value holds (borrowed when it has no escapes); `None` when it is not a
+/// string.
+fn json_string(raw: &serde_json::value::RawValue) -> Option<std::borrow::Cow<'_, str>> {
+    let text = raw.get().trim();
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(inner) if !inner.contains('\\') => Some(std::borrow::Cow::Borrowed(inner)),
+        _ => serde_json::from_str::<String>(text)
+            .ok()
+            .map(std::borrow::Cow::Owned),
     }
 }
 
@@ -357,7 +399,7 @@ impl RequestMeta {
         let Some(capabilities) = keys.client_capabilities else {
             return Err(MetaError::MissingClientCapabilities);
         };
-        let Ok(version) = serde_json::from_str::<std::borrow::Cow<'_, str>>(version.get()) else {
+        let Some(version) = json_string(version) else {
             return Err(invalid(META_PROTOCOL_VERSION, "must be a string"));
         };
         let protocol_version = match ProtocolVersion::from_date(&version) {

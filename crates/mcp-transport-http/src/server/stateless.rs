@@ -101,12 +101,25 @@ fn envelope(message: &Message) -> Option<Envelope<'_>> {
     serde_json::from_str(params.get()).ok()
 }
 
-/// A raw JSON value as the string it holds, or its compact JSON text when it is not a string.
-fn raw_text(raw: &RawValue) -> Option<String> {
-    match serde_json::from_str::<Value>(raw.get()).ok()? {
-        Value::String(s) => Some(s),
-        other => Some(other.to_string()),
+/// The string a JSON value holds (borrowed when it has no escapes); `None` when it is not a
+/// string.
+fn json_string(raw: &RawValue) -> Option<std::borrow::Cow<'_, str>> {
+    let text = raw.get().trim();
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(inner) if !inner.contains('\\') => Some(std::borrow::Cow::Borrowed(inner)),
+        _ => serde_json::from_str::<String>(text)
+            .ok()
+            .map(std::borrow::Cow::Owned),
     }
+}
+
+/// A raw JSON value as the string it holds, or its compact JSON text when it is not a string.
+fn raw_text(raw: &RawValue) -> Option<std::borrow::Cow<'_, str>> {
+    json_string(raw).or_else(|| {
+        serde_json::from_str::<Value>(raw.get())
+            .ok()
+            .map(|v| std::borrow::Cow::Owned(v.to_string()))
+    })
 }
 
 /// Whether a POST without a session belongs to the stateless path: a request whose `_meta`
@@ -197,9 +210,7 @@ pub(crate) fn validate(
                 )),
             ));
         }
-        let Some(body_version) =
-            serde_json::from_str::<std::borrow::Cow<'_, str>>(body_version.get()).ok()
-        else {
+        let Some(body_version) = json_string(body_version) else {
             return Err(reject(
                 message,
                 ErrorObject::invalid_params(format!("{META_PROTOCOL_VERSION} must be a string")),
