@@ -253,18 +253,22 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
     let _ = writeln!(md, "## How it is measured\n");
     let _ = writeln!(
         md,
-        "- Servers: `sdk-echo` is the SDK (`mcp-server`) with one typed tool `echo` (input `{{text}}`, \
-         output one text content block), served the way the SDK's documentation shows. `limit-stdio` \
-         (blocking `BufReader`/`BufWriter`, `serde_json` into borrowed structs, one flush per batch of \
-         pending input) and `limit-http` (bare hyper 1, HTTP/1.1 keep-alive, `TCP_NODELAY`, \
-         `application/json` answers, a session id per `initialize`) do the same work with nothing else.\n\
-         - Rows marked \"(experiment)\" serve the same `Server` on a current-thread runtime \
-         (`sdk-echo --threads 0`, like `#[tokio::main(flavor = \"current_thread\")]`) instead of \
-         tokio's default multi-threaded one: a stdio server has one connection, and these rows show \
-         what the runtime choice costs per call and at start-up. The lean cold-start row runs \
-         `sdk-echo-lean` (`bench/lean`): the stdio server alone, on a current-thread runtime, with \
-         `mcp-server` built without its default `validation` feature (the JSON Schema validator, \
-         which a server whose tools take typed arguments does not need).\n\
+        "- Servers: the SDK (`mcp-server`) with one typed tool `echo` (input `{{text}}`, output one \
+         text content block), served the way the SDK's documentation shows: over stdio \
+         `sdk-echo-stdio` (`bench/stdio`: `Server::run_stdio`, which runs the server on a \
+         current-thread runtime of its own, with `mcp-server`'s default features, in a binary of \
+         its own), over HTTP `sdk-echo --http` (`StreamableHttpService` on `#[tokio::main]`'s \
+         multi-threaded runtime). `limit-stdio` (blocking `BufReader`/`BufWriter`, `serde_json` \
+         into borrowed structs, one flush per batch of pending input) and `limit-http` (bare hyper \
+         1, HTTP/1.1 keep-alive, `TCP_NODELAY`, `application/json` answers, a session id per \
+         `initialize`) do the same work with nothing else.\n\
+         - Rows marked \"(experiment)\" are not what the documentation shows. The multi-threaded \
+         rows serve the same `Server` over stdio with `sdk-echo --stdio`: tokio's default \
+         multi-threaded runtime (as `#[tokio::main]` builds it), in the binary that also links the \
+         HTTP stack. The lean cold-start row runs `sdk-echo-lean` (`bench/lean`): the stdio server \
+         of `sdk-echo-stdio` with `mcp-server` built without its default `validation` feature (the \
+         JSON Schema validator, which a server whose tools take typed arguments needs only for \
+         constraints their types do not state).\n\
          - Driver: `driver` speaks raw JSON-RPC and never uses the SDK, so it measures the server. \
          stdio: blocking pipe I/O (a writer and a reader thread when requests are in flight). \
          HTTP: hyper's client on one thread, one keep-alive connection per request in flight. Every \

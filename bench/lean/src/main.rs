@@ -1,7 +1,7 @@
-//! The stdio echo server of `sdk-echo`, built the lean way a stdio server can be: `mcp-server`
-//! without its default `validation` feature (the tool takes typed arguments, which its type
-//! checks) and a current-thread runtime (a stdio server has one connection). The benchmark's
-//! cold-start experiment runs it; see docs/performance.md.
+//! The stdio echo server of `sdk-echo-stdio` (`Server::run_stdio`), built the lean way a stdio
+//! server can be: `mcp-server` without its default `validation` feature (the tool takes typed
+//! arguments, which its type checks). The benchmark's lean cold-start experiment runs it; see
+//! docs/performance.md.
 
 use std::process::ExitCode;
 
@@ -18,8 +18,7 @@ async fn echo(_cx: ToolContext, args: EchoArgs) -> String {
     args.text
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let server = match Server::builder(Implementation::new("sdk-echo", env!("CARGO_PKG_VERSION")))
         .tool(Tool::new("echo").description("Echo the text back"), echo)
         .build()
@@ -30,7 +29,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match server.serve_stdio().await {
+    match server.run_stdio() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("sdk-echo-lean: {e}");

@@ -12,12 +12,12 @@ async fn greet(_cx: ToolContext, args: Greet) -> String {
     format!("Hello, {}!", args.name)
 }
 
-#[tokio::main]
-async fn main() -> std::io::Result<()> {
+fn main() -> std::io::Result<()> {
     let server = Server::builder(Implementation::new("minimal", "1.0.0"))
         .tool(Tool::new("greet").description("Greets someone"), greet)
         .build()
         .expect("valid server");
-    server.serve_stdio().await?;
+    // A runtime of its own (current-thread: a stdio server has one client).
+    server.run_stdio()?;
     Ok(())
 }

@@ -21,8 +21,9 @@
 //! built with `mcp-client` sees. Sessions run on the `mcp-jsonrpc` request engine over an
 //! [`mcp_jsonrpc::Connection`]: [`Server::serve`] takes any connection, [`Server::serve_stdio`]
 //! and [`Server::serve_io`] (feature `stdio`, on by default) build one from stdin/stdout or a
-//! byte stream, and [`Server::connection_handler`] plugs the server into the Streamable HTTP
-//! service of `mcp-transport-http`.
+//! byte stream, [`Server::run_stdio`] serves stdin/stdout on a runtime of its own (a stdio
+//! server's whole `main`), and [`Server::connection_handler`] plugs the server into the
+//! Streamable HTTP service of `mcp-transport-http`.
 //!
 //! ```no_run
 //! use mcp_server::{Server, Tool, ToolContext, model::Implementation};
@@ -37,13 +38,12 @@
 //!     args.text
 //! }
 //!
-//! #[tokio::main]
-//! async fn main() -> std::io::Result<()> {
+//! fn main() -> std::io::Result<()> {
 //!     let server = Server::builder(Implementation::new("echo-server", "1.0.0"))
 //!         .tool(Tool::new("echo").description("Echo the text back"), echo)
 //!         .build()
 //!         .expect("valid server");
-//!     server.serve_stdio().await?;
+//!     server.run_stdio()?;
 //!     Ok(())
 //! }
 //! ```

@@ -521,6 +521,48 @@ impl Server {
             .await
     }
 
+    /// Serves one session on stdin and stdout, like [`serve_stdio`](Self::serve_stdio), on a
+    /// runtime of its own: all a stdio server's `main` needs, with no async `main` and no
+    /// runtime to choose.
+    ///
+    /// A stdio server has one client, so the runtime is Tokio's current-thread one (I/O and
+    /// timers enabled): requests still run concurrently, with no hand-off between threads, and
+    /// the process starts sooner than with a worker thread per core. Blocking or CPU-heavy work
+    /// belongs on [`tokio::task::spawn_blocking`], as on any runtime. To serve on a runtime of
+    /// your own, `.await` [`serve_stdio`](Self::serve_stdio) instead. Must not be called from
+    /// within an async context (Tokio refuses to start a runtime inside another).
+    ///
+    /// ```no_run
+    /// use mcp_server::{Server, Tool, ToolContext, model::Implementation};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Echo {
+    ///     /// The text to send back
+    ///     text: String,
+    /// }
+    ///
+    /// async fn echo(_cx: ToolContext, args: Echo) -> String {
+    ///     args.text
+    /// }
+    ///
+    /// fn main() -> std::io::Result<()> {
+    ///     let server = Server::builder(Implementation::new("echo-server", "1.0.0"))
+    ///         .tool(Tool::new("echo").description("Echo the text back"), echo)
+    ///         .build()
+    ///         .map_err(std::io::Error::other)?;
+    ///     server.run_stdio()?;
+    ///     Ok(())
+    /// }
+    /// ```
+    #[cfg(feature = "stdio")]
+    pub fn run_stdio(&self) -> Result<(), ServeError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(mcp_jsonrpc::TransportError::from)?;
+        runtime.block_on(self.serve_stdio())
+    }
+
     #[cfg(feature = "stdio")]
     fn stdio_options(&self) -> mcp_transport_stdio::StdioOptions {
         let codec = mcp_transport_stdio::CodecConfig::default()
