@@ -243,7 +243,10 @@ impl SessionEndpoint<'_> {
             cancel: self.rpc.cancellation().clone(),
             subscriptions: Some(&self.session.subscriptions),
         };
-        dispatch(&self.session.server, origin, request).await
+        // Boxed: held in place, dispatch's future would make every request's future too large
+        // for the allocator's fast per-thread cache (one large allocation costs more than two
+        // small ones).
+        Box::pin(dispatch(&self.session.server, origin, request)).await
     }
 }
 

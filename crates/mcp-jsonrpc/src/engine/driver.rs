@@ -596,7 +596,6 @@ async fn run_handler<H: Handler>(
 ) -> Option<Response> {
     let id = request.id.clone();
     let token = cx.cancel.clone();
-    let method = request.method.clone();
     // Both futures are pinned where they are built: the handler's future is the largest
     // value of a request (its whole call chain), and `select!` would move it once more.
     let mut run =
@@ -614,7 +613,8 @@ async fn run_handler<H: Handler>(
         None => return None,
         Some(Ok(result)) => result,
         Some(Err(_)) => {
-            tracing::error!(%method, %id, "request handler panicked");
+            // The panic hook has reported what panicked and where.
+            tracing::error!(%id, "request handler panicked");
             Err(ErrorObject::internal_error("the request handler failed"))
         }
     };
