@@ -1,7 +1,9 @@
 //! The SDK's echo server over stdio, written the way the documentation shows a stdio server:
 //! one typed tool `echo` (input `{text}`, output the text as one text content block), served
-//! by `Server::run_stdio` (mcp-server's default features, its own current-thread runtime).
-//! The benchmark's stdio rows and its cold-start row run it.
+//! by `Server::run_stdio` (its own current-thread runtime). Built as `sdk-echo-stdio`
+//! (bench/stdio: mcp-server's default features), which the benchmark's stdio rows and its
+//! cold-start row run, and as `sdk-echo-lean` (bench/lean: without the `validation` feature),
+//! the lean cold-start experiment.
 
 use std::process::ExitCode;
 
@@ -25,14 +27,14 @@ fn main() -> ExitCode {
     {
         Ok(server) => server,
         Err(e) => {
-            eprintln!("sdk-echo-stdio: {e}");
+            eprintln!("{}: {e}", env!("CARGO_BIN_NAME"));
             return ExitCode::FAILURE;
         }
     };
     match server.run_stdio() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("sdk-echo-stdio: {e}");
+            eprintln!("{}: {e}", env!("CARGO_BIN_NAME"));
             ExitCode::FAILURE
         }
     }
