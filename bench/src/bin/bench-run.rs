@@ -251,6 +251,18 @@ fn plans(s: &Settings, taskset: bool) -> Vec<Plan> {
         ],
         run_timeout,
     );
+    add(
+        "stdio-32-mt",
+        Table::Server,
+        "stdio, 32 in flight; multi-threaded runtime (experiment)",
+        false,
+        Goal::None,
+        [
+            stdio(&driver, 32, &limit_stdio_cmd),
+            stdio(&driver, 32, &sdk_multi_thread),
+        ],
+        run_timeout,
+    );
 
     let sessions = |protocol: &str, server: &[&str]| {
         let mut a = vec![
