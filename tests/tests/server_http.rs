@@ -275,3 +275,118 @@ async fn concurrent_calls_each_get_their_own_logs_and_progress() {
     assert_eq!(ra, (4, 4));
     assert_eq!(rb, (2, 2));
 }
+
+/// The method and revision of each request middleware saw.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+
+/// Records what middleware sees of each request: its method and revision.
+struct Recorder(Seen);
+
+impl Middleware for Recorder {
+    fn handle<'a>(
+        &'a self,
+        request: mcp_server::Request,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
+        let version = request.protocol_version.map(|v| v.as_str().to_owned());
+        self.0
+            .lock()
+            .unwrap()
+            .push((request.method.clone(), version));
+        Box::pin(next.run(request))
+    }
+}
+
+/// A stateless `tools/call` of `name`, with the HTTP headers 2026-07-28 asks for.
+async fn stateless_call(http: &Http, id: i64, name: &str, arguments: Value) -> Answer {
+    let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": name, "arguments": arguments, "_meta": {
+            "progressToken": id,
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/logLevel": "info"}}});
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28".to_owned()),
+        ("mcp-method", "tools/call".to_owned()),
+        ("mcp-name", name.to_owned()),
+        ("x-caller", format!("caller-{id}")),
+    ];
+    post(http.served.addr(), &message, &headers).await
+}
+
+/// Stateless requests are served in the task of their HTTP exchange once the server has
+/// offered its direct handler (the first ones may still take the shared connection): with and
+/// without middleware, each is served alike, middleware sees it with its revision, handlers see
+/// the transport's and the middleware's extensions, and progress and logs reach its stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_calls_are_served_alike_on_every_path() {
+    let seen = Seen::default();
+    let with_middleware = Server::builder(Implementation::new("server-http-test", "1.0.0"))
+        .middleware(Recorder(seen.clone()))
+        .middleware(CallerFromHeader);
+    let plain = Server::builder(Implementation::new("server-http-test", "1.0.0"));
+    for (builder, recorded) in [(with_middleware, true), (plain, false)] {
+        let server = builder
+            .tool(
+                Tool::new("slow"),
+                |cx: ToolContext, args: Steps| async move {
+                    for i in 1..=args.steps {
+                        cx.progress(f64::from(i), None, None).await;
+                        cx.log(LoggingLevel::Info, format!("step {i}")).await;
+                    }
+                    "done"
+                },
+            )
+            .tool(
+                Tool::new("whoami"),
+                |cx: ToolContext, _args: NoArgs| async move {
+                    let caller = cx.extensions().get::<Caller>().map(|c| c.0.clone());
+                    let parts = cx.extensions().get::<http::request::Parts>().is_some();
+                    format!("{caller:?} {parts}")
+                },
+            )
+            .build()
+            .unwrap();
+        let http = Http::start(server).await;
+        for id in 1..=20 {
+            let mut answer = stateless_call(&http, id, "whoami", json!({})).await;
+            assert_eq!(answer.status, StatusCode::OK);
+            let result = answer.next_message().await.unwrap();
+            assert_eq!(result["id"], id);
+            assert_eq!(result["result"]["resultType"], "complete");
+            let expected = if recorded {
+                format!("Some(\"caller-{id}\") true")
+            } else {
+                "None true".to_owned()
+            };
+            assert_eq!(result["result"]["content"][0]["text"], expected, "{result}");
+
+            let mut answer = stateless_call(&http, 100 + id, "slow", json!({"steps": 2})).await;
+            assert!(answer.is_sse(), "progress turns the answer into a stream");
+            let (mut progress, mut logs) = (0, 0);
+            let result = loop {
+                let m = answer.next_message().await.expect("the result");
+                match m["method"].as_str() {
+                    Some("notifications/progress") => {
+                        assert_eq!(m["params"]["progressToken"], 100 + id);
+                        progress += 1;
+                    }
+                    Some("notifications/message") => logs += 1,
+                    Some(other) => panic!("unexpected {other}"),
+                    None => break m,
+                }
+            };
+            assert_eq!((progress, logs), (2, 2));
+            assert_eq!(result["id"], 100 + id);
+            assert_eq!(result["result"]["content"][0]["text"], "done");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 40, "middleware saw every request");
+    assert!(
+        seen.iter()
+            .all(|(m, v)| m == "tools/call" && v.as_deref() == Some("2026-07-28")),
+        "{seen:?}"
+    );
+}

@@ -62,10 +62,13 @@ pub(super) struct DriverState<H> {
     notifications: VecDeque<(Notification, Extensions)>,
     current: Option<BoxFuture>,
     /// Requests the current read pass may still run inline (first poll on the driver's task).
-    /// One per pass: when several requests arrive together the others start on tasks of their
-    /// own, so a busy connection's handlers spread over the runtime's workers while the driver
-    /// keeps reading.
+    /// One per pass on a multi-threaded runtime: when several requests arrive together the
+    /// others start on tasks of their own, so a busy connection's handlers spread over the
+    /// runtime's workers while the driver keeps reading. On a current-thread runtime a task
+    /// would run on this same thread anyway, so every request of a pass is first polled here.
     inline_left: u8,
+    /// What `inline_left` starts each pass at.
+    inline_per_pass: u8,
     phase: Phase,
     result: Option<Result<(), TransportError>>,
 }
@@ -94,6 +97,9 @@ impl<H: Handler> DriverState<H> {
     ) -> Self {
         let (reader, writer) = connection.into_parts();
         let permits = PollSemaphore::new(Arc::new(Semaphore::new(shared.config.max_in_flight)));
+        let current_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
+        let inline_per_pass = if current_thread { u8::MAX } else { 1 };
         DriverState {
             shared,
             handler,
@@ -111,7 +117,8 @@ impl<H: Handler> DriverState<H> {
             permit: None,
             notifications: VecDeque::with_capacity(1),
             current: None,
-            inline_left: 1,
+            inline_left: inline_per_pass,
+            inline_per_pass,
             phase: Phase::Running,
             result: None,
         }
@@ -248,7 +255,7 @@ impl<H: Handler> DriverState<H> {
     /// Returns `true` when it stopped because a queue of the driver was full: nothing was
     /// polled then, so no waker waits on the reader.
     fn poll_read(&mut self, cx: &mut Context<'_>) -> bool {
-        self.inline_left = 1;
+        self.inline_left = self.inline_per_pass;
         for _ in 0..READ_BUDGET {
             if self.queues_full() {
                 return true;
