@@ -38,6 +38,28 @@ pub(crate) struct Origin<'a> {
     pub(crate) subscriptions: Option<&'a Mutex<HashSet<String>>>,
 }
 
+impl Origin<'_> {
+    /// The handler context of the request `id` coming from here.
+    fn context(
+        self,
+        server: &Server,
+        id: mcp_jsonrpc::Id,
+        extensions: mcp_jsonrpc::Extensions,
+        progress_token: Option<ProgressToken>,
+    ) -> RequestContext {
+        RequestContext {
+            scope: self.scope,
+            channel: self.channel,
+            request_id: id,
+            progress_token,
+            cancel: self.cancel,
+            extensions,
+            uri: None,
+            server: server.clone(),
+        }
+    }
+}
+
 /// Encodes a result for `version`: projected, then serialized once.
 pub(crate) fn encode<T: Serialize + Project>(
     mut value: T,
@@ -165,16 +187,7 @@ pub(crate) async fn call_tool_read(
 ) -> Result<CallToolResult, ErrorObject> {
     let version = origin.scope.version;
     let entry = server.inner.registry.tool(name)?;
-    let cx = RequestContext {
-        scope: origin.scope,
-        channel: origin.channel,
-        request_id: request.id,
-        progress_token,
-        cancel: origin.cancel,
-        extensions: request.extensions,
-        uri: None,
-        server: server.clone(),
-    };
+    let cx = origin.context(server, request.id, request.extensions, progress_token);
     Ok(degraded(entry.call(cx, arguments).await?, version))
 }
 
@@ -206,23 +219,11 @@ pub(crate) async fn dispatch(
         }
         None => {}
     }
-    let Origin {
-        scope,
-        channel,
-        cancel,
-        subscriptions,
-    } = origin;
+    let subscriptions = origin.subscriptions;
     // Called once, in whichever arm runs: the request's values move into the context (no
     // reference count or cancellation-token clone per request).
-    let cx = move |progress_token: Option<ProgressToken>| RequestContext {
-        scope,
-        channel,
-        request_id: id,
-        progress_token,
-        cancel,
-        extensions,
-        uri: None,
-        server: server.clone(),
+    let cx = move |progress_token: Option<ProgressToken>| {
+        origin.context(server, id, extensions, progress_token)
     };
     let h = &*server.inner.handler;
     let raw = raw.as_deref();

@@ -256,6 +256,22 @@ impl Endpoint for SessionEndpoint<'_> {
     }
 }
 
+/// The request middleware and handlers see: the wire request, the revision it is served
+/// under and what the transport attached.
+fn with_context(
+    request: mcp_jsonrpc::Request,
+    cx: &mcp_jsonrpc::RequestContext,
+    protocol_version: Option<ProtocolVersion>,
+) -> Request {
+    Request {
+        id: request.id,
+        method: request.method,
+        params: request.params,
+        protocol_version,
+        extensions: cx.extensions().clone(),
+    }
+}
+
 /// The session as the engine's handler.
 #[derive(Clone)]
 struct SessionHandler(Arc<Session>);
@@ -275,13 +291,7 @@ impl SessionHandler {
             // Params that lift are those of a stateless request: `_meta` names a supported
             // revision. Anything else takes the general path, which classifies it.
             if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref()) {
-                let request = Request {
-                    id: request.id,
-                    method: request.method,
-                    params: request.params,
-                    protocol_version: Some(lifted.version()),
-                    extensions: cx.extensions().clone(),
-                };
+                let request = with_context(request, &cx, Some(lifted.version()));
                 return serve::serve_lifted(server, &cx, request, lifted).await;
             }
         }
@@ -299,16 +309,11 @@ impl Handler for SessionHandler {
         // A request carrying the stateless revision's `_meta` is served on its own, whatever
         // the connection did before; anything else belongs to the session.
         let stateless = serve::classify(&request.method, request.params.as_deref());
-        let request = Request {
-            id: request.id,
-            method: request.method,
-            params: request.params,
-            protocol_version: match stateless {
-                Some(version) => version,
-                None => session.scope.get().map(|s| s.version),
-            },
-            extensions: cx.extensions().clone(),
+        let version = match stateless {
+            Some(version) => version,
+            None => session.scope.get().map(|s| s.version),
         };
+        let request = with_context(request, &cx, version);
         let chain = &session.server.inner.middleware;
         if stateless.is_some() {
             // Always through the (boxing) endpoint: the stateless future is large, and held in

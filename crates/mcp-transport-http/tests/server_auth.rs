@@ -3,6 +3,8 @@
 //! the `Connection` the server gets), and sessions bound to the principal that created them.
 #![cfg(feature = "server")]
 
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,7 +24,6 @@ use mcp_transport_http::server::{
     AuthFuture, Authenticator, HttpServerConfig, LegacySsePaths, StreamableHttpService,
 };
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 /// The principal of this test's authenticator.
@@ -166,16 +167,7 @@ impl TestServer {
             .config(config)
             .auth(keys)
             .build();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = service
-                .serve_with_listener(listener, async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        let common::Listening { addr, stop, .. } = common::listen(service).await;
         TestServer {
             addr,
             seen,

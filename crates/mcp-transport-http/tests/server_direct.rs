@@ -2,6 +2,8 @@
 //! server of the shared connection offers in its `DirectSlot`.
 #![cfg(feature = "server")]
 
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,7 +22,6 @@ use mcp_jsonrpc::{
 };
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 #[derive(Default)]
@@ -122,16 +123,7 @@ impl TestServer {
         let service = StreamableHttpService::builder(move |conn| serve(conn, s.clone()))
             .config(config)
             .build();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = service
-                .serve_with_listener(listener, async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        let common::Listening { addr, stop, .. } = common::listen(service).await;
         let server = TestServer {
             addr,
             seen,

@@ -2,6 +2,8 @@
 //! `Connection` it hands out.
 #![cfg(feature = "server")]
 
+mod common;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -23,7 +25,6 @@ use mcp_transport_http::server::{
     HttpServerConfig, LegacySsePaths, SseStreamControl, StreamableHttpService,
 };
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
 /// What the echo server saw, for assertions.
@@ -167,7 +168,7 @@ struct TestServer {
     seen: Shared,
     client: Client<HttpConnector, Full<Bytes>>,
     stop: Option<oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<()>>,
+    done: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl TestServer {
@@ -177,17 +178,7 @@ impl TestServer {
         let service = StreamableHttpService::builder(move |conn| echo_server(conn, s.clone()))
             .config(config)
             .build();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(async move {
-            service
-                .serve_with_listener(listener, async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
-        });
+        let common::Listening { addr, stop, done } = common::listen(service).await;
         TestServer {
             addr,
             seen,
@@ -243,6 +234,7 @@ impl TestServer {
         if let Some(done) = self.done.take() {
             tokio::time::timeout(Duration::from_secs(15), done)
                 .await
+                .unwrap()
                 .unwrap()
                 .unwrap();
         }

@@ -4,6 +4,8 @@
 //! to the server with prior knowledge.
 #![cfg(feature = "server")]
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -18,7 +20,6 @@ use hyper_util::rt::TokioExecutor;
 use mcp_jsonrpc::{Connection, Inbound, Message, Notification, Outbound, Response as RpcResponse};
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 /// Answers `initialize`; `progress` sends two related notifications before its result (so the
@@ -94,16 +95,7 @@ async fn serve() -> Served {
     let service = StreamableHttpService::builder(server)
         .config(HttpServerConfig::default().path("/mcp"))
         .build();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = service
-            .serve_with_listener(listener, async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
+    let common::Listening { addr, stop, .. } = common::listen(service).await;
     Served {
         addr,
         stop: Some(stop),

@@ -111,9 +111,11 @@ fn may_have_meta(params: &str) -> bool {
     params.contains("_meta") || params.contains('\\')
 }
 
-/// The stateless revisions this server serves.
-pub(crate) fn supported_versions() -> Vec<ProtocolVersion> {
-    wire::stateless_versions().collect()
+/// The stateless revisions this server serves (listed once, not per request).
+pub(crate) fn supported_versions() -> &'static [ProtocolVersion] {
+    static VERSIONS: std::sync::LazyLock<Vec<ProtocolVersion>> =
+        std::sync::LazyLock::new(|| wire::stateless_versions().collect());
+    &VERSIONS
 }
 
 fn internal(e: impl std::fmt::Display) -> ErrorObject {
@@ -242,7 +244,7 @@ pub(crate) fn lift(method: &str, raw: Option<&RawValue>) -> Result<Lifted, Error
         .and_then(|raw| serde_json::from_str::<Envelope<'_>>(raw.get()).ok());
     let (params, arguments, meta) = match envelope {
         Some(envelope) => {
-            let meta = lifted(RequestMeta::lift_meta_raw(envelope.meta, &supported))?;
+            let meta = lifted(RequestMeta::lift_meta_raw(envelope.meta, supported))?;
             (
                 Some(envelope.to_value()?),
                 envelope.arguments.map(|a| Box::<str>::from(a.get())),
@@ -253,7 +255,7 @@ pub(crate) fn lift(method: &str, raw: Option<&RawValue>) -> Result<Lifted, Error
         // an object with each member once (the parsed value decides, as for any method).
         None => {
             let mut params = raw.map(parse_params).transpose()?;
-            let meta = lifted(RequestMeta::lift(params.as_ref(), &supported))?;
+            let meta = lifted(RequestMeta::lift(params.as_ref(), supported))?;
             let arguments = match &mut params {
                 Some(Value::Object(p)) if !whole => {
                     p.remove("arguments").map(|a| a.to_string().into())

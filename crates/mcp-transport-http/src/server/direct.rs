@@ -23,20 +23,13 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::body::{self, HttpBody, SseBody, encode_message_event, message_bytes};
 use super::config::HttpServerConfig;
+use super::service::Dispatch;
 use super::stateless;
 
 /// What the service keeps for direct requests: the context maker and the in-flight bound.
 pub(crate) struct Direct {
     detached: Detached,
     permits: Arc<Semaphore>,
-}
-
-/// How a direct request may be answered.
-pub(crate) struct Answering {
-    /// The client accepts `text/event-stream` and the service may use it.
-    pub sse_allowed: bool,
-    /// Always answer with an SSE stream.
-    pub force_sse: bool,
 }
 
 /// Why a direct request got no answer from the server.
@@ -66,7 +59,7 @@ impl Direct {
         handler: &DirectHandler,
         request: mcp_jsonrpc::Request,
         extensions: Extensions,
-        how: Answering,
+        how: &Dispatch,
     ) -> Result<Response<HttpBody>, Refused> {
         let permit = self
             .permits

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::{Auth, Authenticator, Granted};
 use super::body::{self, HttpBody, SseBody, encode_event};
 use super::config::{HttpServerConfig, ResponseMode};
-use super::direct::{self, Answering, Direct};
+use super::direct::{self, Direct};
 use super::hub::{AttachError, Decision, Hub, HubKind, PostError, Posted, STANDALONE, SlotGuard};
 use super::stateless::{self, PROTOCOL_VERSION, header};
 use super::store::{
@@ -317,10 +317,12 @@ fn base_extensions(granted: Option<&Granted>) -> Extensions {
     granted.map(Granted::extensions).unwrap_or_default()
 }
 
-/// How a dispatched POST is answered.
-struct Dispatch {
-    sse_allowed: bool,
-    force_sse: bool,
+/// How a POST is answered (through a hub or directly).
+pub(super) struct Dispatch {
+    /// The client accepts `text/event-stream` and the service may use it.
+    pub(super) sse_allowed: bool,
+    /// Always answer with an SSE stream.
+    pub(super) force_sse: bool,
     /// Map the JSON-RPC error code of a JSON answer to the HTTP status (stateless requests).
     map_status: bool,
 }
@@ -712,11 +714,6 @@ impl Inner {
                 let Some(Message::Request(request)) = messages.pop() else {
                     return error_status(StatusCode::INTERNAL_SERVER_ERROR, "no request");
                 };
-                let how = dispatch(true);
-                let answering = Answering {
-                    sse_allowed: how.sse_allowed,
-                    force_sse: how.force_sse,
-                };
                 return self
                     .direct
                     .serve(
@@ -725,7 +722,7 @@ impl Inner {
                         handler,
                         request,
                         base,
-                        answering,
+                        &dispatch(true),
                     )
                     .await
                     .unwrap_or_else(direct::refused);
