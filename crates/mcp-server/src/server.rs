@@ -30,7 +30,7 @@ use crate::registry::{
     ServerEvent, Snapshot, TemplateEntry, Tool, ToolEntry,
 };
 use crate::stateless::mrtr::MrtrLimits;
-use crate::stateless::seal::{RequestStateSealer, SealingKey};
+use crate::stateless::seal::{RequestStateSealer, SealingKey, ServerSealer};
 use crate::tasks::TaskOptions;
 use crate::tasks::TaskSupport;
 use crate::tasks::store::TaskStore;
@@ -227,7 +227,7 @@ pub(crate) struct ServerInner {
     pub(crate) options: ServerOptions,
     pub(crate) state: StateMap,
     /// Seals the `requestState` of stateless multi round-trip requests.
-    pub(crate) sealer: RequestStateSealer,
+    pub(crate) sealer: ServerSealer,
     /// One permit per open `subscriptions/listen`.
     pub(crate) subscriptions: Arc<Semaphore>,
     /// Every live task (the tasks extension).
@@ -681,20 +681,12 @@ impl ServerBuilder {
                 "request_state_ttl, max_input_rounds, max_input_requests and max_subscriptions must be positive; max_request_state_bytes at least 512",
             ));
         }
-        let key = match self.sealing_key.take() {
-            Some(key) => key,
-            None => SealingKey::generate().map_err(|_| {
-                BuildError::InvalidOption(
-                    "no sealing key was given and the system random source failed",
-                )
-            })?,
-        };
-        let mut sealer = RequestStateSealer::new(key)
-            .ttl(o.request_state_ttl)
-            .max_size(o.max_request_state_bytes);
-        if let Some(previous) = self.previous_sealing_key.take() {
-            sealer = sealer.previous_key(previous);
-        }
+        let sealer = ServerSealer::new(
+            self.sealing_key.take(),
+            self.previous_sealing_key.take(),
+            o.request_state_ttl,
+            o.max_request_state_bytes,
+        );
         let subscriptions = Arc::new(Semaphore::new(o.max_subscriptions));
         for (prompt, _) in self.snapshot.prompt_completions.keys() {
             if self.snapshot.prompt(prompt).is_none() {

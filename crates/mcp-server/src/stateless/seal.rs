@@ -415,6 +415,58 @@ pub struct RequestStateSealer {
     clock: Clock,
 }
 
+/// The server's sealer. Without a configured key its random key is made on first use: most
+/// servers never seal a state, and deriving a key (a random secret, then two SHA-256 passes)
+/// would otherwise be part of every start.
+pub(crate) struct ServerSealer {
+    ready: std::sync::OnceLock<RequestStateSealer>,
+    /// What a generated key's sealer is made with.
+    ttl: Duration,
+    max_size: usize,
+    previous: Option<SealingKey>,
+}
+
+impl ServerSealer {
+    /// A sealer with the configured `key`, or one whose key is generated when first needed.
+    pub(crate) fn new(
+        key: Option<SealingKey>,
+        previous: Option<SealingKey>,
+        ttl: Duration,
+        max_size: usize,
+    ) -> Self {
+        let this = Self {
+            ready: std::sync::OnceLock::new(),
+            ttl,
+            max_size,
+            previous,
+        };
+        if let Some(key) = key {
+            let _ = this.ready.set(this.make(key));
+        }
+        this
+    }
+
+    fn make(&self, key: SealingKey) -> RequestStateSealer {
+        let sealer = RequestStateSealer::new(key)
+            .ttl(self.ttl)
+            .max_size(self.max_size);
+        match &self.previous {
+            Some(previous) => sealer.previous_key(previous.clone()),
+            None => sealer,
+        }
+    }
+
+    /// The sealer; `Err` only when a key had to be generated and the system random source
+    /// failed. Two first uses racing each make a key, and both use the one stored first.
+    pub(crate) fn get(&self) -> Result<&RequestStateSealer, KeyError> {
+        if let Some(sealer) = self.ready.get() {
+            return Ok(sealer);
+        }
+        let sealer = self.make(SealingKey::generate()?);
+        Ok(self.ready.get_or_init(|| sealer))
+    }
+}
+
 impl fmt::Debug for RequestStateSealer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestStateSealer")
@@ -636,6 +688,44 @@ mod tests {
 
     fn binding() -> Binding {
         Binding::new("tools/call", "deploy").arguments(Some(&json!({"env": "prod", "n": 1})))
+    }
+
+    #[test]
+    fn server_sealer_uses_the_configured_keys_and_generates_one_only_once() {
+        let configured =
+            ServerSealer::new(Some(key(1)), Some(key(2)), Duration::from_secs(60), 4096);
+        let sealer = configured.get().unwrap();
+        assert_eq!(sealer.lifetime(), Duration::from_secs(60));
+        let token = sealer.seal(&binding(), &state()).unwrap();
+        assert_eq!(
+            RequestStateSealer::new(key(1))
+                .open(&token, &binding())
+                .unwrap(),
+            state()
+        );
+        let old = RequestStateSealer::new(key(2))
+            .seal(&binding(), &state())
+            .unwrap();
+        assert_eq!(sealer.open(&old, &binding()).unwrap(), state());
+
+        let generated = ServerSealer::new(None, None, Duration::from_secs(30), 4096);
+        assert!(
+            generated.ready.get().is_none(),
+            "no key is made before it is needed"
+        );
+        let first = generated.get().unwrap();
+        assert!(std::ptr::eq(first, generated.get().unwrap()));
+        assert_eq!(first.lifetime(), Duration::from_secs(30));
+        let token = first.seal(&binding(), &state()).unwrap();
+        assert_eq!(
+            generated.get().unwrap().open(&token, &binding()).unwrap(),
+            state()
+        );
+        assert!(
+            RequestStateSealer::new(key(1))
+                .open(&token, &binding())
+                .is_err()
+        );
     }
 
     #[test]

@@ -437,8 +437,9 @@ async fn call(
                 request.params = Some(mcp_jsonrpc::to_raw(&p).map_err(internal)?);
             }
         }
+        let sealer = inner.sealer.get().map_err(internal)?;
         let exchange = Exchange::open(
-            &inner.sealer,
+            sealer,
             binding(
                 &method,
                 params.as_ref(),
@@ -522,7 +523,9 @@ async fn call(
         } else {
             HandlerOutcome::Succeeded
         };
-        match exchange.finish(outcome, &inner.sealer) {
+        // Made when the exchange was opened.
+        let sealer = inner.sealer.get().map_err(internal)?;
+        match exchange.finish(outcome, sealer) {
             Verdict::Complete => {}
             Verdict::InputRequired(mut ask) => {
                 ask.project(version);
