@@ -92,7 +92,7 @@ struct SessionInner {
 }
 
 struct OutputSchema {
-    validator: Option<jsonschema::Validator>,
+    validator: Option<mcp_jsonschema::Validator>,
 }
 
 /// A page of a paginated list.
@@ -588,7 +588,7 @@ impl ClientSession {
                 continue;
             }
             let schema = serde_json::to_value(schema).unwrap_or(Value::Null);
-            let validator = match jsonschema::validator_for(&schema) {
+            let validator = match mcp_jsonschema::Validator::new(&schema) {
                 Ok(validator) => Some(validator),
                 Err(error) => {
                     tracing::warn!(tool = %tool.name, %error, "tool output schema does not compile; its results are not validated");
@@ -877,16 +877,15 @@ impl ClientSession {
                     .into(),
             });
         };
+        if validator.is_valid(structured) {
+            return Ok(());
+        }
         let problems: Vec<String> = validator
-            .iter_errors(structured)
-            .take(8)
-            .map(|error| {
-                let at = error.instance_path().to_string();
-                if at.is_empty() {
-                    error.to_string()
-                } else {
-                    format!("{at}: {error}")
-                }
+            .errors(structured, 8)
+            .iter()
+            .map(|error| match error.instance_path() {
+                "" => error.to_string(),
+                at => format!("{at}: {error}"),
             })
             .collect();
         if problems.is_empty() {

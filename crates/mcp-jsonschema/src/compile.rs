@@ -856,7 +856,7 @@ impl<'a> Compiler<'a> {
             kws.push(Kw::MultipleOf(m, v));
         }
         // draft-04 writes exclusive bounds as booleans beside `maximum`/`minimum`; a number
-        // there (the later form) is taken as that later form.
+        // there (the later form) is ignored, as a boolean is from draft-06 on.
         let flag = |keyword: &str| -> Result<bool, SchemaError> {
             match obj.get(keyword) {
                 Some(Value::Bool(b)) if draft == Draft::D4 => Ok(*b),
@@ -883,11 +883,13 @@ impl<'a> Compiler<'a> {
                 Kw::Minimum(n, v)
             });
         }
-        if let Some(Value::Number(n)) = obj.get("exclusiveMaximum") {
-            kws.push(Kw::ExclusiveMaximum(Num::of(n), Value::Number(n.clone())));
-        }
-        if let Some(Value::Number(n)) = obj.get("exclusiveMinimum") {
-            kws.push(Kw::ExclusiveMinimum(Num::of(n), Value::Number(n.clone())));
+        if draft > Draft::D4 {
+            if let Some(Value::Number(n)) = obj.get("exclusiveMaximum") {
+                kws.push(Kw::ExclusiveMaximum(Num::of(n), Value::Number(n.clone())));
+            }
+            if let Some(Value::Number(n)) = obj.get("exclusiveMinimum") {
+                kws.push(Kw::ExclusiveMinimum(Num::of(n), Value::Number(n.clone())));
+            }
         }
 
         let count = |keyword: &str| -> Result<Option<u64>, SchemaError> {

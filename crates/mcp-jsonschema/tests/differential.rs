@@ -1084,6 +1084,13 @@ proptest! {
         schema in document(),
         instances in prop::collection::vec(instance(), 1..8),
     ) {
+        // Left out: 2019-09 documents with both `contains` and `unevaluatedItems`. The reference
+        // lets `contains` evaluate items for `unevaluatedItems` in 2019-09, a 2020-12 rule (see
+        // the corpus above); this crate follows 2019-09.
+        let text = schema.to_string();
+        prop_assume!(
+            !(text.contains("draft/2019-09") && text.contains("\"contains\"") && text.contains("unevaluatedItems"))
+        );
         agree(&schema, &instances);
     }
 }

@@ -13,10 +13,12 @@ const MAX_REPORTED_ERRORS: usize = 8;
 
 /// A compiled JSON Schema, cheap to clone.
 ///
-/// Compiling validates the schema against its meta-schema, and building the meta-schema's own
-/// validator costs a few milliseconds, most of a small server's cold start. Schemas the SDK
-/// derives from Rust types are therefore compiled on first use ([`CompiledSchema::deferred`]),
-/// while hand-written ones are compiled (and refused) when the server is built.
+/// Compiling with `mcp-jsonschema` is cheap (no meta-schema is built; a typical tool schema
+/// takes microseconds), but schemas the SDK derives from Rust types are still compiled on first
+/// use ([`CompiledSchema::deferred`]): most of them are never compiled at all, because their
+/// type already enforces everything they say ([`CompiledSchema::needs_check`]), and a server
+/// with many tools does no schema work at start-up. Hand-written schemas are compiled (and
+/// refused) when the server is built.
 ///
 /// Without the `validation` feature nothing is compiled and every instance passes: typed tools
 /// rely on their types alone.
@@ -25,7 +27,7 @@ pub(crate) struct CompiledSchema {
     #[cfg_attr(not(feature = "validation"), allow(dead_code))]
     schema: Arc<Value>,
     #[cfg(feature = "validation")]
-    validator: Arc<OnceLock<Result<jsonschema::Validator, String>>>,
+    validator: Arc<OnceLock<Result<mcp_jsonschema::Validator, String>>>,
     /// The schema was derived from a Rust type and says nothing that deserializing into (or
     /// serializing from) that type does not already enforce; see [`enforced_by_type`].
     enforced_by_type: bool,
@@ -85,7 +87,7 @@ impl CompiledSchema {
     /// Compiles any schema.
     #[cfg(feature = "validation")]
     pub(crate) fn any(schema: Value) -> Result<Self, String> {
-        let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
+        let validator = mcp_jsonschema::Validator::new(&schema).map_err(|e| e.to_string())?;
         Ok(Self {
             enforced_by_type: false,
             schema: Arc::new(schema),
@@ -109,10 +111,10 @@ impl CompiledSchema {
     }
 
     #[cfg(feature = "validation")]
-    fn validator(&self) -> Result<&jsonschema::Validator, String> {
+    fn validator(&self) -> Result<&mcp_jsonschema::Validator, String> {
         self.validator
             .get_or_init(|| {
-                jsonschema::validator_for(&self.schema).map_err(|e| {
+                mcp_jsonschema::Validator::new(&self.schema).map_err(|e| {
                     tracing::error!(error = %e, "a derived JSON Schema does not compile");
                     e.to_string()
                 })
@@ -129,21 +131,20 @@ impl CompiledSchema {
         if validator.is_valid(instance) {
             return Ok(());
         }
-        let mut messages = Vec::new();
-        let mut more = false;
-        for error in validator.iter_errors(instance) {
-            if messages.len() == MAX_REPORTED_ERRORS {
-                more = true;
-                break;
-            }
-            let path = error.instance_path().to_string();
-            let path = if path.is_empty() {
-                "/".to_owned()
-            } else {
-                path
-            };
-            messages.push(format!("{path}: {error}"));
-        }
+        // One more than is reported, to know whether there are more.
+        let errors = validator.errors(instance, MAX_REPORTED_ERRORS + 1);
+        let more = errors.len() > MAX_REPORTED_ERRORS;
+        let messages: Vec<String> = errors
+            .iter()
+            .take(MAX_REPORTED_ERRORS)
+            .map(|error| {
+                let path = match error.instance_path() {
+                    "" => "/",
+                    path => path,
+                };
+                format!("{path}: {error}")
+            })
+            .collect();
         if messages.is_empty() {
             return Ok(());
         }
