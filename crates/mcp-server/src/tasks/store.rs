@@ -339,11 +339,16 @@ pub(crate) enum CreateError {
     Random(String),
 }
 
+/// How many task changes a slow watcher may fall behind before it skips ahead.
+const CHANGES_CAPACITY: usize = 256;
+
 /// Every live task of a server.
 pub(crate) struct TaskStore {
     options: TaskOptions,
     tasks: Mutex<HashMap<Arc<str>, Arc<TaskRecord>>>,
-    changes: broadcast::Sender<Arc<str>>,
+    /// Made when first needed (a first task, a first watcher): its 256 slots are 10 KiB that a
+    /// server without tasks would otherwise allocate and write at every start.
+    changes: std::sync::OnceLock<broadcast::Sender<Arc<str>>>,
     /// Fires when the store is dropped (the server is gone): supervisors stop.
     closed: CancellationToken,
 }
@@ -359,11 +364,10 @@ impl Drop for TaskStore {
 
 impl TaskStore {
     pub(crate) fn new(options: TaskOptions) -> Self {
-        let (changes, _) = broadcast::channel(256);
         Self {
             options,
             tasks: Mutex::new(HashMap::new()),
-            changes,
+            changes: std::sync::OnceLock::new(),
             closed: CancellationToken::new(),
         }
     }
@@ -374,7 +378,12 @@ impl TaskStore {
 
     /// Ids of tasks whose state changed, as they change.
     pub(crate) fn changes(&self) -> broadcast::Receiver<Arc<str>> {
-        self.changes.subscribe()
+        self.sender().subscribe()
+    }
+
+    fn sender(&self) -> &broadcast::Sender<Arc<str>> {
+        self.changes
+            .get_or_init(|| broadcast::channel(CHANGES_CAPACITY).0)
     }
 
     /// Drops every expired task (cancelling the ones still running).
@@ -437,7 +446,7 @@ impl TaskStore {
                 result: None,
                 error: None,
             }),
-            changes: self.changes.clone(),
+            changes: self.sender().clone(),
         });
         tasks.insert(id, Arc::clone(&record));
         Ok(record)
@@ -499,6 +508,18 @@ mod tests {
 
     fn accept() -> Value {
         json!({"action": "accept", "content": {}})
+    }
+
+    #[tokio::test]
+    async fn watchers_see_changes_whether_they_come_before_or_after_the_first_task() {
+        let s = store(4, 4, Duration::from_secs(60));
+        assert!(s.changes.get().is_none(), "no channel before it is needed");
+        let mut early = s.changes();
+        let t = s.create(None, CancellationToken::new(), limits()).unwrap();
+        let mut late = s.changes();
+        t.set_message("working on it");
+        assert_eq!(&*early.recv().await.unwrap(), &*t.id);
+        assert_eq!(&*late.recv().await.unwrap(), &*t.id);
     }
 
     #[tokio::test]
