@@ -7,6 +7,9 @@
 //! become the empty and the full set, and `\cX`, `\0` and `\uXXXX` (with surrogate pairs) become
 //! the code points they name. Look-around, backreferences and Unicode property escapes have no
 //! `regex-lite` equivalent and are refused.
+//!
+//! The most common shape in tool schemas, a whole string of one character set (`^[a-z0-9_-]+$`,
+//! `^\d*$`), is answered by a scan of the string and builds no regex.
 
 use regex_lite::{Regex, RegexBuilder};
 
@@ -28,31 +31,180 @@ const ANYTHING: &str = r"[\x00-\x{10FFFF}]";
 #[derive(Debug)]
 pub(crate) struct Pattern {
     source: Box<str>,
-    regex: Regex,
+    matcher: Matcher,
+}
+
+#[derive(Debug)]
+enum Matcher {
+    /// The pattern is `^C+$` or `^C*$` for a character set `C` (as in `^[a-z0-9_-]+$` or
+    /// `^\d+$`): answered by a scan, without building a regex.
+    Whole(Whole),
+    Regex(Regex),
+}
+
+/// Translates and builds a pattern with the size and nesting limits.
+fn regex(source: &str) -> Result<Regex, String> {
+    let translated = translate(source)?;
+    RegexBuilder::new(&translated)
+        .size_limit(SIZE_LIMIT)
+        .nest_limit(NEST_LIMIT)
+        .build()
+        .map_err(|e| {
+            let e = e.to_string();
+            let first = e.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            format!("invalid or unsupported regular expression {source:?}: {first}")
+        })
+}
+
+/// `^C+$` (`non_empty`) or `^C*$`.
+#[derive(Debug)]
+struct Whole {
+    set: CharSet,
+    non_empty: bool,
+}
+
+/// A set of characters as inclusive ranges, possibly negated.
+#[derive(Debug)]
+struct CharSet {
+    ranges: Vec<(char, char)>,
+    negated: bool,
+}
+
+impl CharSet {
+    fn contains(&self, c: char) -> bool {
+        self.ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != self.negated
+    }
+}
+
+/// Inclusive character ranges.
+type Ranges = &'static [(char, char)];
+
+const DIGIT: Ranges = &[('0', '9')];
+const WORD: Ranges = &[('0', '9'), ('A', 'Z'), ('_', '_'), ('a', 'z')];
+const SPACE_RANGES: Ranges = &[
+    ('\t', '\r'),
+    (' ', ' '),
+    ('\u{A0}', '\u{A0}'),
+    ('\u{1680}', '\u{1680}'),
+    ('\u{2000}', '\u{200A}'),
+    ('\u{2028}', '\u{2029}'),
+    ('\u{202F}', '\u{202F}'),
+    ('\u{205F}', '\u{205F}'),
+    ('\u{3000}', '\u{3000}'),
+    ('\u{FEFF}', '\u{FEFF}'),
+];
+
+/// Recognizes `^C+$` and `^C*$` where `C` is `\d`, `\w`, `\s` or their negations, or a class of
+/// plain characters, ranges, `\d`, `\w`, `\s` and escaped punctuation. Anything else is left to
+/// the regex engine.
+fn whole(source: &str) -> Option<Whole> {
+    let body = source.strip_prefix('^')?.strip_suffix('$')?;
+    let (atom, non_empty) = if let Some(atom) = body.strip_suffix('+') {
+        (atom, true)
+    } else {
+        (body.strip_suffix('*')?, false)
+    };
+    let perl = |c: char| -> Option<(Ranges, bool)> {
+        Some(match c {
+            'd' => (DIGIT, false),
+            'D' => (DIGIT, true),
+            'w' => (WORD, false),
+            'W' => (WORD, true),
+            's' => (SPACE_RANGES, false),
+            'S' => (SPACE_RANGES, true),
+            _ => return None,
+        })
+    };
+    let set = if let Some(escape) = atom.strip_prefix('\\') {
+        let mut chars = escape.chars();
+        let (ranges, negated) = perl(chars.next()?)?;
+        if chars.next().is_some() {
+            return None;
+        }
+        CharSet {
+            ranges: ranges.to_vec(),
+            negated,
+        }
+    } else {
+        let inner = atom.strip_prefix('[')?.strip_suffix(']')?;
+        let (inner, negated) = match inner.strip_prefix('^') {
+            Some(rest) => (rest, true),
+            None => (inner, false),
+        };
+        let chars: Vec<char> = inner.chars().collect();
+        if chars.is_empty() {
+            return None;
+        }
+        let mut ranges = Vec::new();
+        let mut i = 0;
+        // One class atom: a plain or escaped character, or a set escape.
+        let atom_at = |i: usize| -> Option<(Result<char, Ranges>, usize)> {
+            match *chars.get(i)? {
+                '\\' => {
+                    let c = *chars.get(i + 1)?;
+                    if let Some((set, false)) = perl(c) {
+                        Some((Err(set), i + 2))
+                    } else if c.is_ascii_punctuation() {
+                        Some((Ok(c), i + 2))
+                    } else {
+                        None
+                    }
+                }
+                '[' | ']' => None,
+                c => Some((Ok(c), i + 1)),
+            }
+        };
+        while i < chars.len() {
+            let (first, next) = atom_at(i)?;
+            match first {
+                Err(set) => {
+                    ranges.extend_from_slice(set);
+                    i = next;
+                }
+                Ok(lo) => {
+                    if chars.get(next) == Some(&'-') && next + 1 < chars.len() {
+                        let (Ok(hi), after) = atom_at(next + 1)? else {
+                            return None;
+                        };
+                        if lo > hi {
+                            return None;
+                        }
+                        ranges.push((lo, hi));
+                        i = after;
+                    } else {
+                        ranges.push((lo, lo));
+                        i = next;
+                    }
+                }
+            }
+        }
+        CharSet { ranges, negated }
+    };
+    Some(Whole { set, non_empty })
 }
 
 impl Pattern {
     /// Compiles an ECMA-262 pattern; the error says why it cannot be used.
     pub(crate) fn new(source: &str) -> Result<Pattern, String> {
-        let translated = translate(source)?;
-        let regex = RegexBuilder::new(&translated)
-            .size_limit(SIZE_LIMIT)
-            .nest_limit(NEST_LIMIT)
-            .build()
-            .map_err(|e| {
-                let e = e.to_string();
-                let first = e.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                format!("invalid or unsupported regular expression {source:?}: {first}")
-            })?;
+        let matcher = match whole(source) {
+            Some(whole) => Matcher::Whole(whole),
+            None => Matcher::Regex(regex(source)?),
+        };
         Ok(Pattern {
             source: source.into(),
-            regex,
+            matcher,
         })
     }
 
     /// An unanchored search.
     pub(crate) fn is_match(&self, text: &str) -> bool {
-        self.regex.is_match(text)
+        match &self.matcher {
+            Matcher::Whole(whole) => {
+                (!whole.non_empty || !text.is_empty())
+                    && text.chars().all(|c| whole.set.contains(c))
+            }
+            Matcher::Regex(regex) => regex.is_match(text),
+        }
     }
 
     pub(crate) fn source(&self) -> &str {
@@ -480,6 +632,52 @@ mod tests {
         }
         assert!(Pattern::new(r"(?<year>\d{4})").is_ok());
         assert!(Pattern::new(r"(?:ab)+").is_ok());
+    }
+
+    #[test]
+    fn whole_string_scans_agree_with_the_regex() {
+        let patterns = [
+            r"^[a-z0-9_-]+$",
+            r"^[A-Za-z]*$",
+            r"^\d+$",
+            r"^\S*$",
+            r"^\s+$",
+            r"^\W+$",
+            r"^[^a-c]+$",
+            r"^[\w.\-]+$",
+            r"^[-a]+$",
+            r"^[a-]+$",
+            r"^[\d\s]*$",
+            r"^[é-ü]+$",
+        ];
+        let texts = [
+            "", "a", "abc", "a-b_c", "A", "1", "123", "12a", " ", "\u{a0}", "\t\n", "a b", "é",
+            "ü", "ÿ", "-", ".", "a.b", "😀", "x\n", "\n",
+        ];
+        for p in patterns {
+            let fast = Pattern::new(p).unwrap();
+            assert!(matches!(fast.matcher, Matcher::Whole(_)), "{p}");
+            let engine = regex(p).unwrap();
+            for t in texts {
+                assert_eq!(fast.is_match(t), engine.is_match(t), "{p} on {t:?}");
+            }
+        }
+        for p in [
+            r"^a+$",
+            r"^[a-z]+",
+            r"^[a-z]{2}$",
+            r"^(a)+$",
+            r"^[\b]+$",
+            r"^[\S]+$",
+        ] {
+            let p = Pattern::new(p).unwrap();
+            // `^a+$` is a one-character class too; the others must use the engine.
+            assert!(
+                matches!(p.matcher, Matcher::Regex(_)) || p.source() == "^a+$",
+                "{}",
+                p.source()
+            );
+        }
     }
 
     #[test]
