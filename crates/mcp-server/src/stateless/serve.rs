@@ -108,7 +108,9 @@ fn probe_meta(params: &RawValue) -> Option<(bool, Option<ProtocolVersion>, bool)
 /// Whether params may hold a `_meta` member: without the name and without any escape (which
 /// could spell it), they cannot, and most requests of a session skip a parse.
 fn may_have_meta(params: &str) -> bool {
-    params.contains("_meta") || params.contains('\\')
+    let bytes = params.as_bytes();
+    memchr::memchr2_iter(b'_', b'\\', bytes)
+        .any(|i| bytes[i] == b'\\' || bytes[i..].starts_with(b"_meta"))
 }
 
 /// The stateless revisions this server serves (listed once, not per request).
@@ -743,6 +745,8 @@ mod tests {
             r#"{"_met":1,"x":"_meta"}"#,
             r#"{"\u005fmeta":{}}"#,
             r#"{"x":"a\"b"}"#,
+            r#"{"__meta":1}"#,
+            "_meta",
         ] {
             assert!(may_have_meta(yes), "{yes}");
         }
