@@ -724,112 +724,16 @@ impl StringFormat {
         }
     }
 
-    /// Whether `text` has this format.
+    /// Whether `text` has this format (RFC 3339 dates and date-times, RFC 3986 URIs, RFC 5321
+    /// addresses: the checks the SDK's JSON Schema validator makes).
     pub fn matches(self, text: &str) -> bool {
-        match self {
-            StringFormat::Email => is_email(text),
-            StringFormat::Uri => is_uri(text),
-            StringFormat::Date => is_date(text),
-            StringFormat::DateTime => is_date_time(text),
-        }
-    }
-}
-
-fn is_email(text: &str) -> bool {
-    let Some((local, domain)) = text.rsplit_once('@') else {
-        return false;
-    };
-    !local.is_empty()
-        && !domain.is_empty()
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
-        && !domain.contains('@')
-}
-
-fn is_uri(text: &str) -> bool {
-    let Some((scheme, rest)) = text.split_once(':') else {
-        return false;
-    };
-    let mut chars = scheme.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        && !rest.is_empty()
-        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
-}
-
-fn digits(text: &str) -> Option<u32> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-fn is_date(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    if bytes.len() != 10 || bytes.get(4) != Some(&b'-') || bytes.get(7) != Some(&b'-') {
-        return false;
-    }
-    let (Some(year), Some(month), Some(day)) = (
-        text.get(0..4).and_then(digits),
-        text.get(5..7).and_then(digits),
-        text.get(8..10).and_then(digits),
-    ) else {
-        return false;
-    };
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&day)
-}
-
-fn is_time(text: &str) -> bool {
-    // hh:mm:ss[.frac](Z|+hh:mm|-hh:mm)
-    let bytes = text.as_bytes();
-    if bytes.len() < 9 || bytes.get(2) != Some(&b':') || bytes.get(5) != Some(&b':') {
-        return false;
-    }
-    let (Some(hour), Some(minute), Some(second)) = (
-        text.get(0..2).and_then(digits),
-        text.get(3..5).and_then(digits),
-        text.get(6..8).and_then(digits),
-    ) else {
-        return false;
-    };
-    if hour > 23 || minute > 59 || second > 60 {
-        return false;
-    }
-    let mut rest = text.get(8..).unwrap_or("");
-    if let Some(fraction) = rest.strip_prefix('.') {
-        let end = fraction
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(fraction.len());
-        if end == 0 {
-            return false;
-        }
-        rest = fraction.get(end..).unwrap_or("");
-    }
-    if rest.eq_ignore_ascii_case("z") {
-        return true;
-    }
-    let Some(offset) = rest.strip_prefix('+').or_else(|| rest.strip_prefix('-')) else {
-        return false;
-    };
-    offset.len() == 5
-        && offset.as_bytes().get(2) == Some(&b':')
-        && offset.get(0..2).and_then(digits).is_some_and(|h| h <= 23)
-        && offset.get(3..5).and_then(digits).is_some_and(|m| m <= 59)
-}
-
-fn is_date_time(text: &str) -> bool {
-    match text.find(['T', 't']) {
-        Some(10) => text.get(..10).is_some_and(is_date) && text.get(11..).is_some_and(is_time),
-        _ => false,
+        let name = match self {
+            StringFormat::Email => "email",
+            StringFormat::Uri => "uri",
+            StringFormat::Date => "date",
+            StringFormat::DateTime => "date-time",
+        };
+        mcp_jsonschema::format_matches(name, text).unwrap_or(true)
     }
 }
 
@@ -890,7 +794,7 @@ mod tests {
     fn accepts_a_valid_answer() {
         let answer = object(json!({
             "name": "Ada", "email": "ada@example.com", "site": "https://example.com/x",
-            "born": "2024-02-29", "seen": "2024-02-29T23:59:60.5+01:00", "age": 36,
+            "born": "2024-02-29", "seen": "2024-02-29T00:59:60.5+01:00", "age": 36,
             "score": 0.5, "ok": false, "color": "green", "size": "l", "legacy": "a",
             "tags": ["x", "z"], "picks": ["p"]
         }));
@@ -1074,6 +978,10 @@ mod tests {
         assert!(StringFormat::DateTime.matches("2000-01-01T00:00:00-05:30"));
         assert!(!StringFormat::DateTime.matches("2000-01-01T00:00:00"));
         assert!(!StringFormat::DateTime.matches("2000-01-01T00:00:00.Z"));
+        // A leap second ends a UTC day, whatever the offset it is written in.
+        assert!(StringFormat::DateTime.matches("2016-12-31T23:59:60Z"));
+        assert!(StringFormat::DateTime.matches("2017-01-01T00:59:60+01:00"));
+        assert!(!StringFormat::DateTime.matches("2016-12-31T23:59:60+01:00"));
         assert!(StringFormat::Uri.matches("urn:isbn:1"));
         assert!(!StringFormat::Uri.matches("1http://x"));
         assert!(StringFormat::Email.matches("a.b@c.d"));

@@ -240,6 +240,21 @@ impl SchemaError {
     }
 }
 
+/// Whether `value` has the string format `name`, checked as draft-07 asserts it (`date`,
+/// `date-time`, `time`, `email`, `hostname`, `ipv4`, `ipv6`, `uri`, `uri-reference`,
+/// `json-pointer`, `relative-json-pointer`, `regex`); `None` for a format this crate does not
+/// check. For formats a peer enforces outside a schema, such as the fields of an elicitation
+/// form a client fills in.
+///
+/// ```
+/// assert_eq!(mcp_jsonschema::format_matches("date", "2024-02-29"), Some(true));
+/// assert_eq!(mcp_jsonschema::format_matches("date", "2023-02-29"), Some(false));
+/// assert_eq!(mcp_jsonschema::format_matches("color", "red"), None);
+/// ```
+pub fn format_matches(name: &str, value: &str) -> Option<bool> {
+    format::Format::for_draft(Draft::D7, name).map(|format| format.is_valid(value))
+}
+
 impl fmt::Display for SchemaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
