@@ -390,9 +390,9 @@ fn class_atom(chars: &[char], i: usize) -> Result<(Item, usize), String> {
 
 fn hex(chars: &[char], from: usize, count: usize) -> Option<u32> {
     let digits = chars.get(from..from + count)?;
-    digits
-        .iter()
-        .try_fold(0u32, |acc, c| Some(acc * 16 + c.to_digit(16)?))
+    digits.iter().try_fold(0u32, |acc, c| {
+        acc.checked_mul(16)?.checked_add(c.to_digit(16)?)
+    })
 }
 
 /// Translates the escape whose letter is at `i`. Outside a class the translation is written to
@@ -487,8 +487,10 @@ fn escape(
                     .position(|&c| c == '}')
                     .map(|p| p + i + 2)
                     .ok_or_else(|| invalid("unclosed \\u{...}"))?;
-                let code = hex(chars, i + 2, close - (i + 2))
-                    .filter(|_| close > i + 2 && close - (i + 2) <= 6)
+                let digits = close - (i + 2);
+                let code = Some(digits)
+                    .filter(|d| (1..=6).contains(d))
+                    .and_then(|d| hex(chars, i + 2, d))
                     .ok_or_else(|| invalid("bad \\u{...}"))?;
                 match char::from_u32(code) {
                     Some(c) => (close + 1, literal(c, out)),
@@ -609,6 +611,21 @@ mod tests {
         assert!(m(r"^a{,2}$", "a{,2}"));
         assert!(m(r"^}$", "}"));
         assert!(m(r"^a\{2\}$", "a{2}"));
+    }
+
+    #[test]
+    fn long_code_point_escapes_are_refused_without_overflow() {
+        // Found by the fuzz target: the digits overflowed `u32` before their count was checked.
+        for pattern in [
+            r"\u{A77777777777777777777777777777777777}",
+            r"[\u{FFFFFFFFF}]",
+            r"\u{0000001}",
+            r"\u{}",
+            r"\u{110000}",
+        ] {
+            assert!(Pattern::new(pattern).is_err(), "{pattern}");
+        }
+        assert!(m(r"^\u{10FFFF}$", "\u{10FFFF}"));
     }
 
     #[test]
