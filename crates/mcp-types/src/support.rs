@@ -78,6 +78,70 @@ pub fn pick<T>(
     shapes: &[Shape],
     parse: impl Fn(usize, &Value) -> Option<Result<T, serde_json::Error>>,
 ) -> Result<T, String> {
+    // A tagged union (content blocks, say): when the value fits one variant alone, that one is
+    // all the ranking would try, so the ranking (an allocation, and every key checked against
+    // every variant) is skipped.
+    if let Value::Object(map) = value {
+        if let Some(only) = sole_tagged_fit(map, shapes) {
+            return match parse(only, value) {
+                Some(Ok(v)) => Ok(v),
+                Some(Err(e)) => Err(format!("invalid {union}: {e}")),
+                None => Err(no_variant(value, union)),
+            };
+        }
+    }
+    pick_ranked(value, union, shapes, parse)
+}
+
+/// The one variant an object can be, when every variant is an object told apart by a required
+/// constant and exactly one of them fits; `None` otherwise (the ranking decides).
+fn sole_tagged_fit(map: &serde_json::Map<String, Value>, shapes: &[Shape]) -> Option<usize> {
+    // The variants of a tagged union share their tag's name: it is looked up once.
+    let mut last: Option<(&str, Option<&Value>)> = None;
+    let mut fit = None;
+    for (i, shape) in shapes.iter().enumerate() {
+        let Shape::Object(o) = shape else {
+            return None;
+        };
+        if !o.consts.iter().any(|&(_, _, required)| required) {
+            return None;
+        }
+        let mut fits = true;
+        for &(key, value, required) in o.consts {
+            let member = match last {
+                Some((k, member)) if k == key => member,
+                _ => {
+                    let member = map.get(key);
+                    last = Some((key, member));
+                    member
+                }
+            };
+            fits = match member {
+                Some(Value::String(s)) => s == value,
+                None => !required,
+                Some(_) => false,
+            };
+            if !fits {
+                break;
+            }
+        }
+        if fits && o.required.iter().all(|k| map.contains_key(*k)) {
+            if fit.is_some() {
+                return None;
+            }
+            fit = Some(i);
+        }
+    }
+    fit
+}
+
+/// [`pick`] without the shortcut: every variant ranked, then tried best first.
+fn pick_ranked<T>(
+    value: &Value,
+    union: &str,
+    shapes: &[Shape],
+    parse: impl Fn(usize, &Value) -> Option<Result<T, serde_json::Error>>,
+) -> Result<T, String> {
     let mut ranked: Vec<(u8, usize)> = Vec::with_capacity(shapes.len());
     for (i, shape) in shapes.iter().enumerate() {
         let rank = match (shape, value) {
@@ -106,11 +170,15 @@ pub fn pick<T>(
     }
     Err(match first_error {
         Some(e) => format!("invalid {union}: {e}"),
-        None => match value.get("type").and_then(Value::as_str) {
-            Some(t) => format!("no variant of {union} has type `{t}`"),
-            None => format!("{} matches no variant of {union}", kind(value)),
-        },
+        None => no_variant(value, union),
     })
+}
+
+fn no_variant(value: &Value, union: &str) -> String {
+    match value.get("type").and_then(Value::as_str) {
+        Some(t) => format!("no variant of {union} has type `{t}`"),
+        None => format!("{} matches no variant of {union}", kind(value)),
+    }
 }
 
 /// Defines a zero-sized type for one string constant of the schemas.
@@ -198,5 +266,94 @@ pub fn ser_opt_f64<S: serde::Serializer>(
     match value {
         Some(v) => ser_f64(v, serializer),
         None => serializer.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::de::Error as _;
+    use serde_json::json;
+
+    const KNOWN: &[&str] = &["type", "text", "data", "resource", "_meta"];
+    static TEXT: ObjectShape = ObjectShape {
+        consts: &[("type", "text", true)],
+        required: &["type", "text"],
+        known: KNOWN,
+        open: false,
+    };
+    static IMAGE: ObjectShape = ObjectShape {
+        consts: &[("type", "image", true)],
+        required: &["type", "data"],
+        known: KNOWN,
+        open: false,
+    };
+    static RESOURCE: ObjectShape = ObjectShape {
+        consts: &[("type", "resource", true)],
+        required: &["type", "resource"],
+        known: KNOWN,
+        open: false,
+    };
+    static UNTAGGED: ObjectShape = ObjectShape {
+        consts: &[],
+        required: &["text"],
+        known: &["text"],
+        open: true,
+    };
+
+    /// "Parses" variant `i`: fails when the value has a `bad` member, so both the error and the
+    /// fall-through paths are taken.
+    fn parse(i: usize, v: &Value) -> Option<Result<usize, serde_json::Error>> {
+        match (i, v.get("bad")) {
+            (9.., _) => None,
+            (_, Some(_)) => Some(Err(serde_json::Error::custom(format!(
+                "variant {i} refused"
+            )))),
+            _ => Some(Ok(i)),
+        }
+    }
+
+    #[test]
+    fn the_tagged_shortcut_decides_as_the_ranking_does() {
+        let tagged_union = [
+            Shape::Object(&TEXT),
+            Shape::Object(&IMAGE),
+            Shape::Object(&RESOURCE),
+        ];
+        let mixed = [
+            Shape::Object(&TEXT),
+            Shape::Object(&UNTAGGED),
+            Shape::String,
+        ];
+        let values = [
+            json!({"type": "text", "text": "hi"}),
+            json!({"type": "text", "text": "hi", "extra": 1}),
+            json!({"type": "text"}),
+            json!({"type": "image", "data": "AA=="}),
+            json!({"type": "resource", "resource": {}}),
+            json!({"type": "video", "text": "hi"}),
+            json!({"type": 5, "text": "hi"}),
+            json!({"text": "hi"}),
+            json!({"type": "text", "text": "hi", "bad": true}),
+            json!({}),
+            json!("text"),
+            json!(3),
+        ];
+        let mut shortcut_taken = 0;
+        for shapes in [&tagged_union[..], &mixed[..]] {
+            for value in &values {
+                if let Value::Object(map) = value {
+                    shortcut_taken += usize::from(sole_tagged_fit(map, shapes).is_some());
+                }
+                assert_eq!(
+                    pick(value, "U", shapes, parse),
+                    pick_ranked(value, "U", shapes, parse),
+                    "{value}"
+                );
+            }
+        }
+        // The shortcut applies to the tagged union only, for the five values that fit one
+        // variant (the one with `bad` fails in both ways alike).
+        assert_eq!(shortcut_taken, 5);
     }
 }
