@@ -85,6 +85,66 @@ pub(crate) fn with_meta(params: Option<Value>, meta: &Map<String, Value>) -> Val
     Value::Object(params)
 }
 
+/// [`with_meta`] as it is written on the wire, without copying `meta`: `params`' members, then
+/// `_meta` holding the caller's own members, then `extra` and `meta`'s members the caller did not
+/// set (`extra` wins over `meta`). A `_meta` that is not an object is replaced, as there.
+pub(crate) struct Stamped<'a> {
+    pub(crate) params: Option<&'a Map<String, Value>>,
+    pub(crate) meta: &'a Map<String, Value>,
+    pub(crate) extra: Option<(&'a str, &'a Value)>,
+}
+
+impl serde::Serialize for Stamped<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let own = self.params.and_then(|p| p.get("_meta")?.as_object());
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.params.into_iter().flatten() {
+            if key != "_meta" {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.serialize_entry(
+            "_meta",
+            &MergedMeta {
+                own,
+                meta: self.meta,
+                extra: self.extra,
+            },
+        )?;
+        map.end()
+    }
+}
+
+struct MergedMeta<'a> {
+    own: Option<&'a Map<String, Value>>,
+    meta: &'a Map<String, Value>,
+    extra: Option<(&'a str, &'a Value)>,
+}
+
+impl serde::Serialize for MergedMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let own = |key: &str| self.own.is_some_and(|own| own.contains_key(key));
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.own.into_iter().flatten() {
+            map.serialize_entry(key, value)?;
+        }
+        if let Some((key, value)) = self.extra {
+            if !own(key) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value) in self.meta {
+            let overridden = self.extra.is_some_and(|(extra, _)| extra == key);
+            if !own(key) && !overridden {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
 /// The versions listed in an `UnsupportedProtocolVersion` error's `data.supported`.
 pub(crate) fn supported_versions(error: &ErrorObject) -> Vec<String> {
     #[derive(Deserialize)]
@@ -395,6 +455,40 @@ pub(crate) fn synthesized_init(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamped_params_are_written_as_with_meta_builds_them() {
+        let mut meta = Map::new();
+        meta.insert("v".into(), json!("2026-07-28"));
+        meta.insert("caps".into(), json!({"sampling": {}}));
+        meta.insert("level".into(), json!("info"));
+        let level = json!("debug");
+        let cases = [
+            None,
+            Some(json!({"name": "echo", "arguments": {"text": "hi"}})),
+            Some(json!({"name": "echo", "_meta": {"v": "mine", "progressToken": 3}})),
+            Some(json!({"_meta": {"level": "error"}})),
+            Some(json!({"_meta": "not an object"})),
+            Some(json!(["not", "an", "object"])),
+        ];
+        for params in cases {
+            for extra in [None, Some(("level", &level))] {
+                let mut expected_meta = meta.clone();
+                if let Some((key, value)) = extra {
+                    expected_meta.insert(key.into(), value.clone());
+                }
+                let expected = with_meta(params.clone(), &expected_meta);
+                let written = serde_json::to_string(&Stamped {
+                    params: params.as_ref().and_then(Value::as_object),
+                    meta: &meta,
+                    extra,
+                })
+                .unwrap();
+                let written: Value = serde_json::from_str(&written).unwrap();
+                assert_eq!(written, expected, "{params:?} {extra:?}");
+            }
+        }
+    }
 
     #[test]
     fn meta_merges_without_overwriting_the_callers_members() {

@@ -382,14 +382,12 @@ impl ClientSession {
     ) -> Result<Box<RawValue>, CallError> {
         let stateless = self.is_stateless();
         let params = if stateless {
-            Some(self.stamp(params))
+            Some(self.stamp(params.as_ref()))
         } else {
-            params
-        };
-        let params = params
-            .map(|p| mcp_jsonrpc::to_raw(&p))
-            .transpose()
-            .map_err(CallError::Decode)?;
+            params.map(|p| mcp_jsonrpc::to_raw(&p))
+        }
+        .transpose()
+        .map_err(CallError::Decode)?;
         let mut retried = false;
         loop {
             let outcome = self
@@ -424,20 +422,21 @@ impl ClientSession {
     }
 
     /// `params` with the stateless request `_meta`.
-    fn stamp(&self, params: Option<Value>) -> Value {
+    /// `params` (an object, or none) with the session's `_meta` merged in, encoded: the
+    /// members stateless requests carry, and the log level once one is set. The members the
+    /// caller put in `_meta` itself win.
+    fn stamp(&self, params: Option<&Value>) -> Result<Box<RawValue>, serde_json::Error> {
         let level = *self
             .inner
             .log_level
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        match level {
-            Some(level) => {
-                let mut meta = self.inner.meta.clone();
-                meta.insert(META_LOG_LEVEL.into(), json!(level));
-                lifecycle::with_meta(params, &meta)
-            }
-            None => lifecycle::with_meta(params, &self.inner.meta),
-        }
+        let level = level.map(|level| json!(level));
+        mcp_jsonrpc::to_raw(&lifecycle::Stamped {
+            params: params.and_then(Value::as_object),
+            meta: &self.inner.meta,
+            extra: level.as_ref().map(|level| (META_LOG_LEVEL, level)),
+        })
     }
 
     /// Projects model params onto the negotiated revision and encodes them.
