@@ -617,11 +617,15 @@ impl ClientSession {
                 ))));
             }
         };
-        let mut params = json!({ "name": name.into() });
-        if let Some(arguments) = arguments {
-            params["arguments"] = Value::Object(arguments);
-        }
-        self.call_tool_with(model(params)?).await
+        self.call_tool_with(CallToolRequestParams {
+            meta: None,
+            arguments,
+            input_responses: None,
+            name: name.into(),
+            request_state: None,
+            task: None,
+        })
+        .await
     }
 
     /// `tools/call` and decodes the tool's `structuredContent` into `T`.
