@@ -87,33 +87,27 @@ pub(crate) fn resolve(base: &str, reference: &str) -> String {
     let r = parse(reference);
     let b = parse(base);
     let (scheme, authority, path, query);
-    if r.scheme.is_some() {
-        scheme = r.scheme;
+    if r.scheme.is_some() || r.authority.is_some() {
+        scheme = r.scheme.or(b.scheme);
         authority = r.authority;
         path = remove_dot_segments(r.path);
         query = r.query;
     } else {
         scheme = b.scheme;
-        if r.authority.is_some() {
-            authority = r.authority;
-            path = remove_dot_segments(r.path);
-            query = r.query;
+        authority = b.authority;
+        if r.path.is_empty() {
+            path = b.path.to_owned();
+            query = r.query.or(b.query);
         } else {
-            authority = b.authority;
-            if r.path.is_empty() {
-                path = b.path.to_owned();
-                query = r.query.or(b.query);
+            path = if r.path.starts_with('/') {
+                remove_dot_segments(r.path)
+            } else if b.authority.is_some() && b.path.is_empty() {
+                remove_dot_segments(&format!("/{}", r.path))
             } else {
-                path = if r.path.starts_with('/') {
-                    remove_dot_segments(r.path)
-                } else if b.authority.is_some() && b.path.is_empty() {
-                    remove_dot_segments(&format!("/{}", r.path))
-                } else {
-                    let dir = b.path.rfind('/').map_or("", |p| &b.path[..=p]);
-                    remove_dot_segments(&format!("{dir}{}", r.path))
-                };
-                query = r.query;
-            }
+                let dir = b.path.rfind('/').map_or("", |p| &b.path[..=p]);
+                remove_dot_segments(&format!("{dir}{}", r.path))
+            };
+            query = r.query;
         }
     }
     let mut out = String::new();
@@ -155,8 +149,12 @@ pub(crate) fn percent_decode(s: &str) -> Option<String> {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
+            // Two hex digits: `from_str_radix` alone would also take a sign (`%+1`).
+            let hex = b.get(i + 1..i + 3)?;
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
             i += 3;
         } else {
             out.push(b[i]);
@@ -214,6 +212,15 @@ mod tests {
             resolve("urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed", "#/$defs/a"),
             "urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed#/$defs/a"
         );
+    }
+
+    #[test]
+    fn percent_escapes_are_two_hex_digits() {
+        assert_eq!(percent_decode("a%2Fb%7e").as_deref(), Some("a/b~"));
+        assert_eq!(percent_decode("%+1"), None);
+        assert_eq!(percent_decode("%-1"), None);
+        assert_eq!(percent_decode("%4"), None);
+        assert_eq!(percent_decode("%zz"), None);
     }
 
     #[test]
