@@ -208,9 +208,30 @@ fn err(location: impl Into<String>, message: impl Into<String>) -> SchemaError {
     SchemaError::new(location.into(), message.into())
 }
 
-/// A short rendering of a JSON value for messages.
+/// A short rendering of a JSON value for messages. Serializing stops soon after the part that
+/// is shown, so a large instance is not rendered whole for one message.
 pub(crate) fn show(value: &Value) -> String {
-    crate::truncate(value.to_string())
+    let mut out = Capped(Vec::new());
+    // The error only says the cap was reached.
+    let _ = serde_json::to_writer(&mut out, value);
+    crate::truncate(String::from_utf8_lossy(&out.0).into_owned())
+}
+
+/// A writer that refuses more once it holds more than [`crate::MAX_SHOWN`] bytes.
+struct Capped(Vec<u8>);
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() > crate::MAX_SHOWN {
+            return Err(std::io::Error::other("long enough to show"));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn draft_of(uri: &str) -> Option<Draft> {
@@ -1261,10 +1282,10 @@ impl<'a> Compiler<'a> {
 }
 
 /// The nodes a node applies to the same instance location (no progress into the instance).
-fn in_place_edges(node: &Node, out: &mut Vec<NodeId>) {
-    out.clear();
+fn in_place_edges(node: &Node) -> Vec<NodeId> {
+    let mut out = Vec::new();
     let Body::Keywords { keywords, .. } = &node.body else {
-        return;
+        return out;
     };
     for kw in keywords.iter() {
         match kw {
@@ -1282,6 +1303,7 @@ fn in_place_edges(node: &Node, out: &mut Vec<NodeId>) {
             _ => {}
         }
     }
+    out
 }
 
 /// Refuses cycles of in-place applicators (`{"$ref": "#"}`, `allOf` back to an ancestor, ...):
@@ -1291,12 +1313,7 @@ fn check_cycles(nodes: &[Node], locations: &[String]) -> Result<(), SchemaError>
     const ACTIVE: u8 = 1;
     const DONE: u8 = 2;
     let mut state = vec![NEW; nodes.len()];
-    let mut edges: Vec<Vec<NodeId>> = Vec::with_capacity(nodes.len());
-    let mut scratch = Vec::new();
-    for node in nodes {
-        in_place_edges(node, &mut scratch);
-        edges.push(scratch.clone());
-    }
+    let edges: Vec<Vec<NodeId>> = nodes.iter().map(in_place_edges).collect();
     let mut stack: Vec<(NodeId, usize)> = Vec::new();
     for start in 0..nodes.len() {
         if state[start] != NEW {
@@ -1332,4 +1349,24 @@ fn check_cycles(nodes: &[Node], locations: &[String]) -> Result<(), SchemaError>
 
 pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
     Compiler::new(schema).run()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn show_renders_what_a_full_rendering_would_show() {
+        for value in [
+            json!(null),
+            json!("é".repeat(127)),
+            json!("é".repeat(128)),
+            json!("é\"".repeat(200)),
+            json!((0..1000).collect::<Vec<_>>()),
+            json!({"a": "x".repeat(300), "b": [1, 2]}),
+        ] {
+            assert_eq!(show(&value), crate::truncate(value.to_string()), "{value}");
+        }
+    }
 }

@@ -156,30 +156,14 @@ fn has_duplicates(items: &[Value]) -> bool {
         })
         .collect();
     hashed.sort_unstable();
-    hashed
-        .windows(2)
-        .any(|w| w[0].0 == w[1].0 && json_equal(&items[w[0].1], &items[w[1].1]))
-        || {
-            // Runs of three or more equal hashes: compare every pair within the run.
-            let mut start = 0;
-            let mut found = false;
-            while start < hashed.len() && !found {
-                let mut end = start + 1;
-                while end < hashed.len() && hashed[end].0 == hashed[start].0 {
-                    end += 1;
-                }
-                if end - start > 2 {
-                    let run = &hashed[start..end];
-                    found = run.iter().enumerate().any(|(i, a)| {
-                        run[i + 1..]
-                            .iter()
-                            .any(|b| json_equal(&items[a.1], &items[b.1]))
-                    });
-                }
-                start = end;
-            }
-            found
-        }
+    // Within each run of equal hashes, compare every pair.
+    hashed.chunk_by(|a, b| a.0 == b.0).any(|run| {
+        run.iter().enumerate().any(|(i, a)| {
+            run[i + 1..]
+                .iter()
+                .any(|b| json_equal(&items[a.1], &items[b.1]))
+        })
+    })
 }
 
 /// Where the instance under evaluation sits, as a chain of stack frames.
@@ -326,7 +310,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-fn quoted_list<'a>(names: impl Iterator<Item = &'a str>) -> (String, usize) {
+fn quoted_list<S: AsRef<str>>(names: impl Iterator<Item = S>) -> (String, usize) {
     let mut out = String::new();
     let mut count = 0;
     for name in names {
@@ -334,7 +318,7 @@ fn quoted_list<'a>(names: impl Iterator<Item = &'a str>) -> (String, usize) {
             out.push_str(", ");
         }
         out.push('\'');
-        out.push_str(name);
+        out.push_str(name.as_ref());
         out.push('\'');
         count += 1;
     }
@@ -572,10 +556,10 @@ impl Compiled {
             Kw::OneOf(ids) => {
                 let mut valid_count = 0;
                 let mut first = Marks::default();
+                let tracking = marks.is_some();
                 for id in ids.iter() {
                     let mut silent = cx.silent();
                     let mut branch = Marks::default();
-                    let tracking = marks.is_some();
                     if self.node(
                         *id,
                         inst,
@@ -1129,8 +1113,7 @@ impl Compiled {
             return true;
         }
         cx.report(path, || {
-            let (list, count) =
-                quoted_list_owned(failed.iter().map(|&i| crate::compile::show(&a[i])));
+            let (list, count) = quoted_list(failed.iter().map(|&i| crate::compile::show(&a[i])));
             format!(
                 "Unevaluated items are not allowed ({list} {} unexpected)",
                 were(count)
@@ -1178,9 +1161,4 @@ impl Compiled {
         });
         false
     }
-}
-
-fn quoted_list_owned(items: impl Iterator<Item = String>) -> (String, usize) {
-    let items: Vec<String> = items.collect();
-    quoted_list(items.iter().map(String::as_str))
 }

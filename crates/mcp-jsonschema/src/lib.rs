@@ -106,7 +106,7 @@ pub(crate) enum Draft {
 }
 
 /// The longest rendering of an instance or schema value in a message, in bytes.
-const MAX_SHOWN: usize = 256;
+pub(crate) const MAX_SHOWN: usize = 256;
 
 /// Cuts a rendering of a value that would swamp a message.
 pub(crate) fn truncate(mut text: String) -> String {
