@@ -18,6 +18,28 @@ use crate::number::{self, Num};
 /// How many nodes one evaluation may nest (instance depth and references together).
 pub(crate) const MAX_EVAL_DEPTH: u32 = 256;
 
+/// Node evaluations every validation may make, whatever the instance.
+pub(crate) const BASE_STEPS: u64 = 100_000;
+/// Node evaluations each value of the instance adds to that. References that each name the
+/// next definition twice double the work at every level, so a small schema from a peer could
+/// otherwise take minutes; a validation that runs out fails.
+pub(crate) const STEPS_PER_VALUE: u64 = 64;
+
+/// The node evaluations a validation of `instance` may make.
+pub(crate) fn step_budget(instance: &Value) -> u64 {
+    fn values(v: &Value, depth: u32) -> u64 {
+        if depth >= MAX_EVAL_DEPTH {
+            return 1;
+        }
+        1 + match v {
+            Value::Array(a) => a.iter().map(|v| values(v, depth + 1)).sum(),
+            Value::Object(o) => o.values().map(|v| values(v, depth + 1)).sum(),
+            _ => 0,
+        }
+    }
+    BASE_STEPS.saturating_add(STEPS_PER_VALUE.saturating_mul(values(instance, 0)))
+}
+
 /// The value under evaluation: a JSON value, or a property name (for `propertyNames`), which
 /// is evaluated as a string without building one.
 #[derive(Clone, Copy)]
@@ -272,14 +294,23 @@ pub(crate) struct Cx<'e> {
     errors: Option<&'e mut Vec<ValidationError>>,
     max: usize,
     depth: u32,
+    /// Node evaluations left, shared with the silent contexts below this one. Once it is
+    /// spent every node fails, and the validation as a whole fails (a `not` over a node that
+    /// failed for want of steps must not pass).
+    steps: &'e std::cell::Cell<u64>,
 }
 
 impl<'e> Cx<'e> {
-    pub(crate) fn new(errors: Option<&'e mut Vec<ValidationError>>, max: usize) -> Self {
+    pub(crate) fn new(
+        errors: Option<&'e mut Vec<ValidationError>>,
+        max: usize,
+        steps: &'e std::cell::Cell<u64>,
+    ) -> Self {
         Cx {
             errors,
             max,
             depth: 0,
+            steps,
         }
     }
 
@@ -297,11 +328,12 @@ impl<'e> Cx<'e> {
     }
 
     /// A context that only answers yes or no, at the same depth.
-    fn silent(&self) -> Cx<'static> {
+    fn silent(&self) -> Cx<'e> {
         Cx {
             errors: None,
             max: 0,
             depth: self.depth,
+            steps: self.steps,
         }
     }
 }
@@ -383,6 +415,10 @@ impl Compiled {
             }
             Body::Keywords { keywords, tracks } => (keywords, *tracks),
         };
+        match cx.steps.get() {
+            0 => return false,
+            left => cx.steps.set(left - 1),
+        }
         if cx.depth >= MAX_EVAL_DEPTH {
             cx.report(path, || {
                 format!(
