@@ -64,30 +64,10 @@ pub(crate) fn stateless_meta(client: &Client, version: ProtocolVersion) -> Map<S
     meta
 }
 
-/// `params` (an object, or none) with `meta` merged into its `_meta`; members the caller put in
-/// `_meta` itself win.
-pub(crate) fn with_meta(params: Option<Value>, meta: &Map<String, Value>) -> Value {
-    let mut params = match params {
-        Some(Value::Object(map)) => map,
-        _ => Map::new(),
-    };
-    let slot = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !slot.is_object() {
-        *slot = Value::Object(Map::new());
-    }
-    if let Value::Object(existing) = slot {
-        for (key, value) in meta {
-            existing.entry(key.clone()).or_insert_with(|| value.clone());
-        }
-    }
-    Value::Object(params)
-}
-
-/// [`with_meta`] as it is written on the wire, without copying `meta`: `params`' members, then
-/// `_meta` holding the caller's own members, then `extra` and `meta`'s members the caller did not
-/// set (`extra` wins over `meta`). A `_meta` that is not an object is replaced, as there.
+/// Params (an object, or none) with `meta` merged into their `_meta`, as written on the wire,
+/// without copying `meta`: `params`' members, then `_meta` holding the caller's own members,
+/// then `extra` and `meta`'s members the caller did not set (the caller's members win, and
+/// `extra` wins over `meta`). A `_meta` that is not an object is replaced.
 pub(crate) struct Stamped<'a> {
     pub(crate) params: Option<&'a Map<String, Value>>,
     pub(crate) meta: &'a Map<String, Value>,
@@ -258,7 +238,7 @@ async fn discover(
     rpc: &Rpc,
     version: ProtocolVersion,
 ) -> Result<Probe, ConnectError> {
-    let params = with_meta(None, &stateless_meta(client, version));
+    let params = json!({ "_meta": stateless_meta(client, version) });
     let raw = match rpc
         .request(
             "server/discover",
@@ -456,54 +436,68 @@ pub(crate) fn synthesized_init(
 mod tests {
     use super::*;
 
-    #[test]
-    fn stamped_params_are_written_as_with_meta_builds_them() {
-        let mut meta = Map::new();
-        meta.insert("v".into(), json!("2026-07-28"));
-        meta.insert("caps".into(), json!({"sampling": {}}));
-        meta.insert("level".into(), json!("info"));
-        let level = json!("debug");
-        let cases = [
-            None,
-            Some(json!({"name": "echo", "arguments": {"text": "hi"}})),
-            Some(json!({"name": "echo", "_meta": {"v": "mine", "progressToken": 3}})),
-            Some(json!({"_meta": {"level": "error"}})),
-            Some(json!({"_meta": "not an object"})),
-            Some(json!(["not", "an", "object"])),
-        ];
-        for params in cases {
-            for extra in [None, Some(("level", &level))] {
-                let mut expected_meta = meta.clone();
-                if let Some((key, value)) = extra {
-                    expected_meta.insert(key.into(), value.clone());
-                }
-                let expected = with_meta(params.clone(), &expected_meta);
-                let written = serde_json::to_string(&Stamped {
-                    params: params.as_ref().and_then(Value::as_object),
-                    meta: &meta,
-                    extra,
-                })
-                .unwrap();
-                let written: Value = serde_json::from_str(&written).unwrap();
-                assert_eq!(written, expected, "{params:?} {extra:?}");
-            }
-        }
+    fn stamped(
+        params: Option<Value>,
+        meta: &Map<String, Value>,
+        extra: Option<(&str, &Value)>,
+    ) -> Value {
+        let text = serde_json::to_string(&Stamped {
+            params: params.as_ref().and_then(Value::as_object),
+            meta,
+            extra,
+        })
+        .unwrap();
+        serde_json::from_str(&text).unwrap()
     }
 
     #[test]
     fn meta_merges_without_overwriting_the_callers_members() {
         let mut meta = Map::new();
-        meta.insert(META_PROTOCOL_VERSION.into(), json!("2026-07-28"));
-        meta.insert("progressToken".into(), json!(1));
-        let merged = with_meta(
-            Some(json!({"name": "x", "_meta": {"progressToken": "mine"}})),
-            &meta,
-        );
-        assert_eq!(merged["_meta"]["progressToken"], "mine");
-        assert_eq!(merged["_meta"][META_PROTOCOL_VERSION], "2026-07-28");
-        assert_eq!(merged["name"], "x");
-        let fresh = with_meta(None, &meta);
-        assert_eq!(fresh["_meta"][META_PROTOCOL_VERSION], "2026-07-28");
+        meta.insert("v".into(), json!("2026-07-28"));
+        meta.insert("caps".into(), json!({"sampling": {}}));
+        meta.insert("level".into(), json!("info"));
+        let level = json!("debug");
+        let both = json!({"v": "2026-07-28", "caps": {"sampling": {}}, "level": "info"});
+        let cases = [
+            (None, None, json!({"_meta": both})),
+            (
+                Some(json!({"name": "echo", "arguments": {"text": "hi"}})),
+                None,
+                json!({"name": "echo", "arguments": {"text": "hi"}, "_meta": both}),
+            ),
+            // The caller's own members win.
+            (
+                Some(json!({"name": "echo", "_meta": {"v": "mine", "progressToken": 3}})),
+                None,
+                json!({"name": "echo", "_meta": {"v": "mine", "progressToken": 3,
+                       "caps": {"sampling": {}}, "level": "info"}}),
+            ),
+            // `extra` wins over `meta`, the caller over both.
+            (
+                None,
+                Some(("level", &level)),
+                json!({"_meta": {"v": "2026-07-28", "caps": {"sampling": {}}, "level": "debug"}}),
+            ),
+            (
+                Some(json!({"_meta": {"level": "error"}})),
+                Some(("level", &level)),
+                json!({"_meta": {"v": "2026-07-28", "caps": {"sampling": {}}, "level": "error"}}),
+            ),
+            // A `_meta` that is not an object, and params that are not one, are replaced.
+            (Some(json!({"_meta": "no"})), None, json!({"_meta": both})),
+            (
+                Some(json!(["not", "an", "object"])),
+                None,
+                json!({"_meta": both}),
+            ),
+        ];
+        for (params, extra, expected) in cases {
+            assert_eq!(
+                stamped(params.clone(), &meta, extra),
+                expected,
+                "{params:?} {extra:?}"
+            );
+        }
     }
 
     #[test]

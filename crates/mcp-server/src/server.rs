@@ -448,9 +448,10 @@ impl ServerBuilder {
 
     /// The key that seals the `requestState` of stateless multi round-trip requests.
     ///
-    /// Without one, [`build`](Self::build) generates a random key: fine for one process, but a
-    /// state sealed by one replica (or before a restart) then does not open on another. Give
-    /// every replica behind a load balancer the same key.
+    /// Without one, the server generates a random key when a first stateless request that may
+    /// ask for input needs it (a random source that fails then answers that request with
+    /// `-32603`): fine for one process, but a state sealed by one replica (or before a restart)
+    /// then does not open on another. Give every replica behind a load balancer the same key.
     pub fn sealing_key(mut self, key: SealingKey) -> Self {
         self.sealing_key = Some(key);
         self

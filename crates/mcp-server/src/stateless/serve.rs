@@ -427,7 +427,11 @@ async fn call(
         tasks::serve::eligible(server, &method, params.as_ref(), &meta.client_capabilities)?;
     let owner = server.subject(&request.extensions);
     let mut request = request;
-    let exchange = if wire::supports_input_required(&method, version) {
+    // Only requests that may ask for input need the sealer (its key may be made now).
+    let sealer = wire::supports_input_required(&method, version)
+        .then(|| inner.sealer.get().map_err(internal))
+        .transpose()?;
+    let exchange = if let Some(sealer) = sealer {
         let retry = RetryInput::lift(params.as_ref()).map_err(|e| rpc_error(e.to_error()))?;
         if !retry.is_empty() {
             // The exchange holds them now; the handler's params must not fail on answers the
@@ -439,7 +443,6 @@ async fn call(
                 request.params = Some(mcp_jsonrpc::to_raw(&p).map_err(internal)?);
             }
         }
-        let sealer = inner.sealer.get().map_err(internal)?;
         let exchange = Exchange::open(
             sealer,
             binding(
@@ -514,7 +517,7 @@ async fn call(
             None => dispatch(server, origin, request).await.map(Done::Encoded),
         }
     };
-    if let Some(exchange) = exchange {
+    if let (Some(exchange), Some(sealer)) = (exchange, sealer) {
         let failed = match &result {
             Err(_) => true,
             Ok(Done::Encoded(raw)) => is_error_result(raw),
@@ -525,8 +528,6 @@ async fn call(
         } else {
             HandlerOutcome::Succeeded
         };
-        // Made when the exchange was opened.
-        let sealer = inner.sealer.get().map_err(internal)?;
         match exchange.finish(outcome, sealer) {
             Verdict::Complete => {}
             Verdict::InputRequired(mut ask) => {
