@@ -281,21 +281,29 @@ impl SessionHandler {
     /// its own exchange), served as [`Handler::handle_request`] would serve it. Without
     /// middleware, a stateless request's params are read once, instead of once to classify the
     /// request and again to serve it.
-    async fn handle_direct(
-        &self,
+    ///
+    /// Not an `async fn`: the two paths are boxed apart, so the stateless one (nearly every
+    /// direct request) allocates and moves a future of its own size, not one as large as the
+    /// general path's.
+    fn handle_direct(
+        self,
         request: mcp_jsonrpc::Request,
         cx: mcp_jsonrpc::RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
-        let server = &self.0.server;
-        if server.inner.middleware.is_empty() {
+    ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+        if self.0.server.inner.middleware.is_empty() {
             // Params that lift are those of a stateless request: `_meta` names a supported
             // revision. Anything else takes the general path, which classifies it.
             if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref()) {
                 let request = with_context(request, &cx, Some(lifted.version()));
-                return serve::serve_lifted(server, &cx, request, lifted).await;
+                return Box::pin(serve::serve_lifted(
+                    self.0.server.clone(),
+                    cx,
+                    request,
+                    lifted,
+                ));
             }
         }
-        self.handle_request(request, cx).await
+        Box::pin(async move { self.handle_request(request, cx).await })
     }
 }
 
@@ -462,8 +470,7 @@ impl Server {
             // the task of its HTTP exchange): they are served exactly as the engine would.
             let handler = handler.clone();
             slot.offer(Arc::new(move |request, cx| {
-                let handler = handler.clone();
-                Box::pin(async move { handler.handle_direct(request, cx).await })
+                handler.clone().handle_direct(request, cx)
             }));
         }
         let (peer, mut driver) = self.inner.options.engine().start(connection, handler);

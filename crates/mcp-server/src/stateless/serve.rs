@@ -222,7 +222,7 @@ fn is_error_result(raw: &RawValue) -> bool {
 pub(crate) struct Lifted {
     params: Option<Value>,
     arguments: Option<Box<str>>,
-    meta: RequestMeta,
+    meta: Box<RequestMeta>,
 }
 
 impl Lifted {
@@ -270,7 +270,7 @@ pub(crate) fn lift(method: &str, raw: Option<&RawValue>) -> Result<Lifted, Error
     Ok(Lifted {
         params,
         arguments,
-        meta,
+        meta: Box::new(meta),
     })
 }
 
@@ -281,13 +281,24 @@ pub(crate) async fn serve(
     request: Request,
 ) -> Result<Box<RawValue>, ErrorObject> {
     let lifted = lift(&request.method, request.params.as_deref())?;
-    serve_lifted(server, rpc, request, lifted).await
+    serve_lifted(server.clone(), rpc.clone(), request, lifted).await
 }
 
-/// Serves one stateless request whose params were read by [`lift`].
+/// Where a stateless request goes.
+enum Route {
+    Discover,
+    Listen,
+    Tasks,
+    Call,
+}
+
+/// Serves one stateless request whose params were read by [`lift`]. It owns what it uses, so
+/// that a transport's direct path boxes this future alone (no wrapper holding a second copy
+/// of the arguments); the client's `_meta` is boxed for the same reason: it is moved through
+/// every layer down to the request's scope.
 pub(crate) async fn serve_lifted(
-    server: &Server,
-    rpc: &mcp_jsonrpc::RequestContext,
+    server: Server,
+    rpc: mcp_jsonrpc::RequestContext,
     request: Request,
     lifted: Lifted,
 ) -> Result<Box<RawValue>, ErrorObject> {
@@ -296,25 +307,39 @@ pub(crate) async fn serve_lifted(
         arguments,
         meta,
     } = lifted;
-    let method = request.method.clone();
     let version = meta.protocol_version;
-    let result = match method.as_str() {
-        "server/discover" => discover(server, version),
-        "subscriptions/listen" => {
+    let route = match request.method.as_str() {
+        "server/discover" => Route::Discover,
+        "subscriptions/listen" => Route::Listen,
+        m if tasks_wire::METHODS.contains(&m) => Route::Tasks,
+        _ => Route::Call,
+    };
+    let result = match route {
+        Route::Discover => discover(&server, version),
+        Route::Listen => {
             let owner = server.subject(&request.extensions);
-            listen::listen(server, rpc, params.as_ref(), &meta, owner.as_deref()).await
+            // Boxed: a subscription stream is long-lived and rare; held in place its future
+            // would size every stateless request's.
+            Box::pin(listen::listen(
+                &server,
+                &rpc,
+                params.as_ref(),
+                &meta,
+                owner.as_deref(),
+            ))
+            .await
         }
-        m if tasks_wire::METHODS.contains(&m) => {
+        Route::Tasks => {
             let owner = server.subject(&request.extensions);
             tasks::serve::handle(
-                server,
-                m,
+                &server,
+                &request.method,
                 params.as_ref(),
                 &meta.client_capabilities,
                 owner.as_deref(),
             )
         }
-        _ => call(server, rpc, request, params, arguments, meta).await,
+        Route::Call => call(&server, &rpc, request, params, arguments, meta).await,
     };
     result.map_err(|mut e| {
         e.code = wire::lower_error_code(e.code, version);
@@ -415,7 +440,7 @@ async fn call(
     request: Request,
     params: Option<Value>,
     arguments: Option<Box<str>>,
-    meta: RequestMeta,
+    meta: Box<RequestMeta>,
 ) -> Result<Box<RawValue>, ErrorObject> {
     let inner = &server.inner;
     let version = meta.protocol_version;
