@@ -609,10 +609,18 @@ async fn run_handler<H: Handler>(
         std::pin::pin!(AssertUnwindSafe(handler.handle_request(request, cx)).catch_unwind());
     let mut cancelled = std::pin::pin!(token.cancelled());
     let outcome = std::future::poll_fn(|cx| {
-        if cancelled.as_mut().poll(cx).is_ready() {
+        // The flag first, the waiter only once the handler waits: a handler that answers on
+        // its first poll (most do) never registers with the token.
+        if token.is_cancelled() {
             return Poll::Ready(None);
         }
-        run.as_mut().poll(cx).map(Some)
+        if let Poll::Ready(outcome) = run.as_mut().poll(cx) {
+            return Poll::Ready(Some(outcome));
+        }
+        match cancelled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
     })
     .await;
     lock(&shared.inflight).remove(&id);
