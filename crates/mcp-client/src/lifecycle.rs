@@ -9,6 +9,7 @@ use mcp_types::{
     CacheScope, DiscoverResult, Era, Implementation, InitializeResult, Project, ProtocolVersion,
 };
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::client::Client;
@@ -64,13 +65,24 @@ pub(crate) fn stateless_meta(client: &Client, version: ProtocolVersion) -> Map<S
     meta
 }
 
+/// `_meta` members with each value encoded once, to be written into every request as they are
+/// (a stateless client's capabilities and information do not change between requests).
+pub(crate) type RenderedMeta = Vec<(String, Box<RawValue>)>;
+
+/// Encodes each member of `meta` (see [`RenderedMeta`]).
+pub(crate) fn render_meta(meta: &Map<String, Value>) -> RenderedMeta {
+    meta.iter()
+        .filter_map(|(key, value)| Some((key.clone(), mcp_jsonrpc::to_raw(value).ok()?)))
+        .collect()
+}
+
 /// Params (an object, or none) with `meta` merged into their `_meta`, as written on the wire,
 /// without copying `meta`: `params`' members, then `_meta` holding the caller's own members,
 /// then `extra` and `meta`'s members the caller did not set (the caller's members win, and
 /// `extra` wins over `meta`). A `_meta` that is not an object is replaced.
 pub(crate) struct Stamped<'a> {
     pub(crate) params: Option<&'a Map<String, Value>>,
-    pub(crate) meta: &'a Map<String, Value>,
+    pub(crate) meta: &'a [(String, Box<RawValue>)],
     pub(crate) extra: Option<(&'a str, &'a Value)>,
 }
 
@@ -98,7 +110,7 @@ impl serde::Serialize for Stamped<'_> {
 
 struct MergedMeta<'a> {
     own: Option<&'a Map<String, Value>>,
-    meta: &'a Map<String, Value>,
+    meta: &'a [(String, Box<RawValue>)],
     extra: Option<(&'a str, &'a Value)>,
 }
 
@@ -118,7 +130,8 @@ impl serde::Serialize for MergedMeta<'_> {
         for (key, value) in self.meta {
             let overridden = self.extra.is_some_and(|(extra, _)| extra == key);
             if !own(key) && !overridden {
-                map.serialize_entry(key, value)?;
+                // Written as encoded when the session was opened: no tree walk per request.
+                map.serialize_entry(key, &**value)?;
             }
         }
         map.end()
@@ -443,7 +456,7 @@ mod tests {
     ) -> Value {
         let text = serde_json::to_string(&Stamped {
             params: params.as_ref().and_then(Value::as_object),
-            meta,
+            meta: &render_meta(meta),
             extra,
         })
         .unwrap();

@@ -82,8 +82,8 @@ struct SessionInner {
     notifications: broadcast::Sender<ServerNotification>,
     output_schemas: Mutex<HashMap<String, Arc<OutputSchema>>>,
     incoming: IncomingHandler,
-    /// The `_meta` members of every stateless request (empty in the session era).
-    meta: Map<String, Value>,
+    /// The `_meta` members of every stateless request, encoded (empty in the session era).
+    meta: lifecycle::RenderedMeta,
     /// The `io.modelcontextprotocol/logLevel` stateless requests ask for.
     log_level: Mutex<Option<LoggingLevel>>,
     cache: Option<Arc<ResponseCache>>,
@@ -138,6 +138,24 @@ fn model<T: DeserializeOwned>(value: Value) -> Result<T, CallError> {
     serde_json::from_value(value).map_err(CallError::Decode)
 }
 
+/// Whether `tools/call` params hold only a name and arguments (see [`plain_call`]).
+fn is_plain_call(params: &CallToolRequestParams) -> bool {
+    params.meta.is_none()
+        && params.input_responses.is_none()
+        && params.request_state.is_none()
+        && params.task.is_none()
+}
+
+/// Plain `tools/call` params as the object they encode to, moved, not copied.
+fn plain_call(params: CallToolRequestParams) -> Value {
+    let mut object = Map::new();
+    if let Some(arguments) = params.arguments {
+        object.insert("arguments".into(), Value::Object(arguments));
+    }
+    object.insert("name".into(), Value::String(params.name));
+    Value::Object(object)
+}
+
 fn cursor_params(cursor: Option<String>) -> Value {
     match cursor {
         Some(cursor) => json!({ "cursor": cursor }),
@@ -170,7 +188,7 @@ impl ClientSession {
             handler.set_cache(cache.clone());
         }
         let (version, init, discover, meta) = match negotiated {
-            Negotiated::Session { version, init } => (version, *init, None, Map::new()),
+            Negotiated::Session { version, init } => (version, *init, None, Vec::new()),
             Negotiated::Stateless {
                 version,
                 discover,
@@ -181,7 +199,7 @@ impl ClientSession {
                     cache.put("server/discover", None, &raw);
                 }
                 let init = lifecycle::synthesized_init(version, &discover, &server_info);
-                let meta = lifecycle::stateless_meta(&client, version);
+                let meta = lifecycle::render_meta(&lifecycle::stateless_meta(&client, version));
                 (version, init, Some(*discover), meta)
             }
         };
@@ -366,7 +384,7 @@ impl ClientSession {
     async fn send<R: DeserializeOwned>(
         &self,
         method: &'static str,
-        params: Option<Value>,
+        params: Option<&Value>,
     ) -> Result<R, CallError> {
         let raw = self.send_raw(method, params).await?;
         serde_json::from_str(raw.get()).map_err(CallError::Decode)
@@ -378,13 +396,13 @@ impl ClientSession {
     async fn send_raw(
         &self,
         method: &'static str,
-        params: Option<Value>,
+        params: Option<&Value>,
     ) -> Result<Box<RawValue>, CallError> {
         let stateless = self.is_stateless();
         let params = if stateless {
-            Some(self.stamp(params.as_ref()))
+            Some(self.stamp(params))
         } else {
-            params.map(|p| mcp_jsonrpc::to_raw(&p))
+            params.map(mcp_jsonrpc::to_raw)
         }
         .transpose()
         .map_err(CallError::Decode)?;
@@ -445,6 +463,16 @@ impl ClientSession {
         serde_json::to_value(params).map_err(CallError::Decode)
     }
 
+    /// [`Self::encode`] for `tools/call` params. Params with only a name and arguments (nearly
+    /// every call) are moved into the object as they are: projection leaves those two members
+    /// alone, and encoding would copy the arguments into a second tree.
+    fn encode_call(&self, params: CallToolRequestParams) -> Result<Value, CallError> {
+        if is_plain_call(&params) {
+            return Ok(plain_call(params));
+        }
+        self.encode(params)
+    }
+
     /// `ping`.
     pub async fn ping(&self) -> Result<(), CallError> {
         self.check("ping", None)?;
@@ -468,7 +496,7 @@ impl ClientSession {
             Some(text) => serde_json::from_str(&text).map_err(CallError::Decode)?,
             None => {
                 let key = cursor.clone();
-                let raw = self.send_raw(method, Some(cursor_params(cursor))).await?;
+                let raw = self.send_raw(method, Some(&cursor_params(cursor))).await?;
                 if let Some(cache) = &self.inner.cache {
                     cache.put(method, key.as_deref(), raw.get());
                 }
@@ -675,7 +703,7 @@ impl ClientSession {
     ) -> Result<CallToolResult, CallError> {
         self.check("tools/call", Some(("tools", &["tools"])))?;
         let name = params.name.clone();
-        let params = self.encode(params)?;
+        let params = self.encode_call(params)?;
         let result: CallToolResult = self.drive("tools/call", params).await?;
         self.validate_structured(&name, &result)?;
         Ok(result)
@@ -712,7 +740,7 @@ impl ClientSession {
     ) -> Result<Outcome<CallToolResult>, CallError> {
         self.check("tools/call", Some(("tools", &["tools"])))?;
         let name = params.name.clone();
-        let params = self.encode(params)?;
+        let params = self.encode_call(params)?;
         let outcome: Outcome<CallToolResult> = self.round("tools/call", &params).await?;
         if let Outcome::Complete(result) = &outcome {
             self.validate_structured(&name, result)?;
@@ -808,11 +836,11 @@ impl ClientSession {
     ) -> Result<(Outcome<R>, Option<Box<RawValue>>), CallError> {
         if !self.is_stateless() {
             return self
-                .send(method, Some(params.clone()))
+                .send(method, Some(params))
                 .await
                 .map(|result| (Outcome::Complete(result), None));
         }
-        let raw = match self.send_raw(method, Some(params.clone())).await {
+        let raw = match self.send_raw(method, Some(params)).await {
             // The server expects `Mcp-Param-*` headers the transport did not send: the tool's
             // schema changed. Listing the tools again teaches the transport the new ones.
             Err(CallError::Rpc(error))
@@ -823,7 +851,7 @@ impl ClientSession {
                     cache.invalidate("tools/list");
                 }
                 let _ = self.list_all_tools().await?;
-                self.send_raw(method, Some(params.clone())).await?
+                self.send_raw(method, Some(params)).await?
             }
             other => other?,
         };
@@ -986,7 +1014,7 @@ impl ClientSession {
             Some(("resources.subscribe", &["resources", "subscribe"])),
         )?;
         let _: Value = self
-            .send("resources/subscribe", Some(json!({"uri": uri.into()})))
+            .send("resources/subscribe", Some(&json!({"uri": uri.into()})))
             .await?;
         Ok(())
     }
@@ -998,7 +1026,7 @@ impl ClientSession {
             Some(("resources.subscribe", &["resources", "subscribe"])),
         )?;
         let _: Value = self
-            .send("resources/unsubscribe", Some(json!({"uri": uri.into()})))
+            .send("resources/unsubscribe", Some(&json!({"uri": uri.into()})))
             .await?;
         Ok(())
     }
@@ -1078,7 +1106,7 @@ impl ClientSession {
             };
         self.check("completion/complete", capability)?;
         let params = self.encode(params)?;
-        self.send("completion/complete", Some(params)).await
+        self.send("completion/complete", Some(&params)).await
     }
 
     /// `logging/setLevel`: the server then sends log messages at `level` and above.
@@ -1103,7 +1131,7 @@ impl ClientSession {
         }
         self.check("logging/setLevel", Some(("logging", &["logging"])))?;
         let _: Value = self
-            .send("logging/setLevel", Some(json!({ "level": level })))
+            .send("logging/setLevel", Some(&json!({ "level": level })))
             .await?;
         Ok(())
     }
@@ -1180,7 +1208,7 @@ impl ClientSession {
             let end = end.clone();
             tokio::spawn(async move {
                 let outcome = tokio::select! {
-                    outcome = listener.send_raw(METHOD, Some(params)) => outcome.err(),
+                    outcome = listener.send_raw(METHOD, Some(&params)) => outcome.err(),
                     () = end.notified() => None,
                 };
                 match key.get() {
@@ -1241,7 +1269,7 @@ impl ClientSession {
         params: Option<Value>,
     ) -> Result<Value, CallError> {
         self.check(method, None)?;
-        self.send(method, params).await
+        self.send(method, params.as_ref()).await
     }
 }
 
@@ -1276,4 +1304,40 @@ fn spawn_roots_watcher(
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(value: Value) -> CallToolRequestParams {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn plain_tool_calls_encode_as_the_generic_encoding_does() {
+        for value in [
+            json!({"name": "echo", "arguments": {"text": "hi", "n": [1, {"a": null}]}}),
+            json!({"name": "echo"}),
+            json!({"name": "echo", "arguments": {}}),
+        ] {
+            let expected = serde_json::to_value(params(value.clone())).unwrap();
+            assert!(is_plain_call(&params(value.clone())), "{value}");
+            let moved = plain_call(params(value.clone()));
+            assert_eq!(moved, expected, "{value}");
+            assert_eq!(moved, value);
+        }
+    }
+
+    #[test]
+    fn tool_calls_with_other_members_take_the_generic_encoding() {
+        for value in [
+            json!({"name": "echo", "_meta": {"progressToken": 1}}),
+            json!({"name": "echo", "requestState": "s"}),
+            json!({"name": "echo", "inputResponses": {}}),
+            json!({"name": "echo", "task": {"ttl": 1000}}),
+        ] {
+            assert!(!is_plain_call(&params(value.clone())), "{value}");
+        }
+    }
 }
