@@ -439,7 +439,6 @@ impl ClientSession {
         }
     }
 
-    /// `params` with the stateless request `_meta`.
     /// `params` (an object, or none) with the session's `_meta` merged in, encoded: the
     /// members stateless requests carry, and the log level once one is set. The members the
     /// caller put in `_meta` itself win.
