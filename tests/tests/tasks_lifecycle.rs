@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use stateless_support::{Client, WAIT, clients, meta, with_meta};
 use tasks_support::{
     Observed, builder_with, get, http_request, plain_caps, server, start, task_caps, task_method,
-    wait_for,
+    wait_for, wait_until,
 };
 
 fn is_timestamp(v: &Value) -> bool {
@@ -147,7 +147,14 @@ async fn input_inside_a_task_partially_then_completely() {
     for mut c in clients(&server()).await {
         let name = c.name();
         let id = start(&mut c, "two_questions", json!({})).await;
-        let parked = wait_for(&mut c, &id, &["input_required"]).await;
+        // The two asks are registered one after the other: wait until both are there.
+        let parked = wait_until(&mut c, &id, "two asks", |task| {
+            task["status"] == "input_required"
+                && task["inputRequests"]
+                    .as_object()
+                    .is_some_and(|r| r.len() == 2)
+        })
+        .await;
         let asks = parked["inputRequests"].as_object().unwrap().clone();
         assert_eq!(
             asks.keys().collect::<Vec<_>>(),

@@ -277,15 +277,32 @@ pub async fn get(c: &mut Client, task_id: &str) -> Value {
 
 /// Polls `tasks/get` until the task's status is one of `statuses`.
 pub async fn wait_for(c: &mut Client, task_id: &str, statuses: &[&str]) -> Value {
+    wait_until(c, task_id, &format!("{statuses:?}"), |task| {
+        statuses.iter().any(|s| task["status"] == *s)
+    })
+    .await
+}
+
+/// Polls `tasks/get` until the task satisfies `reached` (described by `what` in the failure).
+///
+/// A handler that asks several questions at once registers them one after the other, and
+/// another thread's `tasks/get` may see the task parked with only the first: a test that
+/// needs all of them waits for all of them.
+pub async fn wait_until(
+    c: &mut Client,
+    task_id: &str,
+    what: &str,
+    reached: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let task = get(c, task_id).await;
-        if statuses.iter().any(|s| task["status"] == *s) {
+        if reached(&task) {
             return task;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "task {task_id} never reached {statuses:?}: {task}"
+            "task {task_id} never reached {what}: {task}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
