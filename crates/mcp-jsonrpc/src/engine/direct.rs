@@ -7,6 +7,12 @@
 //! made by [`Detached`], whose related messages (progress, log messages) arrive on the
 //! request's own [`RelatedReceiver`]. Until a handler is offered, or for anything it does not
 //! take, the connection serves as before.
+//!
+//! A transport whose connection is a session (HTTP: a stateful session, whose requests are
+//! each their own HTTP exchange too) uses [`DirectSlot::engine_context`] instead: the context
+//! belongs to the engine serving the connection, so the handler's requests to the peer work
+//! (their responses come back through the connection), and the peer's
+//! `notifications/cancelled` and the engine's shutdown cancel it.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -47,13 +53,44 @@ pub type DirectHandler = Arc<
 /// ```
 #[derive(Clone, Default)]
 pub struct DirectSlot {
-    handler: Arc<OnceLock<DirectHandler>>,
+    inner: Arc<SlotInner>,
 }
+
+#[derive(Default)]
+struct SlotInner {
+    handler: OnceLock<DirectHandler>,
+    /// The engine serving the connection, once started.
+    engine: OnceLock<Arc<Shared>>,
+}
+
+/// Why [`DirectSlot::engine_context`] made no context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EngineContextError {
+    /// No engine serves the connection (yet): hand the request to the connection instead.
+    NoEngine,
+    /// A request with this id is already being handled.
+    DuplicateId,
+    /// The engine is shutting down.
+    Closed,
+}
+
+impl fmt::Display for EngineContextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EngineContextError::NoEngine => "no engine serves the connection",
+            EngineContextError::DuplicateId => "a request with this id is already in flight",
+            EngineContextError::Closed => "the connection is closing",
+        })
+    }
+}
+
+impl std::error::Error for EngineContextError {}
 
 impl fmt::Debug for DirectSlot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DirectSlot")
-            .field("offered", &self.handler.get().is_some())
+            .field("offered", &self.inner.handler.get().is_some())
             .finish()
     }
 }
@@ -66,12 +103,91 @@ impl DirectSlot {
 
     /// Offers the handler; `false` when one was offered before (the first one stays).
     pub fn offer(&self, handler: DirectHandler) -> bool {
-        self.handler.set(handler).is_ok()
+        self.inner.handler.set(handler).is_ok()
     }
 
     /// The handler, once offered.
     pub fn handler(&self) -> Option<&DirectHandler> {
-        self.handler.get()
+        self.inner.handler.get()
+    }
+
+    /// Called by the engine that serves the connection.
+    pub(super) fn bind(&self, shared: Arc<Shared>) {
+        let _ = self.inner.engine.set(shared);
+    }
+
+    /// Whether an engine serves the connection, so [`engine_context`](Self::engine_context)
+    /// can make contexts.
+    pub fn has_engine(&self) -> bool {
+        self.inner.engine.get().is_some()
+    }
+
+    /// The context of request `id`, served by the transport in its own task as the engine
+    /// serving the connection would serve it:
+    ///
+    /// - the handler's requests to the peer are registered with the engine (their responses,
+    ///   arriving on the connection, complete them; its timeouts and limits apply);
+    /// - the peer's `notifications/cancelled` naming `id`, and the engine's shutdown, cancel
+    ///   the context's token;
+    /// - everything the handler sends (its requests included) arrives, in order, on the
+    ///   returned receiver, for the transport to deliver with the request's answer. At most
+    ///   `capacity` messages wait there before the handler's sends wait for room.
+    ///
+    /// The request counts as in flight (its id cannot be reused) until the receiver is dropped.
+    pub fn engine_context(
+        &self,
+        id: Id,
+        extensions: Extensions,
+        capacity: usize,
+    ) -> Result<(RequestContext, RelatedReceiver), EngineContextError> {
+        let shared = self
+            .inner
+            .engine
+            .get()
+            .ok_or(EngineContextError::NoEngine)?;
+        let cancel = {
+            let mut inflight = super::lock(&shared.inflight);
+            if inflight.contains_key(&id) {
+                return Err(EngineContextError::DuplicateId);
+            }
+            let token = CancellationToken::new();
+            inflight.insert(id.clone(), token.clone());
+            token
+        };
+        let entry = InflightEntry {
+            shared: Arc::clone(shared),
+            id: id.clone(),
+        };
+        // Shutdown cancels the tokens in the map; it may have run before the insert.
+        if shared.shutdown.is_cancelled() {
+            return Err(EngineContextError::Closed);
+        }
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let cx = RequestContext {
+            peer: Peer::new(Arc::clone(shared), tx, Some(id.clone())),
+            id,
+            cancel,
+            extensions,
+        };
+        Ok((
+            cx,
+            RelatedReceiver {
+                rx,
+                _inflight: Some(entry),
+            },
+        ))
+    }
+}
+
+/// Keeps a request of [`DirectSlot::engine_context`] in the engine's in-flight map.
+struct InflightEntry {
+    shared: Arc<Shared>,
+    id: Id,
+}
+
+impl Drop for InflightEntry {
+    fn drop(&mut self) {
+        super::lock(&self.shared.inflight).remove(&self.id);
     }
 }
 
@@ -125,7 +241,13 @@ impl Detached {
             cancel,
             extensions,
         };
-        (cx, RelatedReceiver { rx })
+        (
+            cx,
+            RelatedReceiver {
+                rx,
+                _inflight: None,
+            },
+        )
     }
 }
 
@@ -133,6 +255,7 @@ impl Detached {
 /// (`None`) once every clone of the context's peer is gone.
 pub struct RelatedReceiver {
     rx: mpsc::Receiver<Queued>,
+    _inflight: Option<InflightEntry>,
 }
 
 impl fmt::Debug for RelatedReceiver {
@@ -209,5 +332,102 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(out.get(), "1");
+    }
+
+    /// A server engine over one end of a memory pair whose slot is bound; the other end's
+    /// writer and inbound stream play the client.
+    fn engine_with_slot() -> (DirectSlot, crate::Connection, tokio::task::JoinHandle<()>) {
+        let (client, server) = crate::memory_pair(8);
+        let slot = DirectSlot::new();
+        assert_eq!(
+            slot.engine_context(Id::Number(1), Extensions::default(), 4)
+                .unwrap_err(),
+            EngineContextError::NoEngine
+        );
+        let (_peer, driver) =
+            super::super::Engine::builder().start(server.with_direct_slot(slot.clone()), ());
+        let task = tokio::spawn(async move {
+            let _ = driver.await;
+        });
+        assert!(slot.has_engine());
+        (slot, client, task)
+    }
+
+    #[tokio::test]
+    async fn an_engine_context_asks_the_peer_through_the_engine() {
+        use futures_util::SinkExt;
+        let (slot, client, _task) = engine_with_slot();
+        let (_client_in, mut client_out) = client.into_parts();
+        let (cx, mut related) = slot
+            .engine_context(Id::Number(5), Extensions::default(), 4)
+            .unwrap();
+        let call = tokio::spawn({
+            let peer = cx.peer().clone();
+            async move {
+                peer.request("roots/list", None, RequestOptions::new())
+                    .await
+            }
+        });
+        // The request comes out on the request's own receiver, tagged with it.
+        let out = related.recv().await.unwrap();
+        assert_eq!(out.related, Some(Id::Number(5)));
+        let crate::Frame::Single(Message::Request(request)) = out.frame else {
+            panic!("not a request: {:?}", out.frame);
+        };
+        assert_eq!(request.method, "roots/list");
+        // Its response arrives on the connection and completes it.
+        let result = crate::to_raw(&serde_json::json!({"roots": []})).unwrap();
+        client_out
+            .send(Outbound::from(Message::Response(crate::Response::success(
+                request.id, result,
+            ))))
+            .await
+            .unwrap();
+        let answer = call.await.unwrap().unwrap();
+        assert_eq!(answer.get(), r#"{"roots":[]}"#);
+    }
+
+    #[tokio::test]
+    async fn the_peer_cancels_an_engine_context_and_its_id_stays_taken_until_done() {
+        use futures_util::SinkExt;
+        let (slot, client, task) = engine_with_slot();
+        let (_client_in, mut client_out) = client.into_parts();
+        let (cx, related) = slot
+            .engine_context(Id::from("r"), Extensions::default(), 4)
+            .unwrap();
+        assert_eq!(
+            slot.engine_context(Id::from("r"), Extensions::default(), 4)
+                .unwrap_err(),
+            EngineContextError::DuplicateId
+        );
+        let cancel = crate::Notification::with_params(
+            crate::CANCELLED_METHOD,
+            &serde_json::json!({"requestId": "r", "reason": "enough"}),
+        )
+        .unwrap();
+        client_out
+            .send(Outbound::from(Message::Notification(cancel)))
+            .await
+            .unwrap();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            cx.cancellation().cancelled(),
+        )
+        .await
+        .expect("the peer's cancellation reached the context");
+        drop(related);
+        let (cx2, _related) = slot
+            .engine_context(Id::from("r"), Extensions::default(), 4)
+            .unwrap();
+        assert!(!cx2.is_cancelled());
+        // Shutdown cancels the contexts in flight and refuses new ones.
+        task.abort();
+        let _ = task.await;
+        assert!(cx2.is_cancelled());
+        assert_eq!(
+            slot.engine_context(Id::from("s"), Extensions::default(), 4)
+                .unwrap_err(),
+            EngineContextError::Closed
+        );
     }
 }

@@ -17,7 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use direct::{Detached, DirectHandler, DirectSlot, RelatedReceiver};
+pub use direct::{Detached, DirectHandler, DirectSlot, EngineContextError, RelatedReceiver};
 pub use peer::{Peer, Progress, RequestOptions, ResponseFuture};
 
 use crate::connection::{Connection, Extensions};
@@ -274,6 +274,9 @@ impl EngineBuilder {
     pub fn start<H: Handler>(self, connection: Connection, handler: H) -> (Peer, Driver) {
         let (tx, rx) = mpsc::channel(self.config.queue_capacity);
         let shared = Arc::new(Shared::new(self.config));
+        if let Some(slot) = connection.direct_slot() {
+            slot.bind(shared.clone());
+        }
         let peer = Peer::new(shared.clone(), tx.clone(), None);
         let state = driver::DriverState::new(shared, connection, Arc::new(handler), tx, rx);
         (peer, Driver::new(Box::pin(state)))

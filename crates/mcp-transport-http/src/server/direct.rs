@@ -7,6 +7,12 @@
 //! messages, subscription notifications) arrive on the request's own channel; the first one
 //! turns the answer into an SSE stream, fed by a task of its own until the result, as the hub
 //! would do. A client that only accepts JSON gets the result alone.
+//!
+//! A request on a stateful session is served in its POST's task too ([`serve_session`]), on
+//! the session's engine (see [`mcp_jsonrpc::DirectSlot::engine_context`]): the hub routes it
+//! as if the connection had it (its slot, its streams, its event ids), and what the handler
+//! sends, then its response, are delivered to the hub in order, as the connection's writer
+//! would deliver them. The session's server sees no difference.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -23,8 +29,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::body::{self, HttpBody, SseBody, encode_message_event, message_bytes};
 use super::config::HttpServerConfig;
+use super::hub::{Decision, Hub, PostError, SlotGuard};
 use super::service::Dispatch;
-use super::stateless;
+use super::{SseStreamControl, stateless};
 
 /// What the service keeps for direct requests: the context maker and the in-flight bound.
 pub(crate) struct Direct {
@@ -222,4 +229,172 @@ pub(crate) fn refused(refused: Refused) -> Response<HttpBody> {
         ),
     };
     body::http_error(status, super::service::TRANSPORT_ERROR, text)
+}
+
+/// A session request's handler with its cancellation: `None` when the peer cancelled the
+/// request (or the session closed), and then no response is sent.
+type SessionRun = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Outcome>> + Send>>;
+
+/// Serves one request of a session in the POST's task; `request` is known not to be
+/// `initialize` and the slot's engine is running. Resolves to how the POST is answered (`None`
+/// once the session is gone) with the slot's guard, as [`Hub::post`] would.
+pub(crate) async fn serve_session(
+    hub: &Arc<Hub>,
+    config: &HttpServerConfig,
+    handler: &DirectHandler,
+    request: mcp_jsonrpc::Request,
+    mut extensions: Extensions,
+    how: &Dispatch,
+) -> Result<(Option<Decision>, SlotGuard), PostError> {
+    let id = request.id.clone();
+    let (mut decision, guard) = hub.open_direct(&id, how.sse_allowed, how.force_sse)?;
+    extensions.insert(SseStreamControl {
+        hub: Arc::downgrade(hub),
+        request: id.clone(),
+    });
+    let (cx, related) =
+        match hub
+            .direct_slot()
+            .engine_context(id.clone(), extensions, config.stream_buffer)
+        {
+            Ok(made) => made,
+            // The guard, dropped, closes the slot.
+            Err(mcp_jsonrpc::EngineContextError::DuplicateId) => {
+                return Err(PostError::DuplicateId(id));
+            }
+            Err(_) => return Err(PostError::Closed),
+        };
+    let cancel = cx.cancellation().clone();
+    let mut run = SessionRequest {
+        hub: Arc::clone(hub),
+        id,
+        method: request.method.clone(),
+        run: Some(Box::pin(watch(cancel, handler(request, cx)))),
+        related: Some(related),
+    };
+    let closed = hub.closed().clone();
+    let mut open = true;
+    while let (Some(fut), Some(related)) = (run.run.as_mut(), run.related.as_mut()) {
+        tokio::select! {
+            biased;
+            outcome = fut => {
+                run.run = None;
+                run.finish(outcome).await;
+                break;
+            }
+            m = related.recv(), if open => match m {
+                Some(m) => {
+                    hub.deliver(m).await;
+                }
+                None => open = false,
+            },
+            // Decided before the result (an SSE stream): the POST answers now, the handler runs
+            // on (dropping `run` moves it to a task of its own).
+            d = &mut decision => return Ok((d.ok(), guard)),
+            () = closed.cancelled() => return Ok((None, guard)),
+        }
+    }
+    let decided = tokio::select! {
+        d = decision => d.ok(),
+        () = closed.cancelled() => None,
+    };
+    Ok((decided, guard))
+}
+
+/// Polls `handler` until it answers or `cancel` fires: the flag first, the waiter only once
+/// the handler waits (most answer on their first poll).
+async fn watch(
+    cancel: CancellationToken,
+    handler: futures_util::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>,
+) -> Option<Outcome> {
+    let mut run = AssertUnwindSafe(handler).catch_unwind();
+    let mut cancelled = std::pin::pin!(cancel.cancelled());
+    let outcome = std::future::poll_fn(|cx| {
+        if cancel.is_cancelled() {
+            return std::task::Poll::Ready(None);
+        }
+        if let std::task::Poll::Ready(outcome) = std::pin::Pin::new(&mut run).poll(cx) {
+            return std::task::Poll::Ready(Some(outcome));
+        }
+        cancelled.as_mut().poll(cx).map(|()| None)
+    })
+    .await;
+    // Cancelled while it finished: no response either.
+    outcome.filter(|_| !cancel.is_cancelled())
+}
+
+/// A session request being served. Dropped before its handler answered (the POST was
+/// abandoned, or answered early with an SSE stream), it moves the handler to a task of its own:
+/// a session request is not cancelled by its HTTP exchange going away, and its response is
+/// routed (to a resumed stream, or nowhere) as the connection would route it.
+struct SessionRequest {
+    hub: Arc<Hub>,
+    id: Id,
+    method: String,
+    run: Option<SessionRun>,
+    related: Option<RelatedReceiver>,
+}
+
+impl SessionRequest {
+    /// Delivers what the handler sent before answering, then its response.
+    async fn finish(&mut self, outcome: Option<Outcome>) {
+        if let Some(related) = self.related.as_mut() {
+            while let Some(m) = related.try_recv() {
+                self.hub.deliver(m).await;
+            }
+        }
+        // The request leaves the engine's in-flight map before its id is free in the hub.
+        self.related = None;
+        let Some(outcome) = outcome else {
+            return;
+        };
+        let response = answer(self.id.clone(), &self.method, outcome);
+        let id = response.id.clone();
+        self.hub
+            .deliver(Outbound::related(Message::Response(response), id))
+            .await;
+    }
+}
+
+impl Drop for SessionRequest {
+    fn drop(&mut self) {
+        let Some(run) = self.run.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let rest = SessionRequest {
+            hub: Arc::clone(&self.hub),
+            id: self.id.clone(),
+            method: std::mem::take(&mut self.method),
+            run: None,
+            related: self.related.take(),
+        };
+        runtime.spawn(run_on(rest, run));
+    }
+}
+
+/// The rest of a session request whose POST no longer waits for it.
+async fn run_on(mut rest: SessionRequest, mut run: SessionRun) {
+    let hub = Arc::clone(&rest.hub);
+    let closed = hub.closed().clone();
+    let mut open = rest.related.is_some();
+    loop {
+        let related = rest.related.as_mut();
+        tokio::select! {
+            biased;
+            outcome = &mut run => {
+                rest.finish(outcome).await;
+                return;
+            }
+            m = async { related?.recv().await }, if open => match m {
+                Some(m) => {
+                    hub.deliver(m).await;
+                }
+                None => open = false,
+            },
+            () = closed.cancelled() => return,
+        }
+    }
 }

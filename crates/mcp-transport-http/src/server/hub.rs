@@ -179,8 +179,12 @@ pub(crate) struct Hub {
     activity: Mutex<Instant>,
     busy: AtomicUsize,
     streams: AtomicUsize,
-    /// Where the server of the shared stateless connection offers its direct handler.
+    /// Where the server of the connection offers its direct handler (the shared stateless
+    /// connection and sessions).
     direct: mcp_jsonrpc::DirectSlot,
+    /// The pump's queue, for frames of requests served directly (weak: the pump ends when the
+    /// connection's writer is gone).
+    pump: mpsc::WeakSender<Box<Outbound>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -236,13 +240,14 @@ impl Hub {
             busy: AtomicUsize::new(0),
             streams: AtomicUsize::new(0),
             direct: mcp_jsonrpc::DirectSlot::new(),
+            pump: out_tx.downgrade(),
         });
         let writer = HubWriter {
             hub: Arc::clone(&hub),
             pump: PollSender::new(out_tx),
         };
         let mut connection = Connection::new(inbound_stream(in_rx), writer);
-        if matches!(hub.kind, HubKind::Shared) {
+        if !matches!(hub.kind, HubKind::Legacy { .. }) {
             connection = connection.with_direct_slot(hub.direct.clone());
         }
         tokio::spawn(pump(hub.clone(), out_rx, cmd_rx));
@@ -277,9 +282,14 @@ impl Hub {
         self.owner.as_deref()
     }
 
-    /// The handler the server offered for stateless requests, once it has.
+    /// The handler the server offered for requests served in their own task, once it has.
     pub(crate) fn direct_handler(&self) -> Option<&mcp_jsonrpc::DirectHandler> {
         self.direct.handler()
+    }
+
+    /// The slot where the server offered its handler and its engine is bound.
+    pub(crate) fn direct_slot(&self) -> &mcp_jsonrpc::DirectSlot {
+        &self.direct
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -410,21 +420,7 @@ impl Hub {
                 if shared && st.routes.len() >= self.config.max_pending_stateless {
                     return Err(PostError::Busy);
                 }
-                let key = st.next_slot;
-                st.next_slot += 1;
-                let resumable = self.store().is_some();
-                let (reply_tx, reply_rx) = oneshot::channel();
-                let mut slot = Slot::new(
-                    Mode::Deciding {
-                        reply: Some(reply_tx),
-                        collected: answers,
-                    },
-                    resumable,
-                );
-                slot.sse_allowed = sse_allowed;
-                slot.batch = batch;
-                st.slots.insert(key, Box::new(slot));
-                slot_key = Some((key, reply_rx));
+                slot_key = Some(self.open_slot(&mut st, answers, sse_allowed, batch));
             }
             for m in messages {
                 let m = match m {
@@ -489,6 +485,87 @@ impl Hub {
             (Some((_, decision)), Some(guard)) => Ok(Posted::Pending { decision, guard }),
             _ => Ok(Posted::Accepted),
         }
+    }
+
+    /// Opens the slot of a POST that carries requests; the receiver gets its decision.
+    fn open_slot(
+        &self,
+        st: &mut State,
+        collected: Vec<Message>,
+        sse_allowed: bool,
+        batch: bool,
+    ) -> (u64, oneshot::Receiver<Decision>) {
+        let key = st.next_slot;
+        st.next_slot += 1;
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let mut slot = Slot::new(
+            Mode::Deciding {
+                reply: Some(reply_tx),
+                collected,
+            },
+            self.store().is_some(),
+        );
+        slot.sse_allowed = sse_allowed;
+        slot.batch = batch;
+        st.slots.insert(key, Box::new(slot));
+        (key, reply_rx)
+    }
+
+    /// Opens the slot of a POST whose one request the HTTP handler serves itself (see
+    /// [`Hub::deliver`]): the request is routed like one handed to the connection, but nothing
+    /// goes to the connection. Returns the decision to wait for, the slot's guard and the
+    /// extension that lets the server close the request's SSE stream.
+    pub(crate) fn open_direct(
+        self: &Arc<Self>,
+        id: &Id,
+        sse_allowed: bool,
+        force_sse: bool,
+    ) -> Result<(oneshot::Receiver<Decision>, SlotGuard), PostError> {
+        let key = {
+            let mut st = self.lock();
+            if st.closed {
+                return Err(PostError::Closed);
+            }
+            if st.routes.contains_key(id) {
+                return Err(PostError::DuplicateId(id.clone()));
+            }
+            let (key, decision) = self.open_slot(&mut st, Vec::new(), sse_allowed, false);
+            st.routes.insert(id.clone(), key);
+            if let Some(slot) = st.slots.get_mut(&key) {
+                slot.pending.insert(id.clone());
+            }
+            (key, decision)
+        };
+        let (key, decision) = key;
+        if force_sse && sse_allowed {
+            let _ = self.commands.send(Box::new(Command::StartSse(key)));
+        }
+        let guard = SlotGuard {
+            hub: self.clone(),
+            key,
+            generation: 0,
+            armed: true,
+        };
+        Ok((decision, guard))
+    }
+
+    /// Delivers a frame of a request served directly (its response, or what its handler sent),
+    /// as the connection's writer would: a response completing a JSON answer is routed here,
+    /// anything else queues for the pump, behind what the pump still holds. `false` once the
+    /// connection is gone.
+    pub(crate) async fn deliver(&self, outbound: Outbound) -> bool {
+        let Err(outbound) = self.route_now(outbound) else {
+            return true;
+        };
+        let sent = match self.pump.upgrade() {
+            Some(pump) => pump.send(Box::new(outbound)).await.is_ok(),
+            None => false,
+        };
+        if !sent {
+            let mut st = self.lock();
+            st.pump_backlog = st.pump_backlog.saturating_sub(1);
+        }
+        sent
     }
 
     /// Attaches an SSE stream: the standalone stream (`key` 0, no `after`) or a replay after a

@@ -24,7 +24,10 @@ use super::auth::{Auth, Authenticator, Granted};
 use super::body::{self, HttpBody, SseBody, encode_event};
 use super::config::{HttpServerConfig, ResponseMode};
 use super::direct::{self, Direct};
-use super::hub::{AttachError, Decision, Hub, HubKind, PostError, Posted, STANDALONE, SlotGuard};
+use super::hub::{
+    AttachError, BusyGuard, Decision, Hub, HubKind, PostError, Posted, STANDALONE, SlotGuard,
+    StreamCount,
+};
 use super::stateless::{self, PROTOCOL_VERSION, header};
 use super::store::{
     EventStore, InMemoryEventStore, InMemorySessionStore, SessionRecord, SessionStore,
@@ -308,6 +311,54 @@ enum Route {
 }
 
 /// The identity of a granted request, if any.
+/// The answer when the connection behind a POST is gone.
+fn gone(shared: bool) -> Response<HttpBody> {
+    if shared {
+        error_status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server connection closed",
+        )
+    } else {
+        session_not_found()
+    }
+}
+
+/// The answer to a POST the hub refused.
+fn post_error(e: PostError, shared: bool) -> Response<HttpBody> {
+    match e {
+        PostError::DuplicateId(id) => body::rpc_error(
+            StatusCode::BAD_REQUEST,
+            Some(id),
+            ErrorObject::invalid_request("a request with this id is already in flight"),
+        ),
+        PostError::Busy => error_status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many requests in flight",
+        ),
+        PostError::Closed => gone(shared),
+    }
+}
+
+/// The handler to serve a POST with in its own task, when the POST is one request (not
+/// `initialize`) on a session whose server offered one and whose engine runs.
+fn direct_session_handler<'h>(
+    hub: &'h Hub,
+    posting: &Posting,
+) -> Option<&'h mcp_jsonrpc::DirectHandler> {
+    if !matches!(hub.kind, HubKind::Session { .. }) || posting.batch {
+        return None;
+    }
+    match posting.messages.as_slice() {
+        [Message::Request(r)] if r.method != "initialize" => {}
+        _ => return None,
+    }
+    let slot = hub.direct_slot();
+    if !slot.has_engine() {
+        return None;
+    }
+    slot.handler()
+}
+
 fn identity(granted: Option<&Granted>) -> Option<&str> {
     granted.map(Granted::identity)
 }
@@ -823,6 +874,22 @@ impl Inner {
             );
         }
         let count = hub.stream_guard();
+        if let Some(handler) = direct_session_handler(hub, &posting) {
+            // A session's lone request: served in this task, on the session's engine.
+            let mut messages = posting.messages;
+            let Some(Message::Request(request)) = messages.pop() else {
+                return (
+                    error_status(StatusCode::INTERNAL_SERVER_ERROR, "no request"),
+                    true,
+                );
+            };
+            let served =
+                direct::serve_session(hub, &self.config, handler, request, base, &how).await;
+            return match served {
+                Ok((decided, guard)) => self.answer(decided, guard, (count, busy), &how, shared),
+                Err(e) => (post_error(e, shared), true),
+            };
+        }
         let answers = posting.answers;
         let posted = hub
             .post(
@@ -834,33 +901,8 @@ impl Inner {
                 how.force_sse,
             )
             .await;
-        let gone = |shared: bool| {
-            if shared {
-                error_status(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the server connection closed",
-                )
-            } else {
-                session_not_found()
-            }
-        };
         match posted {
-            Err(PostError::DuplicateId(id)) => (
-                body::rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    Some(id),
-                    ErrorObject::invalid_request("a request with this id is already in flight"),
-                ),
-                true,
-            ),
-            Err(PostError::Busy) => (
-                error_status(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "too many requests in flight",
-                ),
-                true,
-            ),
-            Err(PostError::Closed) => (gone(shared), true),
+            Err(e) => (post_error(e, shared), true),
             Ok(Posted::Accepted) if answers.is_empty() => {
                 (body::empty(StatusCode::ACCEPTED), false)
             }
@@ -870,29 +912,41 @@ impl Inner {
             }
             Ok(Posted::Pending { decision, guard }) => {
                 let closed = hub.closed().clone();
-                let decision = tokio::select! {
+                let decided = tokio::select! {
                     d = decision => d.ok(),
                     () = closed.cancelled() => None,
                 };
-                match decision {
-                    Some(Decision::Json(bytes, code)) => {
-                        guard.disarm();
-                        let status = if how.map_status {
-                            stateless::status_for(code)
-                        } else {
-                            StatusCode::OK
-                        };
-                        (body::json(status, bytes), code.is_some())
-                    }
-                    Some(Decision::Sse { first, rx }) => {
-                        let keep = Box::new((guard, count, busy));
-                        let sse =
-                            SseBody::new(first, Some(rx), self.config.sse_keep_alive, Some(keep));
-                        (body::sse(sse), false)
-                    }
-                    None => (gone(shared), true),
-                }
+                self.answer(decided, guard, (count, busy), &how, shared)
             }
+        }
+    }
+
+    /// The HTTP answer to a POST whose requests were decided (`None`: the connection is gone);
+    /// an SSE answer keeps the slot's guard and the stream count alive.
+    fn answer(
+        &self,
+        decided: Option<Decision>,
+        guard: SlotGuard,
+        keep: (StreamCount, BusyGuard),
+        how: &Dispatch,
+        shared: bool,
+    ) -> (Response<HttpBody>, bool) {
+        match decided {
+            Some(Decision::Json(bytes, code)) => {
+                guard.disarm();
+                let status = if how.map_status {
+                    stateless::status_for(code)
+                } else {
+                    StatusCode::OK
+                };
+                (body::json(status, bytes), code.is_some())
+            }
+            Some(Decision::Sse { first, rx }) => {
+                let keep = Box::new((guard, keep.0, keep.1));
+                let sse = SseBody::new(first, Some(rx), self.config.sse_keep_alive, Some(keep));
+                (body::sse(sse), false)
+            }
+            None => (gone(shared), true),
         }
     }
 

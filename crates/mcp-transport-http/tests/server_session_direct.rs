@@ -1,0 +1,325 @@
+//! Requests of a stateful session served in the task of their POST, on the session's engine,
+//! by the handler its server offers in the connection's `DirectSlot`: the engine still
+//! answers `initialize`, the direct handler answers the rest, its requests to the client get
+//! their answers through the session, the client's `notifications/cancelled` cancels it, an
+//! abandoned POST does not, and a request id in flight cannot be reused.
+#![cfg(feature = "server")]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming as Body;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use mcp_jsonrpc::{
+    Connection, DirectHandler, Engine, ErrorObject, Handler, RequestContext, RequestOptions,
+};
+use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+#[derive(Default)]
+struct Seen {
+    /// Methods the engine's own handler served.
+    via_engine: Vec<String>,
+    /// Methods whose direct handler saw its cancellation.
+    cancelled: Vec<String>,
+    /// Methods whose direct handler ran to its end.
+    finished: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Seen>>;
+
+fn raw(v: Value) -> Box<RawValue> {
+    mcp_jsonrpc::to_raw(&v).unwrap()
+}
+
+/// The engine's handler: answers `initialize`, and anything else with `via: engine`.
+struct EngineSide(Shared);
+
+impl Handler for EngineSide {
+    async fn handle_request(
+        &self,
+        request: mcp_jsonrpc::Request,
+        _cx: RequestContext,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        self.0
+            .lock()
+            .unwrap()
+            .via_engine
+            .push(request.method.clone());
+        Ok(match request.method.as_str() {
+            "initialize" => raw(json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "serverInfo": {"name": "session-direct", "version": "1"},
+            })),
+            _ => raw(json!({"via": "engine"})),
+        })
+    }
+}
+
+/// The direct handler: `echo` (`via: direct`), `ask` (a `roots/list` request to the client,
+/// then its answer as the result), `progress` (a notification, then the result), `slow` (a
+/// notification, then waits for its cancellation) and `hold` (answers after 200 ms).
+fn direct(seen: Shared) -> DirectHandler {
+    Arc::new(move |request, cx| {
+        let seen = seen.clone();
+        Box::pin(async move {
+            let method = request.method.clone();
+            let progress = |i: u32| {
+                let peer = cx.peer().clone();
+                async move {
+                    peer.notify_with(
+                        "notifications/progress",
+                        &json!({"progressToken": "t", "progress": i}),
+                    )
+                    .await
+                    .unwrap();
+                }
+            };
+            let out = match method.as_str() {
+                "echo" => raw(json!({"via": "direct"})),
+                "ask" => {
+                    let answer = cx
+                        .peer()
+                        .request("roots/list", None, RequestOptions::new())
+                        .await
+                        .map_err(|e| ErrorObject::internal_error(e.to_string()))?;
+                    raw(
+                        json!({"client said": serde_json::from_str::<Value>(answer.get()).unwrap()}),
+                    )
+                }
+                "progress" => {
+                    progress(1).await;
+                    raw(json!({"done": true}))
+                }
+                "slow" => {
+                    let token = cx.cancellation().clone();
+                    let s = seen.clone();
+                    let m = method.clone();
+                    tokio::spawn(async move {
+                        token.cancelled().await;
+                        s.lock().unwrap().cancelled.push(m);
+                    });
+                    progress(1).await;
+                    std::future::pending::<()>().await;
+                    unreachable!()
+                }
+                "hold" => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    raw(json!({"held": true}))
+                }
+                other => return Err(ErrorObject::method_not_found(other)),
+            };
+            seen.lock().unwrap().finished.push(method);
+            Ok(out)
+        })
+    })
+}
+
+/// Serves a session the way `mcp-server` does: the direct handler offered, then the engine.
+async fn serve(conn: Connection, seen: Shared) {
+    if let Some(slot) = conn.direct_slot() {
+        slot.offer(direct(seen.clone()));
+    }
+    let (_peer, driver) = Engine::builder().start(conn, EngineSide(seen));
+    let _ = driver.await;
+}
+
+struct TestServer {
+    addr: SocketAddr,
+    seen: Shared,
+    client: Client<HttpConnector, Full<Bytes>>,
+    session: String,
+    _stop: oneshot::Sender<()>,
+}
+
+impl TestServer {
+    async fn start() -> TestServer {
+        let seen: Shared = Arc::default();
+        let s = seen.clone();
+        let service = StreamableHttpService::builder(move |conn| serve(conn, s.clone()))
+            .config(HttpServerConfig::default())
+            .build();
+        let common::Listening { addr, stop, .. } = common::listen(service).await;
+        let mut server = TestServer {
+            addr,
+            seen,
+            client: Client::builder(TokioExecutor::new()).build_http(),
+            session: String::new(),
+            _stop: stop,
+        };
+        let resp = server
+            .post(
+                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}}),
+            )
+            .await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        server.session = resp.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            json_body(resp).await["result"]["protocolVersion"],
+            "2025-11-25"
+        );
+        let resp = server
+            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(resp.status(), StatusCode::ACCEPTED);
+        server
+    }
+
+    fn post_request(&self, body: &Value) -> Request<Full<Bytes>> {
+        let mut req = Request::post(format!("http://{}/mcp", self.addr))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25");
+        if !self.session.is_empty() {
+            req = req.header("mcp-session-id", &self.session);
+        }
+        req.body(Full::new(Bytes::from(body.to_string()))).unwrap()
+    }
+
+    async fn post(&self, body: &Value) -> Response<Body> {
+        self.client.request(self.post_request(body)).await.unwrap()
+    }
+
+    /// Waits until `check` holds for what the server saw.
+    async fn until(&self, what: &str, check: impl Fn(&Seen) -> bool) {
+        for _ in 0..500 {
+            if check(&self.seen.lock().unwrap()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("never happened: {what}");
+    }
+}
+
+fn rpc(id: i64, method: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method})
+}
+
+async fn json_body(resp: Response<Body>) -> Value {
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// Reads SSE messages until `n` have arrived; returns them with the rest of the body.
+async fn sse_messages(resp: Response<Body>, n: usize) -> (Vec<Value>, Body) {
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let mut body = resp.into_body();
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    loop {
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            for line in block.lines() {
+                if let Some(data) = line.strip_prefix("data: ") {
+                    if !data.is_empty() {
+                        out.push(serde_json::from_str(data).unwrap());
+                    }
+                }
+            }
+            if out.len() >= n {
+                return (out, body);
+            }
+        }
+        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+            .await
+            .expect("an SSE event in time")
+            .expect("the stream goes on")
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            buf.push_str(std::str::from_utf8(&data).unwrap());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_requests_are_served_by_the_direct_handler() {
+    let server = TestServer::start().await;
+    assert_eq!(server.seen.lock().unwrap().via_engine, ["initialize"]);
+    let v = json_body(server.post(&rpc(1, "echo")).await).await;
+    assert_eq!(v["id"], 1);
+    assert_eq!(v["result"]["via"], "direct");
+    // What the handler sends comes first, on the POST's stream, then the result.
+    let (messages, _) = sse_messages(server.post(&rpc(2, "progress")).await, 2).await;
+    assert_eq!(messages[0]["method"], "notifications/progress");
+    assert_eq!(messages[1]["id"], 2);
+    assert_eq!(messages[1]["result"]["done"], true);
+    let v = json_body(server.post(&rpc(3, "nope")).await).await;
+    assert_eq!(v["error"]["code"], -32601);
+    assert_eq!(server.seen.lock().unwrap().via_engine, ["initialize"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_to_the_client_is_answered_through_the_session() {
+    let server = TestServer::start().await;
+    let resp = server.post(&rpc(4, "ask")).await;
+    let (messages, body) = sse_messages(resp, 1).await;
+    let ask = &messages[0];
+    assert_eq!(ask["method"], "roots/list");
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": []}});
+    assert_eq!(server.post(&answer).await.status(), StatusCode::ACCEPTED);
+    let rest = Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(body)
+        .unwrap();
+    let (messages, _) = sse_messages(rest, 1).await;
+    assert_eq!(messages[0]["id"], 4);
+    assert_eq!(messages[0]["result"]["client said"], json!({"roots": []}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clients_cancellation_reaches_the_direct_handler() {
+    let server = TestServer::start().await;
+    let resp = server.post(&rpc(5, "slow")).await;
+    let (messages, _body) = sse_messages(resp, 1).await;
+    assert_eq!(messages[0]["method"], "notifications/progress");
+    // While it runs, its id is taken.
+    let v = server.post(&rpc(5, "echo")).await;
+    assert_eq!(v.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(json_body(v).await["error"]["code"], -32600);
+    assert!(server.seen.lock().unwrap().cancelled.is_empty());
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 5, "reason": "enough"}});
+    assert_eq!(server.post(&cancel).await.status(), StatusCode::ACCEPTED);
+    server
+        .until("the handler saw its cancellation", |s| {
+            s.cancelled == ["slow"]
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_post_does_not_cancel_a_session_request() {
+    let server = TestServer::start().await;
+    let call = server.client.request(server.post_request(&rpc(6, "hold")));
+    // The client gives up before the answer.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), call)
+            .await
+            .is_err()
+    );
+    server
+        .until("the handler ran to its end", |s| s.finished == ["hold"])
+        .await;
+    assert!(server.seen.lock().unwrap().cancelled.is_empty());
+    // Its id is free again, and the session serves on.
+    let v = json_body(server.post(&rpc(6, "echo")).await).await;
+    assert_eq!(v["result"]["via"], "direct");
+}
