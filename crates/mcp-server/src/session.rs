@@ -290,9 +290,12 @@ impl SessionHandler {
         request: mcp_jsonrpc::Request,
         cx: mcp_jsonrpc::RequestContext,
     ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
-        if self.0.server.inner.middleware.is_empty() {
+        if self.0.server.inner.middleware.is_empty()
+            && serve::may_be_stateless(&request.method, request.params.as_deref())
+        {
             // Params that lift are those of a stateless request: `_meta` names a supported
-            // revision. Anything else takes the general path, which classifies it.
+            // revision. Anything else takes the general path, which classifies it (a session's
+            // request without `_meta` goes there without an attempt to lift it).
             if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref()) {
                 let request = with_context(request, &cx, Some(lifted.version()));
                 return Box::pin(serve::serve_lifted(

@@ -19,10 +19,10 @@ use std::sync::{Arc, OnceLock};
 
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Config, Peer, Queued, RequestContext, Shared};
+use super::queue::{RequestRx, Tx, request_queue};
+use super::{Config, Peer, RequestContext, Shared};
 use crate::connection::{Extensions, Outbound};
 use crate::error::ErrorObject;
 use crate::id::Id;
@@ -162,9 +162,9 @@ impl DirectSlot {
         if shared.shutdown.is_cancelled() {
             return Err(EngineContextError::Closed);
         }
-        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let (tx, rx) = request_queue(capacity);
         let cx = RequestContext {
-            peer: Peer::new(Arc::clone(shared), tx, Some(id.clone())),
+            peer: Peer::new(Arc::clone(shared), Tx::Request(tx), Some(id.clone())),
             id,
             cancel,
             extensions,
@@ -234,9 +234,9 @@ impl Detached {
         cancel: CancellationToken,
         capacity: usize,
     ) -> (RequestContext, RelatedReceiver) {
-        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let (tx, rx) = request_queue(capacity);
         let cx = RequestContext {
-            peer: Peer::new(self.shared.clone(), tx, Some(id.clone())),
+            peer: Peer::new(self.shared.clone(), Tx::Request(tx), Some(id.clone())),
             id,
             cancel,
             extensions,
@@ -254,7 +254,7 @@ impl Detached {
 /// The messages a request's handler sent through its [`Detached`] context, in order. Ends
 /// (`None`) once every clone of the context's peer is gone.
 pub struct RelatedReceiver {
-    rx: mpsc::Receiver<Queued>,
+    rx: RequestRx,
     _inflight: Option<InflightEntry>,
 }
 
@@ -272,7 +272,7 @@ impl RelatedReceiver {
 
     /// The next message if one is waiting.
     pub fn try_recv(&mut self) -> Option<Outbound> {
-        self.rx.try_recv().ok().map(|b| *b)
+        self.rx.try_recv().map(|b| *b)
     }
 }
 

@@ -125,7 +125,11 @@ impl<H: Handler> DriverState<H> {
     }
 
     fn peer(&self, related: Option<Id>) -> Peer {
-        Peer::new(self.shared.clone(), self.tx.clone(), related)
+        Peer::new(
+            self.shared.clone(),
+            super::queue::Tx::Engine(self.tx.clone()),
+            related,
+        )
     }
 
     fn push_local(&mut self, frame: impl Into<Frame>) {

@@ -3,6 +3,7 @@
 mod direct;
 mod driver;
 mod peer;
+mod queue;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -277,7 +278,7 @@ impl EngineBuilder {
         if let Some(slot) = connection.direct_slot() {
             slot.bind(shared.clone());
         }
-        let peer = Peer::new(shared.clone(), tx.clone(), None);
+        let peer = Peer::new(shared.clone(), queue::Tx::Engine(tx.clone()), None);
         let state = driver::DriverState::new(shared, connection, Arc::new(handler), tx, rx);
         (peer, Driver::new(Box::pin(state)))
     }

@@ -12,9 +12,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
-use super::{CancelNotice, Pending, ProgressFn, Queued, Shared, lock};
+use super::queue::Tx;
+use super::{CancelNotice, Pending, ProgressFn, Shared, lock};
 use crate::connection::Outbound;
 use crate::error::CallError;
 use crate::id::Id;
@@ -131,7 +132,7 @@ impl Future for ResponseFuture {
 #[derive(Clone)]
 pub struct Peer {
     shared: Arc<Shared>,
-    tx: mpsc::Sender<Queued>,
+    tx: Tx,
     related: Option<Id>,
 }
 
@@ -145,7 +146,7 @@ impl fmt::Debug for Peer {
 }
 
 impl Peer {
-    pub(super) fn new(shared: Arc<Shared>, tx: mpsc::Sender<Queued>, related: Option<Id>) -> Self {
+    pub(super) fn new(shared: Arc<Shared>, tx: Tx, related: Option<Id>) -> Self {
         Peer {
             shared,
             tx,
@@ -299,7 +300,7 @@ impl Drop for PendingGuard {
 
 async fn run_request(
     shared: Arc<Shared>,
-    tx: mpsc::Sender<Queued>,
+    tx: Tx,
     related: Option<Id>,
     method: String,
     params: Option<Box<RawValue>>,
