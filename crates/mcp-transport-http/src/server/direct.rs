@@ -279,7 +279,9 @@ pub(crate) async fn serve_session(
             biased;
             outcome = fut => {
                 run.run = None;
-                run.finish(outcome).await;
+                if let Some(decided) = run.finish(outcome).await {
+                    return Ok((Some(decided), guard));
+                }
                 break;
             }
             m = related.recv(), if open => match m {
@@ -336,8 +338,9 @@ struct SessionRequest {
 }
 
 impl SessionRequest {
-    /// Delivers what the handler sent before answering, then its response.
-    async fn finish(&mut self, outcome: Option<Outcome>) {
+    /// Delivers what the handler sent before answering, then its response; the POST's answer
+    /// when the response alone completes it (see [`Hub::complete_direct`]).
+    async fn finish(&mut self, outcome: Option<Outcome>) -> Option<Decision> {
         if let Some(related) = self.related.as_mut() {
             while let Some(m) = related.try_recv() {
                 self.hub.deliver(m).await;
@@ -345,14 +348,14 @@ impl SessionRequest {
         }
         // The request leaves the engine's in-flight map before its id is free in the hub.
         self.related = None;
-        let Some(outcome) = outcome else {
-            return;
-        };
-        let response = answer(self.id.clone(), &self.method, outcome);
-        let id = response.id.clone();
-        self.hub
-            .deliver(Outbound::related(Message::Response(response), id))
-            .await;
+        let response = answer(self.id.clone(), &self.method, outcome?);
+        match self.hub.complete_direct(response) {
+            Ok(decided) => Some(decided),
+            Err(outbound) => {
+                self.hub.deliver(outbound).await;
+                None
+            }
+        }
     }
 }
 
@@ -385,7 +388,8 @@ async fn run_on(mut rest: SessionRequest, mut run: SessionRun) {
         tokio::select! {
             biased;
             outcome = &mut run => {
-                rest.finish(outcome).await;
+                // The POST is gone: an answer it would have taken has nowhere to go.
+                let _ = rest.finish(outcome).await;
                 return;
             }
             m = async { related?.recv().await }, if open => match m {

@@ -549,6 +549,39 @@ impl Hub {
         Ok((decision, guard))
     }
 
+    /// Completes a request served directly whose POST still waits for one JSON answer, with
+    /// nothing queued before its response: the answer is returned to the caller (the POST's
+    /// own task), with no event, no collected list and no decision sent. Anything else is
+    /// given back, to be [delivered](Hub::deliver).
+    pub(crate) fn complete_direct(
+        &self,
+        response: mcp_jsonrpc::Response,
+    ) -> Result<Decision, Outbound> {
+        let id = response.id.clone();
+        {
+            let mut st = self.lock();
+            let key = id.as_ref().and_then(|id| st.routes.get(id)).copied();
+            let lone = key.and_then(|key| st.slots.get(&key)).is_some_and(|slot| {
+                !slot.batch
+                    && slot.pending.len() == 1
+                    && matches!(&slot.mode, Mode::Deciding { collected, .. } if collected.is_empty())
+            });
+            match (key, &id) {
+                (Some(key), Some(id)) if lone && st.pump_backlog == 0 && !st.closed => {
+                    st.routes.remove(id);
+                    st.slots.remove(&key);
+                }
+                _ => return Err(Outbound::related(Message::Response(response), id)),
+            }
+        }
+        self.touch();
+        let code = response.result.as_ref().err().map(|e| e.code);
+        Ok(Decision::Json(
+            message_bytes(&Message::Response(response)),
+            code,
+        ))
+    }
+
     /// Delivers a frame of a request served directly (its response, or what its handler sent),
     /// as the connection's writer would: a response completing a JSON answer is routed here,
     /// anything else queues for the pump, behind what the pump still holds. `false` once the
@@ -1363,5 +1396,55 @@ mod tests {
         let response_at = text.find(r#""n":7"#).expect("response sent");
         assert!(progress_at < response_at, "{text}");
         assert_eq!(hub.lock().pump_backlog, 0);
+    }
+
+    fn rpc_response(id: i64) -> mcp_jsonrpc::Response {
+        let result = mcp_jsonrpc::to_raw(&serde_json::json!({"n": id})).unwrap();
+        Response::success(Id::from(id), result)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_direct_request_answered_alone_is_completed_in_its_own_task() {
+        let (hub, _connection) = session();
+        let (mut decision, guard) = hub.open_direct(&Id::from(3), true, false).unwrap();
+        assert!(matches!(
+            hub.open_direct(&Id::from(3), true, false),
+            Err(PostError::DuplicateId(_))
+        ));
+        match hub.complete_direct(rpc_response(3)) {
+            Ok(Decision::Json(body, None)) => {
+                assert!(std::str::from_utf8(&body).unwrap().contains(r#""n":3"#));
+            }
+            _ => panic!("not completed as JSON"),
+        }
+        // Nothing is left of the request: its id is free, no decision was sent.
+        assert!(hub.lock().routes.is_empty());
+        assert!(decision.try_recv().is_err());
+        guard.disarm();
+        assert!(hub.open_direct(&Id::from(3), true, false).is_ok());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_direct_response_behind_a_notification_goes_through_the_pump() {
+        let (hub, _connection) = session();
+        let (decision, _guard) = hub.open_direct(&Id::from(4), true, false).unwrap();
+        assert!(hub.deliver(progress(4)).await);
+        let Err(response) = hub.complete_direct(rpc_response(4)) else {
+            panic!("the response overtook the notification");
+        };
+        assert!(hub.deliver(response).await);
+        let Decision::Sse { first, mut rx } = decision.await.unwrap() else {
+            panic!("not a stream");
+        };
+        let mut text: String = first
+            .iter()
+            .map(|e| String::from_utf8_lossy(e).into_owned())
+            .collect();
+        while let Some(event) = rx.recv().await {
+            text.push_str(&String::from_utf8_lossy(&event));
+        }
+        let progress_at = text.find("notifications/progress").expect("progress sent");
+        let response_at = text.find(r#""n":4"#).expect("response sent");
+        assert!(progress_at < response_at, "{text}");
     }
 }

@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
-use bytes::Bytes;
+use bytes::{Buf, Bytes, BytesMut};
 use http::header::{ACCEPT, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
 use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
@@ -143,12 +143,17 @@ struct Inner {
     event_store: Option<Arc<dyn EventStore>>,
     session_store: Arc<dyn SessionStore>,
     auth: Option<Auth>,
-    sessions: Mutex<HashMap<String, Arc<Hub>>>,
+    /// Keyed by the ids this service drew at random, so a fast unkeyed hash is safe: a
+    /// client can look ids up but cannot choose the ones stored.
+    sessions: Mutex<Sessions>,
     shared: Mutex<Option<Arc<Hub>>>,
     shutting_down: CancellationToken,
     reaper: AtomicBool,
     direct: Direct,
 }
+
+/// The sessions by id.
+type Sessions = HashMap<String, Arc<Hub>, mcp_jsonrpc::BuildIdHasher>;
 
 /// The parsed `Accept` header.
 #[derive(Clone, Copy)]
@@ -168,6 +173,13 @@ fn accepts(parts: &Parts) -> Accepts {
         json: false,
         sse: false,
     };
+    // What the specification tells clients to send, as nearly all do: no parsing.
+    if value.as_bytes() == b"application/json, text/event-stream" {
+        return Accepts {
+            json: true,
+            sse: true,
+        };
+    }
     // Bytes, not `str` splitting and Unicode trimming: every POST comes through here. A value
     // that is not visible ASCII accepts nothing, as before.
     let Ok(value) = value.to_str() else {
@@ -249,14 +261,50 @@ where
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
-        Err(e) => Err(error_status(
-            StatusCode::BAD_REQUEST,
-            format!("could not read the request body: {e}"),
-        )),
+    let mut body = std::pin::pin!(Limited::new(body, limit));
+    // A small body usually arrives as one frame, with the end of the stream known from its
+    // length: that frame is the body, with no buffer list to gather it in.
+    let first = match body.frame().await {
+        None => return Ok(Bytes::new()),
+        Some(Ok(frame)) => frame,
+        Some(Err(e)) => return Err(body_error(&e, too_large)),
+    };
+    let mut first = match first.into_data() {
+        Ok(mut data) => data.copy_to_bytes(data.remaining()),
+        // Trailers: nothing of the body.
+        Err(_) => Bytes::new(),
+    };
+    if body.is_end_stream() {
+        return Ok(first);
     }
+    let mut rest = BytesMut::from(std::mem::take(&mut first));
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => {
+                if let Ok(mut data) = frame.into_data() {
+                    while data.has_remaining() {
+                        let chunk = data.chunk();
+                        rest.extend_from_slice(chunk);
+                        let n = chunk.len();
+                        data.advance(n);
+                    }
+                }
+            }
+            Err(e) => return Err(body_error(&e, too_large)),
+        }
+    }
+    Ok(rest.freeze())
+}
+
+/// The answer to a body that could not be read.
+fn body_error(e: &BoxError, too_large: impl Fn() -> Response<HttpBody>) -> Response<HttpBody> {
+    if e.downcast_ref::<LengthLimitError>().is_some() {
+        return too_large();
+    }
+    error_status(
+        StatusCode::BAD_REQUEST,
+        format!("could not read the request body: {e}"),
+    )
 }
 
 /// The messages of a POST, and the answers to its invalid batch elements.
@@ -502,7 +550,7 @@ impl StreamableHttpService {
 }
 
 impl Inner {
-    fn lock_sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Hub>>> {
+    fn lock_sessions(&self) -> MutexGuard<'_, Sessions> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -1259,6 +1307,61 @@ mod tests {
         assert_eq!(
             accepted(Some(b"application/json, text/event-stream, \xff")),
             (false, false)
+        );
+    }
+
+    /// A body of the given frames (`Err` items fail the stream).
+    fn framed_body(
+        frames: Vec<Result<&'static str, &'static str>>,
+    ) -> impl Body<Data = Bytes, Error = BoxError> + Send {
+        let frames = frames.into_iter().map(|f| match f {
+            Ok(data) => Ok(hyper::body::Frame::data(Bytes::from_static(
+                data.as_bytes(),
+            ))),
+            Err(e) => Err(BoxError::from(e)),
+        });
+        http_body_util::StreamBody::new(futures_util::stream::iter(frames))
+    }
+
+    fn parts_with_length(length: Option<usize>) -> Parts {
+        let mut request = http::Request::builder();
+        if let Some(n) = length {
+            request = request.header(CONTENT_LENGTH, n);
+        }
+        request.body(()).expect("a request").into_parts().0
+    }
+
+    #[tokio::test]
+    async fn bodies_are_read_whole_in_one_frame_or_many_within_the_limit() {
+        let one = http_body_util::Full::new(Bytes::from_static(b"{\"a\":1}"));
+        let body = read_body(&parts_with_length(Some(7)), one, 64).await;
+        assert_eq!(body.ok().as_deref(), Some(&b"{\"a\":1}"[..]));
+        let many = framed_body(vec![Ok("{\"a\""), Ok(":"), Ok(""), Ok("1}")]);
+        let body = read_body(&parts_with_length(None), many, 64).await;
+        assert_eq!(body.ok().as_deref(), Some(&b"{\"a\":1}"[..]));
+        let empty = framed_body(vec![]);
+        let body = read_body(&parts_with_length(None), empty, 64).await;
+        assert_eq!(body.ok().as_deref(), Some(&b""[..]));
+        // Over the limit, declared or not: 413.
+        let declared = framed_body(vec![Ok("x")]);
+        let refused = read_body(&parts_with_length(Some(65)), declared, 64).await;
+        assert_eq!(
+            refused.err().map(|r| r.status()),
+            Some(StatusCode::PAYLOAD_TOO_LARGE)
+        );
+        let long: &'static str = Box::leak("y".repeat(40).into_boxed_str());
+        let undeclared = framed_body(vec![Ok(long), Ok(long)]);
+        let refused = read_body(&parts_with_length(None), undeclared, 64).await;
+        assert_eq!(
+            refused.err().map(|r| r.status()),
+            Some(StatusCode::PAYLOAD_TOO_LARGE)
+        );
+        // A failing stream: 400.
+        let broken = framed_body(vec![Ok("{"), Err("reset")]);
+        let refused = read_body(&parts_with_length(None), broken, 64).await;
+        assert_eq!(
+            refused.err().map(|r| r.status()),
+            Some(StatusCode::BAD_REQUEST)
         );
     }
 }
