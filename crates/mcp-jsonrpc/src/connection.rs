@@ -70,14 +70,34 @@ impl From<Message> for Outbound {
 /// assert_eq!(ext.get::<u8>(), None);
 /// ```
 ///
-/// It holds a handful of values at most, so it is a small vector searched in order, shared
-/// copy-on-write: cloning it (every handler context does) copies no entries.
+/// It holds a handful of values at most, so it is a small array searched in order (the first
+/// four in the map's own allocation), shared copy-on-write: cloning it (every handler context
+/// does) copies no entries.
 #[derive(Clone, Default)]
 pub struct Extensions {
-    entries: Option<Arc<Vec<Entry>>>,
+    entries: Option<Arc<Entries>>,
 }
 
 type Entry = (TypeId, Arc<dyn Any + Send + Sync>);
+
+/// How many values live in the map's own allocation; more go to a vector.
+const INLINE: usize = 4;
+
+#[derive(Clone, Default)]
+struct Entries {
+    inline: [Option<Entry>; INLINE],
+    more: Vec<Entry>,
+}
+
+impl Entries {
+    fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.inline.iter().flatten().chain(&self.more)
+    }
+
+    fn len(&self) -> usize {
+        self.iter().count()
+    }
+}
 
 impl Extensions {
     /// An empty map.
@@ -88,14 +108,21 @@ impl Extensions {
     /// Inserts a value, replacing any previous value of the same type.
     pub fn insert<T: Any + Send + Sync>(&mut self, value: T) {
         let id = TypeId::of::<T>();
-        let entries = Arc::make_mut(
-            self.entries
-                .get_or_insert_with(|| Arc::new(Vec::with_capacity(4))),
-        );
+        let entries = Arc::make_mut(self.entries.get_or_insert_with(Arc::default));
         let value: Arc<dyn Any + Send + Sync> = Arc::new(value);
-        match entries.iter_mut().find(|(key, _)| *key == id) {
-            Some(entry) => entry.1 = value,
-            None => entries.push((id, value)),
+        let existing = entries
+            .inline
+            .iter_mut()
+            .flatten()
+            .chain(entries.more.iter_mut())
+            .find(|(key, _)| *key == id);
+        if let Some(entry) = existing {
+            entry.1 = value;
+            return;
+        }
+        match entries.inline.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => *slot = Some((id, value)),
+            None => entries.more.push((id, value)),
         }
     }
 
@@ -111,7 +138,9 @@ impl Extensions {
 
     /// Whether the map is empty.
     pub fn is_empty(&self) -> bool {
-        self.entries.as_ref().is_none_or(|e| e.is_empty())
+        self.entries
+            .as_ref()
+            .is_none_or(|e| e.iter().next().is_none())
     }
 }
 
@@ -405,5 +434,44 @@ mod extensions_tests {
         assert_eq!(b.get::<&str>(), Some(&"second"));
         assert_eq!(b.get::<u8>(), Some(&2));
         assert_eq!(format!("{b:?}"), "Extensions { len: 3 }");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct N<const K: usize>(u32);
+
+    #[test]
+    fn extensions_hold_any_number_of_types_copy_on_write() {
+        let mut ext = Extensions::new();
+        assert!(ext.is_empty());
+        ext.insert(N::<0>(0));
+        ext.insert(N::<1>(1));
+        ext.insert(N::<2>(2));
+        ext.insert(N::<3>(3));
+        // Beyond the inline slots.
+        ext.insert(N::<4>(4));
+        ext.insert(N::<5>(5));
+        assert!(!ext.is_empty());
+        assert_eq!(ext.get::<N<0>>(), Some(&N(0)));
+        assert_eq!(ext.get::<N<5>>(), Some(&N(5)));
+        assert_eq!(ext.get::<u8>(), None);
+        // Replacing keeps one value per type, inline or not.
+        ext.insert(N::<1>(10));
+        ext.insert(N::<5>(50));
+        assert_eq!(ext.get::<N<1>>(), Some(&N(10)));
+        assert_eq!(ext.get::<N<5>>(), Some(&N(50)));
+        assert_eq!(format!("{ext:?}"), "Extensions { len: 6 }");
+        // A clone shares until one side writes.
+        let before = ext.clone();
+        ext.insert(N::<2>(20));
+        ext.insert(N::<6>(6));
+        assert_eq!(before.get::<N<2>>(), Some(&N(2)));
+        assert_eq!(before.get::<N<6>>(), None);
+        assert_eq!(ext.get::<N<2>>(), Some(&N(20)));
+        assert_eq!(ext.get::<N<6>>(), Some(&N(6)));
     }
 }

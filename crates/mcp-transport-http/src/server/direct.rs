@@ -231,9 +231,52 @@ pub(crate) fn refused(refused: Refused) -> Response<HttpBody> {
     body::http_error(status, super::service::TRANSPORT_ERROR, text)
 }
 
-/// A session request's handler with its cancellation: `None` when the peer cancelled the
-/// request (or the session closed), and then no response is sent.
-type SessionRun = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Outcome>> + Send>>;
+/// What a [`DirectHandler`] returns.
+type HandlerFuture = futures_util::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
+
+/// A session request's handler with its cancellation: resolves to `None` when the peer
+/// cancelled the request (or the session closed), and then no response is sent. The flag is
+/// checked first and the token's waiter made only once the handler waits (most answer on
+/// their first poll): no allocation beyond the handler's own future.
+struct SessionRun {
+    run: futures_util::future::CatchUnwind<AssertUnwindSafe<HandlerFuture>>,
+    cancel: CancellationToken,
+    waiter: Option<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
+}
+
+impl SessionRun {
+    fn new(cancel: CancellationToken, handler: HandlerFuture) -> Self {
+        SessionRun {
+            run: AssertUnwindSafe(handler).catch_unwind(),
+            cancel,
+            waiter: None,
+        }
+    }
+}
+
+impl std::future::Future for SessionRun {
+    type Output = Option<Outcome>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Outcome>> {
+        use std::task::Poll;
+        let this = &mut *self;
+        if this.cancel.is_cancelled() {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(outcome) = std::pin::Pin::new(&mut this.run).poll(cx) {
+            // Cancelled while it finished: no response either.
+            return Poll::Ready(Some(outcome).filter(|_| !this.cancel.is_cancelled()));
+        }
+        let cancel = &this.cancel;
+        let waiter = this
+            .waiter
+            .get_or_insert_with(|| Box::pin(cancel.clone().cancelled_owned()));
+        waiter.as_mut().poll(cx).map(|()| None)
+    }
+}
 
 /// Serves one request of a session in the POST's task; `request` is known not to be
 /// `initialize` and the slot's engine is running. Resolves to how the POST is answered (`None`
@@ -269,7 +312,7 @@ pub(crate) async fn serve_session(
         hub: Arc::clone(hub),
         id,
         method: request.method.clone(),
-        run: Some(Box::pin(watch(cancel, handler(request, cx)))),
+        run: Some(SessionRun::new(cancel, handler(request, cx))),
         related: Some(related),
     };
     let closed = hub.closed().clone();
@@ -301,28 +344,6 @@ pub(crate) async fn serve_session(
         () = closed.cancelled() => None,
     };
     Ok((decided, guard))
-}
-
-/// Polls `handler` until it answers or `cancel` fires: the flag first, the waiter only once
-/// the handler waits (most answer on their first poll).
-async fn watch(
-    cancel: CancellationToken,
-    handler: futures_util::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>,
-) -> Option<Outcome> {
-    let mut run = AssertUnwindSafe(handler).catch_unwind();
-    let mut cancelled = std::pin::pin!(cancel.cancelled());
-    let outcome = std::future::poll_fn(|cx| {
-        if cancel.is_cancelled() {
-            return std::task::Poll::Ready(None);
-        }
-        if let std::task::Poll::Ready(outcome) = std::pin::Pin::new(&mut run).poll(cx) {
-            return std::task::Poll::Ready(Some(outcome));
-        }
-        cancelled.as_mut().poll(cx).map(|()| None)
-    })
-    .await;
-    // Cancelled while it finished: no response either.
-    outcome.filter(|_| !cancel.is_cancelled())
 }
 
 /// A session request being served. Dropped before its handler answered (the POST was

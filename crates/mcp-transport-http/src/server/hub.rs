@@ -69,7 +69,7 @@ enum Mode {
 }
 
 struct Slot {
-    pending: IdSet,
+    pending: PendingIds,
     mode: Mode,
     seq: u64,
     resumable: bool,
@@ -78,10 +78,64 @@ struct Slot {
     generation: u64,
 }
 
+/// The requests of a slot still waiting for their responses: most slots have one, which needs
+/// no set of its own.
+#[derive(Default)]
+enum PendingIds {
+    #[default]
+    None,
+    One(Id),
+    Many(IdSet),
+}
+
+impl PendingIds {
+    fn insert(&mut self, id: Id) {
+        *self = match std::mem::take(self) {
+            PendingIds::None => PendingIds::One(id),
+            PendingIds::One(first) if first == id => PendingIds::One(first),
+            PendingIds::One(first) => PendingIds::Many(IdSet::from_iter([first, id])),
+            PendingIds::Many(mut set) => {
+                set.insert(id);
+                PendingIds::Many(set)
+            }
+        };
+    }
+
+    fn remove(&mut self, id: &Id) {
+        match self {
+            PendingIds::One(only) if only == id => *self = PendingIds::None,
+            PendingIds::Many(set) => {
+                set.remove(id);
+            }
+            _ => {}
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            PendingIds::None => 0,
+            PendingIds::One(_) => 1,
+            PendingIds::Many(set) => set.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn into_vec(self) -> Vec<Id> {
+        match self {
+            PendingIds::None => Vec::new(),
+            PendingIds::One(id) => vec![id],
+            PendingIds::Many(set) => set.into_iter().collect(),
+        }
+    }
+}
+
 impl Slot {
     fn new(mode: Mode, resumable: bool) -> Self {
         Slot {
-            pending: IdSet::default(),
+            pending: PendingIds::None,
             mode,
             seq: 0,
             resumable,
@@ -663,7 +717,7 @@ impl Hub {
                 return;
             }
             if let Some(slot) = st.slots.remove(&key) {
-                for id in slot.pending {
+                for id in slot.pending.into_vec() {
                     st.routes.remove(&id);
                     if shared {
                         st.original.remove(&id);
@@ -1446,5 +1500,29 @@ mod tests {
         let progress_at = text.find("notifications/progress").expect("progress sent");
         let response_at = text.find(r#""n":4"#).expect("response sent");
         assert!(progress_at < response_at, "{text}");
+    }
+
+    #[test]
+    fn pending_ids_count_each_request_once() {
+        let mut p = PendingIds::default();
+        assert!(p.is_empty());
+        p.insert(Id::from(1));
+        p.insert(Id::from(1));
+        assert_eq!(p.len(), 1);
+        p.insert(Id::from("b"));
+        p.insert(Id::from(3));
+        assert_eq!(p.len(), 3);
+        p.remove(&Id::from(1));
+        p.remove(&Id::from(9));
+        assert_eq!(p.len(), 2);
+        let left = p.into_vec();
+        assert_eq!(left.len(), 2);
+        assert!(left.contains(&Id::from(3)) && left.contains(&Id::from("b")));
+        let mut one = PendingIds::default();
+        one.insert(Id::from(7));
+        one.remove(&Id::from(8));
+        assert_eq!(one.len(), 1);
+        one.remove(&Id::from(7));
+        assert!(one.is_empty());
     }
 }

@@ -7,9 +7,11 @@ use http::request::Parts;
 
 use super::config::{HostPolicy, HttpServerConfig};
 
-/// The local address of the listener a request arrived on. The serving helpers put it in the
-/// request's extensions; [`HostPolicy::Auto`] relaxes the `Host` check when it is not a loopback
-/// address. Insert it yourself when driving the service from your own accept loop.
+/// The local address of the listener a request arrived on, when it is not a loopback address:
+/// [`HostPolicy::Auto`] then relaxes the `Host` check. The serving helpers put it in the
+/// request's extensions for listeners off loopback (without it the check stays on loopback
+/// names, which is what a loopback listener needs). Insert it yourself when driving the service
+/// from your own accept loop on such a listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LocalAddr(pub SocketAddr);
 

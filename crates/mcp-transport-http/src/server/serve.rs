@@ -58,8 +58,14 @@ impl StreamableHttpService {
                         tracing::debug!(error = %e, "could not set TCP_NODELAY");
                     }
                     let service = self.clone();
+                    // Only a listener off loopback changes what `HostPolicy::Auto` allows: a
+                    // loopback one needs nothing, and every request is spared a map of
+                    // extensions (three allocations).
+                    let report = !local.ip().is_loopback();
                     let svc = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
-                        req.extensions_mut().insert(LocalAddr(local));
+                        if report {
+                            req.extensions_mut().insert(LocalAddr(local));
+                        }
                         let service = service.clone();
                         async move { Ok::<_, std::convert::Infallible>(service.handle(req).await) }
                     });
