@@ -102,7 +102,8 @@ pub use connection::{
 pub use engine::{
     CANCELLED_METHOD, Detached, DirectHandler, DirectSlot, Driver, Engine, EngineBuilder,
     EngineContextError, Handler, NotificationContext, PROGRESS_METHOD, Peer, Progress,
-    RelatedReceiver, RequestContext, RequestOptions, ResponseFuture, batches_allowed_in,
+    RelatedReceiver, RequestContext, RequestOptions, RequestParts, ResponseFuture,
+    batches_allowed_in,
 };
 pub use error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError, codes};
 pub use id::{BuildIdHasher, Id, IdHasher, IdMap, IdSet};

@@ -66,7 +66,7 @@ impl Session {
     fn initialize(
         &self,
         raw: Option<&RawValue>,
-        rpc: &mcp_jsonrpc::RequestContext,
+        peer: &Peer,
     ) -> Result<Box<RawValue>, ErrorObject> {
         let p: InitializeParams = serde_json::from_str(raw.map_or("{}", RawValue::get))
             .map_err(ErrorObject::invalid_params)?;
@@ -86,8 +86,7 @@ impl Session {
                 "the session is already initialized",
             ));
         }
-        rpc.peer()
-            .set_batches_allowed(mcp_jsonrpc::batches_allowed_in(version.as_str()));
+        peer.set_batches_allowed(mcp_jsonrpc::batches_allowed_in(version.as_str()));
         tracing::debug!(%version, "session initialized");
         let inner = &self.server.inner;
         let result = InitializeResult {
@@ -220,34 +219,51 @@ struct SessionEndpoint<'a> {
 
 impl SessionEndpoint<'_> {
     async fn serve(&self, request: Request) -> Result<Box<RawValue>, ErrorObject> {
-        match request.method.as_str() {
-            "initialize" => {
-                return self.session.initialize(request.params.as_deref(), self.rpc);
-            }
-            "ping" => return empty(),
-            _ => {}
-        }
-        let Some(scope) = self.session.scope.get() else {
-            return Err(not_initialized(&request.method));
-        };
-        let options = &self.session.server.inner.options;
-        let origin = Origin {
-            scope: Arc::clone(scope),
-            channel: Arc::new(SessionChannel {
-                peer: self.rpc.peer().clone(),
-                scope: Arc::clone(scope),
-                inputs: OnceLock::new(),
-                max_input_rounds: options.max_input_rounds,
-                replay: options.force_input_replay,
-            }),
-            cancel: self.rpc.cancellation().clone(),
-            subscriptions: Some(&self.session.subscriptions),
-        };
-        // Boxed: held in place, dispatch's future would make every request's future too large
-        // for the allocator's fast per-thread cache (one large allocation costs more than two
-        // small ones).
-        Box::pin(dispatch(&self.session.server, origin, request)).await
+        serve_session(
+            self.session,
+            self.rpc.peer().clone(),
+            self.rpc.cancellation().clone(),
+            request,
+        )
+        .await
     }
+}
+
+/// Serves a request of the session with the request's own peer handle and cancellation token
+/// (moved, not cloned, when no middleware borrows the request's context).
+async fn serve_session(
+    session: &Session,
+    peer: Peer,
+    cancel: CancellationToken,
+    request: Request,
+) -> Result<Box<RawValue>, ErrorObject> {
+    match request.method.as_str() {
+        "initialize" => {
+            return session.initialize(request.params.as_deref(), &peer);
+        }
+        "ping" => return empty(),
+        _ => {}
+    }
+    let Some(scope) = session.scope.get() else {
+        return Err(not_initialized(&request.method));
+    };
+    let options = &session.server.inner.options;
+    let origin = Origin {
+        scope: Arc::clone(scope),
+        channel: Arc::new(SessionChannel {
+            peer,
+            scope: Arc::clone(scope),
+            inputs: OnceLock::new(),
+            max_input_rounds: options.max_input_rounds,
+            replay: options.force_input_replay,
+        }),
+        cancel,
+        subscriptions: Some(&session.subscriptions),
+    };
+    // Boxed: held in place, dispatch's future would make every request's future too large
+    // for the allocator's fast per-thread cache (one large allocation costs more than two
+    // small ones).
+    Box::pin(dispatch(&session.server, origin, request)).await
 }
 
 impl Endpoint for SessionEndpoint<'_> {
@@ -324,8 +340,22 @@ impl Handler for SessionHandler {
             Some(version) => version,
             None => session.scope.get().map(|s| s.version),
         };
-        let request = with_context(request, &cx, version);
         let chain = &session.server.inner.middleware;
+        // Without middleware a session's request is served in place, with the context's
+        // pieces moved: the chain's boxed future (one allocation per request) is only for
+        // servers that have one.
+        if stateless.is_none() && chain.is_empty() {
+            let parts = cx.into_parts();
+            let request = Request {
+                id: request.id,
+                method: request.method,
+                params: request.params,
+                protocol_version: version,
+                extensions: parts.extensions,
+            };
+            return serve_session(session, parts.peer, parts.cancellation, request).await;
+        }
+        let request = with_context(request, &cx, version);
         if stateless.is_some() {
             // Always through the (boxing) endpoint: the stateless future is large, and held in
             // place it would size every request's future on this connection.
@@ -341,11 +371,6 @@ impl Handler for SessionHandler {
             .await;
         }
         let endpoint = SessionEndpoint { session, rpc: &cx };
-        // Without middleware the session endpoint is called in place: the chain's boxed future
-        // (one allocation per request) is only for servers that have one.
-        if chain.is_empty() {
-            return endpoint.serve(request).await;
-        }
         Next {
             chain,
             endpoint: &endpoint,

@@ -21,7 +21,7 @@ use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 use serde::Deserialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio_util::sync::{CancellationToken, PollSemaphore};
+use tokio_util::sync::{CancellationToken, PollSemaphore, WaitForCancellationFutureOwned};
 
 use super::{
     CANCELLED_METHOD, Handler, NotificationContext, PROGRESS_METHOD, Peer, Progress, Queued,
@@ -606,24 +606,37 @@ async fn run_handler<H: Handler>(
     cx: RequestContext,
 ) -> Option<Response> {
     let id = request.id.clone();
-    let token = cx.cancel.clone();
-    // Both futures are pinned where they are built: the handler's future is the largest
-    // value of a request (its whole call chain), and `select!` would move it once more.
+    if cx.cancel.is_cancelled() {
+        lock(&shared.inflight).remove(&id);
+        return None;
+    }
+    // Pinned where it is built: the handler's future is the largest value of a request (its
+    // whole call chain), and `select!` would move it once more.
     let mut run =
         std::pin::pin!(AssertUnwindSafe(handler.handle_request(request, cx)).catch_unwind());
-    let mut cancelled = std::pin::pin!(token.cancelled());
+    // The request's token, and a waiter on it, only once the handler waits: one that answers
+    // on its first poll (most do) costs no clone of the token (a lock each way) and no waiter.
+    let mut watch: Option<(CancellationToken, Pin<Box<WaitForCancellationFutureOwned>>)> = None;
     let outcome = std::future::poll_fn(|cx| {
-        // The flag first, the waiter only once the handler waits: a handler that answers on
-        // its first poll (most do) never registers with the token.
-        if token.is_cancelled() {
-            return Poll::Ready(None);
+        if let Some((token, _)) = &watch {
+            if token.is_cancelled() {
+                return Poll::Ready(None);
+            }
         }
         if let Poll::Ready(outcome) = run.as_mut().poll(cx) {
             return Poll::Ready(Some(outcome));
         }
-        match cancelled.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+        if watch.is_none() {
+            // Only this function takes the entry out of the map.
+            let Some(token) = lock(&shared.inflight).get(&id).cloned() else {
+                return Poll::Ready(None);
+            };
+            let waiter = Box::pin(token.clone().cancelled_owned());
+            watch = Some((token, waiter));
+        }
+        match &mut watch {
+            Some((_, waiter)) => waiter.as_mut().poll(cx).map(|()| None),
+            None => Poll::Pending,
         }
     })
     .await;
@@ -637,7 +650,11 @@ async fn run_handler<H: Handler>(
             Err(ErrorObject::internal_error("the request handler failed"))
         }
     };
-    if token.is_cancelled() {
+    // Cancelled while it finished (it had to wait, so the peer or shutdown had the time).
+    if watch
+        .as_ref()
+        .is_some_and(|(token, _)| token.is_cancelled())
+    {
         return None;
     }
     Some(Response {

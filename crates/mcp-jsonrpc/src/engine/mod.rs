@@ -130,6 +130,31 @@ impl RequestContext {
     pub fn extensions(&self) -> &Extensions {
         &self.extensions
     }
+
+    /// The context taken apart, for a handler that keeps its pieces: cloning a cancellation
+    /// token takes a lock, moving it does not.
+    pub fn into_parts(self) -> RequestParts {
+        RequestParts {
+            id: self.id,
+            cancellation: self.cancel,
+            peer: self.peer,
+            extensions: self.extensions,
+        }
+    }
+}
+
+/// A [`RequestContext`] taken apart by [`RequestContext::into_parts`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RequestParts {
+    /// The id of the request being handled.
+    pub id: Id,
+    /// See [`RequestContext::cancellation`].
+    pub cancellation: CancellationToken,
+    /// See [`RequestContext::peer`].
+    pub peer: Peer,
+    /// See [`RequestContext::extensions`].
+    pub extensions: Extensions,
 }
 
 /// What a notification handler gets besides the notification.
