@@ -231,21 +231,25 @@ impl SessionEndpoint<'_> {
 
 /// Serves a request of the session with the request's own peer handle and cancellation token
 /// (moved, not cloned, when no middleware borrows the request's context).
-async fn serve_session(
+///
+/// Not an `async fn`: the boxed future is all its callers hold, so the futures of the engine's
+/// requests stay small enough for the allocator's per-thread cache.
+fn serve_session(
     session: &Session,
     peer: Peer,
     cancel: CancellationToken,
     request: Request,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>> {
     match request.method.as_str() {
         "initialize" => {
-            return session.initialize(request.params.as_deref(), &peer);
+            let answer = session.initialize(request.params.as_deref(), &peer);
+            return Box::pin(std::future::ready(answer));
         }
-        "ping" => return empty(),
+        "ping" => return Box::pin(std::future::ready(empty())),
         _ => {}
     }
     let Some(scope) = session.scope.get() else {
-        return Err(not_initialized(&request.method));
+        return Box::pin(std::future::ready(Err(not_initialized(&request.method))));
     };
     let options = &session.server.inner.options;
     let origin = Origin {
@@ -260,10 +264,10 @@ async fn serve_session(
         cancel,
         subscriptions: Some(&session.subscriptions),
     };
-    // Boxed: held in place, dispatch's future would make every request's future too large
-    // for the allocator's fast per-thread cache (one large allocation costs more than two
-    // small ones).
-    Box::pin(dispatch(&session.server, origin, request)).await
+    // Boxed: held in place, dispatch's future would make every request's future too large for
+    // the allocator's fast per-thread cache (one large allocation costs more than two small
+    // ones).
+    Box::pin(dispatch(&session.server, origin, request))
 }
 
 impl Endpoint for SessionEndpoint<'_> {
