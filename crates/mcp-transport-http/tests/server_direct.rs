@@ -328,3 +328,46 @@ async fn requests_beyond_the_in_flight_limit_get_503() {
     }
     panic!("the in-flight slot was never released");
 }
+
+#[tokio::test]
+async fn closing_the_connection_cancels_requests_in_flight() {
+    let server =
+        TestServer::start(HttpServerConfig::default().shutdown_timeout(Duration::from_millis(100)))
+            .await;
+    // One answer waiting as JSON (the client takes only JSON), one as an SSE stream.
+    let json_only = {
+        let client = server.client.clone();
+        let body = rpc(5, "slow", json!({})).to_string();
+        let request = server
+            .request("slow", "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap();
+        tokio::spawn(async move { client.request(request).await.unwrap() })
+    };
+    let streamed = server.send("slow", &rpc(6, "slow", json!({}))).await;
+    let (messages, streamed) = sse_messages(streamed, Some(1)).await;
+    assert_eq!(messages[0]["method"], "notifications/progress");
+    // Both handlers are running.
+    for _ in 0..300 {
+        if !json_only.is_finished() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let TestServer { seen, _stop, .. } = server;
+    // Shutting the service down closes the shared connection.
+    drop(_stop);
+    let json_only = json_only.await.unwrap();
+    assert_eq!(json_only.status(), StatusCode::SERVICE_UNAVAILABLE);
+    drop(streamed);
+    for _ in 0..300 {
+        if seen.lock().unwrap().cancelled.len() == 2 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "both handlers see their cancellation: {:?}",
+        seen.lock().unwrap().cancelled
+    );
+}

@@ -75,13 +75,17 @@ impl Direct {
             .map_err(|_| Refused::Busy)?;
         let id = request.id.clone();
         let method = request.method.clone();
-        let cancel = closed.child_token();
+        // A token of its own, not a child of the connection's: a child is linked into (and out
+        // of) its parent under the parent's lock, one lock every concurrent request would
+        // share. The connection's closing is watched below instead, and cancels this token
+        // through the guard.
+        let cancel = CancellationToken::new();
         let (cx, mut related) =
             self.detached
                 .context(id.clone(), extensions, cancel.clone(), config.stream_buffer);
         // Cancels the handler's token if the exchange is abandoned before the result (the
-        // client went away); disarmed once the handler has answered.
-        let abandon = cancel.clone().drop_guard();
+        // client went away, the connection closed); disarmed once the handler has answered.
+        let abandon = cancel.drop_guard();
         let mut run = AssertUnwindSafe(handler(request, cx)).catch_unwind();
         let mut first = Vec::new();
         let mut open = true;
@@ -114,7 +118,7 @@ impl Direct {
                     Some(_) => {}
                     None => open = false,
                 },
-                () = cancel.cancelled() => return Err(Refused::Closed),
+                () = closed.cancelled() => return Err(Refused::Closed),
             }
         }
         let (tx, rx) = mpsc::channel(config.stream_buffer);
@@ -126,7 +130,7 @@ impl Direct {
             Running {
                 id,
                 method,
-                cancel,
+                closed: closed.clone(),
                 abandon,
                 _permit: permit,
             },
@@ -144,7 +148,8 @@ impl Direct {
 struct Running {
     id: Id,
     method: String,
-    cancel: CancellationToken,
+    /// The shared connection's token: its closing ends the stream.
+    closed: CancellationToken,
     abandon: DropGuard,
     _permit: OwnedSemaphorePermit,
 }
@@ -188,7 +193,7 @@ async fn stream(
                 None => open = false,
             },
             () = tx.closed() => return,
-            () = running.cancel.cancelled() => return,
+            () = running.closed.cancelled() => return,
         }
     }
 }
