@@ -274,6 +274,15 @@ impl RelatedReceiver {
     pub fn try_recv(&mut self) -> Option<Outbound> {
         self.rx.try_recv().map(|b| *b)
     }
+
+    /// For a context of [`DirectSlot::engine_context`], a clone of the request's cancellation
+    /// token, from the engine's in-flight map (`None` for a [`Detached`] context). Fetched on
+    /// demand: a caller that only needs it once the handler waits spares the clone (a lock
+    /// each way) for handlers that answer at once.
+    pub fn cancellation(&self) -> Option<CancellationToken> {
+        let entry = self._inflight.as_ref()?;
+        super::lock(&entry.shared.inflight).get(&entry.id).cloned()
+    }
 }
 
 #[cfg(test)]
@@ -308,6 +317,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, CallError::Closed(_)), "{err:?}");
         assert!(related.try_recv().is_none(), "no request was queued");
+        assert!(related.cancellation().is_none(), "a detached context has no engine");
         drop(cx);
         assert!(related.recv().await.is_none());
     }
@@ -415,6 +425,8 @@ mod tests {
         )
         .await
         .expect("the peer's cancellation reached the context");
+        let fetched = related.cancellation().expect("an engine context's token");
+        assert!(fetched.is_cancelled(), "the fetched token is the request's");
         drop(related);
         let (cx2, _related) = slot
             .engine_context(Id::from("r"), Extensions::default(), 4)

@@ -240,22 +240,44 @@ pub(crate) fn refused(refused: Refused) -> Response<HttpBody> {
 type HandlerFuture = futures_util::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
 
 /// A session request's handler with its cancellation: resolves to `None` when the peer
-/// cancelled the request (or the session closed), and then no response is sent. The flag is
-/// checked first and the token's waiter made only once the handler waits (most answer on
-/// their first poll): no allocation beyond the handler's own future.
+/// cancelled the request (or the session closed), and then no response is sent. The request's
+/// token, and a waiter on it, are only installed once the handler has had to wait ([`watch`]):
+/// a handler that answers on its first poll (most do) costs no clone of the token (a lock each
+/// way) and no waiter.
+///
+/// [`watch`]: SessionRun::watch
 struct SessionRun {
     run: futures_util::future::CatchUnwind<AssertUnwindSafe<HandlerFuture>>,
-    cancel: CancellationToken,
-    waiter: Option<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
+    watch: Option<(
+        CancellationToken,
+        std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+    )>,
 }
 
 impl SessionRun {
-    fn new(cancel: CancellationToken, handler: HandlerFuture) -> Self {
+    fn new(handler: HandlerFuture) -> Self {
         SessionRun {
             run: AssertUnwindSafe(handler).catch_unwind(),
-            cancel,
-            waiter: None,
+            watch: None,
         }
+    }
+
+    /// Watches the request's token from now on (`None`: no token to watch, the request is
+    /// over).
+    fn watch(&mut self, token: Option<CancellationToken>) {
+        let token = token.unwrap_or_else(|| {
+            let gone = CancellationToken::new();
+            gone.cancel();
+            gone
+        });
+        let waiter = Box::pin(token.clone().cancelled_owned());
+        self.watch = Some((token, waiter));
+    }
+
+    fn cancelled(&self) -> bool {
+        self.watch
+            .as_ref()
+            .is_some_and(|(token, _)| token.is_cancelled())
     }
 }
 
@@ -268,18 +290,17 @@ impl std::future::Future for SessionRun {
     ) -> std::task::Poll<Option<Outcome>> {
         use std::task::Poll;
         let this = &mut *self;
-        if this.cancel.is_cancelled() {
+        if this.cancelled() {
             return Poll::Ready(None);
         }
         if let Poll::Ready(outcome) = std::pin::Pin::new(&mut this.run).poll(cx) {
             // Cancelled while it finished: no response either.
-            return Poll::Ready(Some(outcome).filter(|_| !this.cancel.is_cancelled()));
+            return Poll::Ready(Some(outcome).filter(|_| !this.cancelled()));
         }
-        let cancel = &this.cancel;
-        let waiter = this
-            .waiter
-            .get_or_insert_with(|| Box::pin(cancel.clone().cancelled_owned()));
-        waiter.as_mut().poll(cx).map(|()| None)
+        match &mut this.watch {
+            Some((_, waiter)) => waiter.as_mut().poll(cx).map(|()| None),
+            None => Poll::Pending,
+        }
     }
 }
 
@@ -312,15 +333,31 @@ pub(crate) async fn serve_session(
             }
             Err(_) => return Err(PostError::Closed),
         };
-    let cancel = cx.cancellation().clone();
+    let method = request.method.clone();
+    let mut handler_run = SessionRun::new(handler(request, cx));
+    // The first poll here, without a waker that matters (the select below polls it again):
+    // a handler that answers at once is done without its token ever being watched.
+    let first = (&mut handler_run).now_or_never();
     let mut run = SessionRequest {
         hub: Arc::clone(hub),
         id,
-        method: request.method.clone(),
-        run: Some(SessionRun::new(cancel, handler(request, cx))),
+        method,
+        run: None,
         related: Some(related),
     };
-    let closed = hub.closed().clone();
+    if let Some(outcome) = first {
+        if let Some(decided) = run.finish(outcome).await {
+            return Ok((Some(decided), guard));
+        }
+        let decided = tokio::select! {
+            d = decision => d.ok(),
+            () = hub.closed().cancelled() => None,
+        };
+        return Ok((decided, guard));
+    }
+    handler_run.watch(run.related.as_ref().and_then(RelatedReceiver::cancellation));
+    run.run = Some(handler_run);
+    let closed = hub.closed();
     let mut open = true;
     while let (Some(fut), Some(related)) = (run.run.as_mut(), run.related.as_mut()) {
         tokio::select! {
