@@ -42,17 +42,7 @@ fn handler(seen: Shared) -> DirectHandler {
         let seen = seen.clone();
         Box::pin(async move {
             let params: Value = request.params_as().unwrap_or(Value::Null);
-            let notify = |i: u32| {
-                let peer = cx.peer().clone();
-                async move {
-                    peer.notify_with(
-                        "notifications/progress",
-                        &json!({"progressToken": "t", "progress": i}),
-                    )
-                    .await
-                    .unwrap();
-                }
-            };
+            let notify = |i: u32| common::progress(cx.peer().clone(), i);
             match request.method.as_str() {
                 "echo" => Ok(
                     mcp_jsonrpc::to_raw(&json!({"who": params["who"], "via": "direct"})).unwrap(),

@@ -75,17 +75,7 @@ fn direct(seen: Shared) -> DirectHandler {
         let seen = seen.clone();
         Box::pin(async move {
             let method = request.method.clone();
-            let progress = |i: u32| {
-                let peer = cx.peer().clone();
-                async move {
-                    peer.notify_with(
-                        "notifications/progress",
-                        &json!({"progressToken": "t", "progress": i}),
-                    )
-                    .await
-                    .unwrap();
-                }
-            };
+            let progress = |i: u32| common::progress(cx.peer().clone(), i);
             let out = match method.as_str() {
                 "echo" => raw(json!({"via": "direct"})),
                 "ask" => {

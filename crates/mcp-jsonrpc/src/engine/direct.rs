@@ -317,7 +317,10 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, CallError::Closed(_)), "{err:?}");
         assert!(related.try_recv().is_none(), "no request was queued");
-        assert!(related.cancellation().is_none(), "a detached context has no engine");
+        assert!(
+            related.cancellation().is_none(),
+            "a detached context has no engine"
+        );
         drop(cx);
         assert!(related.recv().await.is_none());
     }

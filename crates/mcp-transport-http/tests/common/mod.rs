@@ -33,3 +33,14 @@ pub async fn listen(service: StreamableHttpService) -> Listening {
     });
     Listening { addr, stop, done }
 }
+
+/// Sends `notifications/progress` (token `t`, progress `i`) through `peer`, related to the
+/// request the peer belongs to.
+pub async fn progress(peer: mcp_jsonrpc::Peer, i: u32) {
+    peer.notify_with(
+        "notifications/progress",
+        &serde_json::json!({"progressToken": "t", "progress": i}),
+    )
+    .await
+    .unwrap();
+}
