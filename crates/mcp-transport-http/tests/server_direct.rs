@@ -171,37 +171,12 @@ async fn json_body(resp: Response<Body>) -> Value {
     serde_json::from_slice(&bytes).unwrap()
 }
 
-/// The messages of an SSE body, until it ends; `stop_after` ends reading early.
+/// The messages of an SSE body, until it ends; `stop_after` ends reading early. Stateless
+/// events have no ids.
 async fn sse_messages(resp: Response<Body>, stop_after: Option<usize>) -> (Vec<Value>, Body) {
-    assert_eq!(resp.headers()["content-type"], "text/event-stream");
-    let mut body = resp.into_body();
-    let mut buf = String::new();
-    let mut out = Vec::new();
-    loop {
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            for line in block.lines() {
-                assert!(!line.starts_with("id:"), "stateless events have no ids");
-                if let Some(data) = line.strip_prefix("data: ") {
-                    out.push(serde_json::from_str(data).unwrap());
-                }
-            }
-            if stop_after.is_some_and(|n| out.len() >= n) {
-                return (out, body);
-            }
-        }
-        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
-            .await
-            .expect("an SSE event in time");
-        match frame {
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    buf.push_str(std::str::from_utf8(&data).unwrap());
-                }
-            }
-            _ => return (out, body),
-        }
-    }
+    let sse = common::sse_messages(resp, stop_after).await;
+    assert_eq!(sse.ids, 0, "stateless events have no ids");
+    (sse.messages, sse.body)
 }
 
 #[tokio::test]

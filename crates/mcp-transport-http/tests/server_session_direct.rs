@@ -210,33 +210,9 @@ async fn json_body(resp: Response<Body>) -> Value {
 
 /// Reads SSE messages until `n` have arrived; returns them with the rest of the body.
 async fn sse_messages(resp: Response<Body>, n: usize) -> (Vec<Value>, Body) {
-    assert_eq!(resp.headers()["content-type"], "text/event-stream");
-    let mut body = resp.into_body();
-    let mut buf = String::new();
-    let mut out = Vec::new();
-    loop {
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            for line in block.lines() {
-                if let Some(data) = line.strip_prefix("data: ") {
-                    if !data.is_empty() {
-                        out.push(serde_json::from_str(data).unwrap());
-                    }
-                }
-            }
-            if out.len() >= n {
-                return (out, body);
-            }
-        }
-        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
-            .await
-            .expect("an SSE event in time")
-            .expect("the stream goes on")
-            .unwrap();
-        if let Ok(data) = frame.into_data() {
-            buf.push_str(std::str::from_utf8(&data).unwrap());
-        }
-    }
+    let sse = common::sse_messages(resp, Some(n)).await;
+    assert!(sse.messages.len() >= n, "the stream ended early");
+    (sse.messages, sse.body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -44,3 +44,57 @@ pub async fn progress(peer: mcp_jsonrpc::Peer, i: u32) {
     .await
     .unwrap();
 }
+
+/// What [`sse_messages`] read of an SSE answer.
+pub struct Sse {
+    /// The `data` of each event, as JSON (events without data, such as priming, skipped).
+    pub messages: Vec<serde_json::Value>,
+    /// How many events carried an `id`.
+    pub ids: usize,
+    /// The rest of the body.
+    pub body: hyper::body::Incoming,
+}
+
+/// Reads an SSE answer until `stop_after` messages have arrived, or to its end.
+pub async fn sse_messages(
+    resp: http::Response<hyper::body::Incoming>,
+    stop_after: Option<usize>,
+) -> Sse {
+    use http_body_util::BodyExt;
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let mut sse = Sse {
+        messages: Vec::new(),
+        ids: 0,
+        body: resp.into_body(),
+    };
+    let mut buf = String::new();
+    loop {
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            for line in block.lines() {
+                if line.starts_with("id:") {
+                    sse.ids += 1;
+                }
+                if let Some(data) = line.strip_prefix("data: ") {
+                    if !data.is_empty() {
+                        sse.messages.push(serde_json::from_str(data).unwrap());
+                    }
+                }
+            }
+            if stop_after.is_some_and(|n| sse.messages.len() >= n) {
+                return sse;
+            }
+        }
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(10), sse.body.frame())
+            .await
+            .expect("an SSE event in time");
+        match frame {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    buf.push_str(std::str::from_utf8(&data).unwrap());
+                }
+            }
+            _ => return sse,
+        }
+    }
+}
