@@ -217,18 +217,6 @@ struct SessionEndpoint<'a> {
     rpc: &'a mcp_jsonrpc::RequestContext,
 }
 
-impl SessionEndpoint<'_> {
-    async fn serve(&self, request: Request) -> Result<Box<RawValue>, ErrorObject> {
-        serve_session(
-            self.session,
-            self.rpc.peer().clone(),
-            self.rpc.cancellation().clone(),
-            request,
-        )
-        .await
-    }
-}
-
 /// Serves a request of the session with the request's own peer handle and cancellation token
 /// (moved, not cloned, when no middleware borrows the request's context).
 ///
@@ -272,7 +260,12 @@ fn serve_session(
 
 impl Endpoint for SessionEndpoint<'_> {
     fn call(&self, request: Request) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>> {
-        Box::pin(self.serve(request))
+        serve_session(
+            self.session,
+            self.rpc.peer().clone(),
+            self.rpc.cancellation().clone(),
+            request,
+        )
     }
 }
 

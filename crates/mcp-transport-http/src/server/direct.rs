@@ -345,18 +345,17 @@ pub(crate) async fn serve_session(
         run: None,
         related: Some(related),
     };
-    if let Some(outcome) = first {
-        if let Some(decided) = run.finish(outcome).await {
-            return Ok((Some(decided), guard));
+    match first {
+        Some(outcome) => {
+            if let Some(decided) = run.finish(outcome).await {
+                return Ok((Some(decided), guard));
+            }
         }
-        let decided = tokio::select! {
-            d = decision => d.ok(),
-            () = hub.closed().cancelled() => None,
-        };
-        return Ok((decided, guard));
+        None => {
+            handler_run.watch(run.related.as_ref().and_then(RelatedReceiver::cancellation));
+            run.run = Some(handler_run);
+        }
     }
-    handler_run.watch(run.related.as_ref().and_then(RelatedReceiver::cancellation));
-    run.run = Some(handler_run);
     let closed = hub.closed();
     let mut open = true;
     while let (Some(fut), Some(related)) = (run.run.as_mut(), run.related.as_mut()) {

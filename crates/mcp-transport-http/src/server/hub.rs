@@ -567,15 +567,14 @@ impl Hub {
 
     /// Opens the slot of a POST whose one request the HTTP handler serves itself (see
     /// [`Hub::deliver`]): the request is routed like one handed to the connection, but nothing
-    /// goes to the connection. Returns the decision to wait for, the slot's guard and the
-    /// extension that lets the server close the request's SSE stream.
+    /// goes to the connection. Returns the decision to wait for and the slot's guard.
     pub(crate) fn open_direct(
         self: &Arc<Self>,
         id: &Id,
         sse_allowed: bool,
         force_sse: bool,
     ) -> Result<(oneshot::Receiver<Decision>, SlotGuard), PostError> {
-        let key = {
+        let (key, decision) = {
             let mut st = self.lock();
             if st.closed {
                 return Err(PostError::Closed);
@@ -590,17 +589,10 @@ impl Hub {
             }
             (key, decision)
         };
-        let (key, decision) = key;
         if force_sse && sse_allowed {
             let _ = self.commands.send(Box::new(Command::StartSse(key)));
         }
-        let guard = SlotGuard {
-            hub: self.clone(),
-            key,
-            generation: 0,
-            armed: true,
-        };
-        Ok((decision, guard))
+        Ok((decision, SlotGuard::for_stream(Arc::clone(self), key, 0)))
     }
 
     /// Completes a request served directly whose POST still waits for one JSON answer, with

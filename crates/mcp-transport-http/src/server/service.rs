@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use http::header::{ACCEPT, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
 use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
@@ -269,7 +269,7 @@ where
         Some(Ok(frame)) => frame,
         Some(Err(e)) => return Err(body_error(&e, too_large)),
     };
-    let mut first = match first.into_data() {
+    let first = match first.into_data() {
         Ok(mut data) => data.copy_to_bytes(data.remaining()),
         // Trailers: nothing of the body.
         Err(_) => Bytes::new(),
@@ -277,23 +277,18 @@ where
     if body.is_end_stream() {
         return Ok(first);
     }
-    let mut rest = BytesMut::from(std::mem::take(&mut first));
+    let mut whole = BytesMut::from(first);
     while let Some(frame) = body.frame().await {
         match frame {
             Ok(frame) => {
-                if let Ok(mut data) = frame.into_data() {
-                    while data.has_remaining() {
-                        let chunk = data.chunk();
-                        rest.extend_from_slice(chunk);
-                        let n = chunk.len();
-                        data.advance(n);
-                    }
+                if let Ok(data) = frame.into_data() {
+                    whole.put(data);
                 }
             }
             Err(e) => return Err(body_error(&e, too_large)),
         }
     }
-    Ok(rest.freeze())
+    Ok(whole.freeze())
 }
 
 /// The answer to a body that could not be read.
@@ -358,7 +353,6 @@ enum Route {
     Mcp,
 }
 
-/// The identity of a granted request, if any.
 /// The answer when the connection behind a POST is gone.
 fn gone(shared: bool) -> Response<HttpBody> {
     if shared {
@@ -387,26 +381,33 @@ fn post_error(e: PostError, shared: bool) -> Response<HttpBody> {
     }
 }
 
-/// The handler to serve a POST with in its own task, when the POST is one request (not
-/// `initialize`) on a session whose server offered one and whose engine runs.
-fn direct_session_handler<'h>(
-    hub: &'h Hub,
-    posting: &Posting,
-) -> Option<&'h mcp_jsonrpc::DirectHandler> {
-    if !matches!(hub.kind, HubKind::Session { .. }) || posting.batch {
-        return None;
-    }
-    match posting.messages.as_slice() {
-        [Message::Request(r)] if r.method != "initialize" => {}
-        _ => return None,
-    }
+/// The handler and the request of a POST to serve in its own task: one request (not
+/// `initialize`, not in a batch) on a session whose server offered a handler and whose engine
+/// runs. Anything else is given back, for the connection.
+fn direct_session_request(
+    hub: &Hub,
+    mut posting: Posting,
+) -> Result<(&mcp_jsonrpc::DirectHandler, mcp_jsonrpc::Request), Posting> {
     let slot = hub.direct_slot();
-    if !slot.has_engine() {
-        return None;
+    let handler = match (&hub.kind, posting.messages.as_slice(), slot.handler()) {
+        (HubKind::Session { .. }, [Message::Request(r)], Some(handler))
+            if !posting.batch && r.method != "initialize" && slot.has_engine() =>
+        {
+            handler
+        }
+        _ => return Err(posting),
+    };
+    match posting.messages.pop() {
+        Some(Message::Request(request)) => Ok((handler, request)),
+        // Checked above.
+        other => {
+            posting.messages.extend(other);
+            Err(posting)
+        }
     }
-    slot.handler()
 }
 
+/// The identity of a granted request, if any.
 fn identity(granted: Option<&Granted>) -> Option<&str> {
     granted.map(Granted::identity)
 }
@@ -922,22 +923,20 @@ impl Inner {
             );
         }
         let count = hub.stream_guard();
-        if let Some(handler) = direct_session_handler(hub, &posting) {
-            // A session's lone request: served in this task, on the session's engine.
-            let mut messages = posting.messages;
-            let Some(Message::Request(request)) = messages.pop() else {
-                return (
-                    error_status(StatusCode::INTERNAL_SERVER_ERROR, "no request"),
-                    true,
-                );
-            };
-            let served =
-                direct::serve_session(hub, &self.config, handler, request, base, &how).await;
-            return match served {
-                Ok((decided, guard)) => self.answer(decided, guard, (count, busy), &how, shared),
-                Err(e) => (post_error(e, shared), true),
-            };
-        }
+        let posting = match direct_session_request(hub, posting) {
+            Ok((handler, request)) => {
+                // A session's lone request: served in this task, on the session's engine.
+                let served =
+                    direct::serve_session(hub, &self.config, handler, request, base, &how).await;
+                return match served {
+                    Ok((decided, guard)) => {
+                        self.answer(decided, guard, (count, busy), &how, shared)
+                    }
+                    Err(e) => (post_error(e, shared), true),
+                };
+            }
+            Err(posting) => posting,
+        };
         let answers = posting.answers;
         let posted = hub
             .post(
