@@ -100,9 +100,9 @@ pub use connection::{
     Connection, Extensions, InboundStream, Incoming, Outbound, OutboundSink, memory_pair,
 };
 pub use engine::{
-    CANCELLED_METHOD, Detached, DirectHandler, DirectSlot, Driver, Engine, EngineBuilder,
-    EngineContextError, Handler, NotificationContext, PROGRESS_METHOD, Peer, Progress,
-    RelatedReceiver, RequestContext, RequestOptions, RequestParts, ResponseFuture,
+    CANCELLED_METHOD, Cancellable, Detached, DirectHandler, DirectSlot, Driver, Engine,
+    EngineBuilder, EngineContextError, Handler, NotificationContext, PROGRESS_METHOD, Peer,
+    Progress, RelatedReceiver, RequestContext, RequestOptions, RequestParts, ResponseFuture,
     batches_allowed_in,
 };
 pub use error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError, codes};

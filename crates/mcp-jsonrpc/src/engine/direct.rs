@@ -15,11 +15,14 @@
 //! `notifications/cancelled` and the engine's shutdown cancel it.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::queue::{RequestRx, Tx, request_queue};
 use super::{Config, Peer, RequestContext, Shared};
@@ -176,6 +179,95 @@ impl DirectSlot {
                 _inflight: Some(entry),
             },
         ))
+    }
+}
+
+/// A request handler's future that ends with `None` once the request is cancelled, as the
+/// engine runs its own handlers (a cancelled request gets no response, even when its handler
+/// finished at the same moment).
+///
+/// The token is only watched once [`watch`](Self::watch) gives it, which the caller does when
+/// the handler has had to wait: a handler that answers on its first poll (most do) costs no
+/// clone of the token (tokio-util takes a lock to clone, drop and read one) and no waiter.
+/// [`RelatedReceiver::cancellation`] fetches the token of an engine context.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use futures_util::FutureExt;
+/// use mcp_jsonrpc::Cancellable;
+/// use tokio_util::sync::CancellationToken;
+///
+/// let mut quick = Cancellable::new(std::future::ready(7));
+/// assert_eq!((&mut quick).now_or_never(), Some(Some(7)));
+///
+/// let token = CancellationToken::new();
+/// let mut slow = Cancellable::new(Box::pin(std::future::pending::<u8>()));
+/// assert_eq!((&mut slow).now_or_never(), None);
+/// slow.watch(Some(token.clone()));
+/// token.cancel();
+/// assert_eq!(slow.await, None);
+/// # }
+/// ```
+pub struct Cancellable<F> {
+    run: F,
+    watch: Option<(CancellationToken, Pin<Box<WaitForCancellationFutureOwned>>)>,
+}
+
+impl<F> fmt::Debug for Cancellable<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cancellable")
+            .field("watching", &self.watch.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: Future + Unpin> Cancellable<F> {
+    /// The handler's future, not watched yet.
+    pub fn new(run: F) -> Self {
+        Cancellable { run, watch: None }
+    }
+
+    /// Watches the request's token from now on; `None` (no token: the request is over) ends
+    /// the run as cancelled. Poll again afterwards to register with the token.
+    pub fn watch(&mut self, token: Option<CancellationToken>) {
+        let token = token.unwrap_or_else(|| {
+            let gone = CancellationToken::new();
+            gone.cancel();
+            gone
+        });
+        let waiter = Box::pin(token.clone().cancelled_owned());
+        self.watch = Some((token, waiter));
+    }
+
+    /// Whether a token is watched.
+    pub fn is_watching(&self) -> bool {
+        self.watch.is_some()
+    }
+
+    fn cancelled(&self) -> bool {
+        self.watch
+            .as_ref()
+            .is_some_and(|(token, _)| token.is_cancelled())
+    }
+}
+
+impl<F: Future + Unpin> Future for Cancellable<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<F::Output>> {
+        let this = &mut *self;
+        if this.cancelled() {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(outcome) = Pin::new(&mut this.run).poll(cx) {
+            // Cancelled while it finished: no response either.
+            return Poll::Ready(Some(outcome).filter(|_| !this.cancelled()));
+        }
+        match &mut this.watch {
+            Some((_, waiter)) => waiter.as_mut().poll(cx).map(|()| None),
+            None => Poll::Pending,
+        }
     }
 }
 

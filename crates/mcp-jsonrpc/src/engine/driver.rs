@@ -21,11 +21,11 @@ use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 use serde::Deserialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio_util::sync::{CancellationToken, PollSemaphore, WaitForCancellationFutureOwned};
+use tokio_util::sync::{CancellationToken, PollSemaphore};
 
 use super::{
-    CANCELLED_METHOD, Handler, NotificationContext, PROGRESS_METHOD, Peer, Progress, Queued,
-    RequestContext, Shared, lock,
+    CANCELLED_METHOD, Cancellable, Handler, NotificationContext, PROGRESS_METHOD, Peer, Progress,
+    Queued, RequestContext, Shared, lock,
 };
 use crate::connection::{Connection, Extensions, InboundStream, Incoming, Outbound, OutboundSink};
 use crate::error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError};
@@ -612,32 +612,17 @@ async fn run_handler<H: Handler>(
     }
     // Pinned where it is built: the handler's future is the largest value of a request (its
     // whole call chain), and `select!` would move it once more.
-    let mut run =
+    let mut handling =
         std::pin::pin!(AssertUnwindSafe(handler.handle_request(request, cx)).catch_unwind());
-    // The request's token, and a waiter on it, only once the handler waits: one that answers
-    // on its first poll (most do) costs no clone of the token (a lock each way) and no waiter.
-    let mut watch: Option<(CancellationToken, Pin<Box<WaitForCancellationFutureOwned>>)> = None;
-    let outcome = std::future::poll_fn(|cx| {
-        if let Some((token, _)) = &watch {
-            if token.is_cancelled() {
-                return Poll::Ready(None);
-            }
+    let mut run = Cancellable::new(handling.as_mut());
+    let outcome = std::future::poll_fn(|cx| match Pin::new(&mut run).poll(cx) {
+        // The handler waits: from now on its token is watched (only this function takes the
+        // entry out of the map), and the next poll registers with it.
+        Poll::Pending if !run.is_watching() => {
+            run.watch(lock(&shared.inflight).get(&id).cloned());
+            Pin::new(&mut run).poll(cx)
         }
-        if let Poll::Ready(outcome) = run.as_mut().poll(cx) {
-            return Poll::Ready(Some(outcome));
-        }
-        if watch.is_none() {
-            // Only this function takes the entry out of the map.
-            let Some(token) = lock(&shared.inflight).get(&id).cloned() else {
-                return Poll::Ready(None);
-            };
-            let waiter = Box::pin(token.clone().cancelled_owned());
-            watch = Some((token, waiter));
-        }
-        match &mut watch {
-            Some((_, waiter)) => waiter.as_mut().poll(cx).map(|()| None),
-            None => Poll::Pending,
-        }
+        polled => polled,
     })
     .await;
     lock(&shared.inflight).remove(&id);
@@ -650,13 +635,6 @@ async fn run_handler<H: Handler>(
             Err(ErrorObject::internal_error("the request handler failed"))
         }
     };
-    // Cancelled while it finished (it had to wait, so the peer or shutdown had the time).
-    if watch
-        .as_ref()
-        .is_some_and(|(token, _)| token.is_cancelled())
-    {
-        return None;
-    }
     Some(Response {
         id: Some(id),
         result,

@@ -18,7 +18,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use direct::{Detached, DirectHandler, DirectSlot, EngineContextError, RelatedReceiver};
+pub use direct::{
+    Cancellable, Detached, DirectHandler, DirectSlot, EngineContextError, RelatedReceiver,
+};
 pub use peer::{Peer, Progress, RequestOptions, ResponseFuture};
 
 use crate::connection::{Connection, Extensions};

@@ -21,7 +21,8 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use http::{Response, StatusCode};
 use mcp_jsonrpc::{
-    Detached, DirectHandler, ErrorObject, Extensions, Frame, Id, Message, Outbound, RelatedReceiver,
+    Cancellable, Detached, DirectHandler, ErrorObject, Extensions, Frame, Id, Message, Outbound,
+    RelatedReceiver,
 };
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -239,70 +240,9 @@ pub(crate) fn refused(refused: Refused) -> Response<HttpBody> {
 /// What a [`DirectHandler`] returns.
 type HandlerFuture = futures_util::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
 
-/// A session request's handler with its cancellation: resolves to `None` when the peer
-/// cancelled the request (or the session closed), and then no response is sent. The request's
-/// token, and a waiter on it, are only installed once the handler has had to wait ([`watch`]):
-/// a handler that answers on its first poll (most do) costs no clone of the token (a lock each
-/// way) and no waiter.
-///
-/// [`watch`]: SessionRun::watch
-struct SessionRun {
-    run: futures_util::future::CatchUnwind<AssertUnwindSafe<HandlerFuture>>,
-    watch: Option<(
-        CancellationToken,
-        std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
-    )>,
-}
-
-impl SessionRun {
-    fn new(handler: HandlerFuture) -> Self {
-        SessionRun {
-            run: AssertUnwindSafe(handler).catch_unwind(),
-            watch: None,
-        }
-    }
-
-    /// Watches the request's token from now on (`None`: no token to watch, the request is
-    /// over).
-    fn watch(&mut self, token: Option<CancellationToken>) {
-        let token = token.unwrap_or_else(|| {
-            let gone = CancellationToken::new();
-            gone.cancel();
-            gone
-        });
-        let waiter = Box::pin(token.clone().cancelled_owned());
-        self.watch = Some((token, waiter));
-    }
-
-    fn cancelled(&self) -> bool {
-        self.watch
-            .as_ref()
-            .is_some_and(|(token, _)| token.is_cancelled())
-    }
-}
-
-impl std::future::Future for SessionRun {
-    type Output = Option<Outcome>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Outcome>> {
-        use std::task::Poll;
-        let this = &mut *self;
-        if this.cancelled() {
-            return Poll::Ready(None);
-        }
-        if let Poll::Ready(outcome) = std::pin::Pin::new(&mut this.run).poll(cx) {
-            // Cancelled while it finished: no response either.
-            return Poll::Ready(Some(outcome).filter(|_| !this.cancelled()));
-        }
-        match &mut this.watch {
-            Some((_, waiter)) => waiter.as_mut().poll(cx).map(|()| None),
-            None => Poll::Pending,
-        }
-    }
-}
+/// A session request's handler, caught if it panics, watched for the request's cancellation
+/// once it has had to wait (see [`Cancellable`]).
+type SessionRun = Cancellable<futures_util::future::CatchUnwind<AssertUnwindSafe<HandlerFuture>>>;
 
 /// Serves one request of a session in the POST's task; `request` is known not to be
 /// `initialize` and the slot's engine is running. Resolves to how the POST is answered (`None`
@@ -334,7 +274,7 @@ pub(crate) async fn serve_session(
             Err(_) => return Err(PostError::Closed),
         };
     let method = request.method.clone();
-    let mut handler_run = SessionRun::new(handler(request, cx));
+    let mut handler_run = SessionRun::new(AssertUnwindSafe(handler(request, cx)).catch_unwind());
     // The first poll here, without a waker that matters (the select below polls it again):
     // a handler that answers at once is done without its token ever being watched.
     let first = (&mut handler_run).now_or_never();
