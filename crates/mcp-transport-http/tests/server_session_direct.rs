@@ -2,7 +2,8 @@
 //! by the handler its server offers in the connection's `DirectSlot`: the engine still
 //! answers `initialize`, the direct handler answers the rest, its requests to the client get
 //! their answers through the session, the client's `notifications/cancelled` cancels it, an
-//! abandoned POST does not, and a request id in flight cannot be reused.
+//! abandoned POST does not, a request id in flight cannot be reused, and a request closed for
+//! polling (`SseStreamControl`) is resumed with `Last-Event-ID`.
 #![cfg(feature = "server")]
 
 mod common;
@@ -21,7 +22,7 @@ use hyper_util::rt::TokioExecutor;
 use mcp_jsonrpc::{
     Connection, DirectHandler, Engine, ErrorObject, Handler, RequestContext, RequestOptions,
 };
-use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
+use mcp_transport_http::server::{HttpServerConfig, SseStreamControl, StreamableHttpService};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -103,6 +104,18 @@ fn direct(seen: Shared) -> DirectHandler {
                     progress(1).await;
                     std::future::pending::<()>().await;
                     unreachable!()
+                }
+                "poll" => {
+                    // Closes its SSE stream for polling, then answers on the stream the client
+                    // resumes.
+                    let control = cx.extensions().get::<SseStreamControl>().cloned();
+                    let closed = match control {
+                        Some(c) => c.close_for_polling().await,
+                        None => false,
+                    };
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    progress(1).await;
+                    raw(json!({"closed": closed}))
                 }
                 "hold" => {
                     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -288,4 +301,39 @@ async fn an_abandoned_post_does_not_cancel_a_session_request() {
     // Its id is free again, and the session serves on.
     let v = json_body(server.post(&rpc(6, "echo")).await).await;
     assert_eq!(v["result"]["via"], "direct");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_request_closed_for_polling_is_resumed_with_last_event_id() {
+    let server = TestServer::start().await;
+    let resp = server.post(&rpc(7, "poll")).await;
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    // The stream carries the priming event (an id, empty data) and ends.
+    let text = tokio::time::timeout(Duration::from_secs(10), resp.into_body().collect())
+        .await
+        .expect("the stream is closed for polling")
+        .unwrap()
+        .to_bytes();
+    let text = String::from_utf8(text.to_vec()).unwrap();
+    assert!(text.contains("retry:"), "{text}");
+    let last = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .map(str::trim)
+        .next_back()
+        .expect("an event id to resume from")
+        .to_owned();
+    let get = Request::get(format!("http://{}/mcp", server.addr))
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", &server.session)
+        .header("last-event-id", last)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let resumed = server.client.request(get).await.unwrap();
+    assert_eq!(resumed.status(), StatusCode::OK);
+    let (messages, _) = sse_messages(resumed, 2).await;
+    assert_eq!(messages[0]["method"], "notifications/progress");
+    assert_eq!(messages[1]["id"], 7);
+    assert_eq!(messages[1]["result"]["closed"], true);
 }
