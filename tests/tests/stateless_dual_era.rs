@@ -277,3 +277,54 @@ async fn replay_mode_runs_session_handlers_the_stateless_way() {
         "replay: one run per round, as under 2026-07-28"
     );
 }
+
+/// A tool whose output type cannot ask (a plain `String`) still runs again in replay mode:
+/// there its asks are recorded during the run rather than returned, so the server must keep
+/// what a replay needs even though the output type alone says one run is enough.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_mode_replays_tools_whose_output_cannot_ask() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use mcp_server::prelude::*;
+    use stateless_support::{City, Name};
+
+    let build = |replay: bool, runs: Arc<AtomicUsize>| {
+        let mut options = mcp_server::ServerOptions::default();
+        options.force_input_replay = replay;
+        Server::builder(Implementation::new("replay", "1"))
+            .options(options)
+            .tool(
+                Tool::new("counted_trip"),
+                move |cx: ToolContext, _args: NoArgs| {
+                    let runs = Arc::clone(&runs);
+                    async move {
+                        runs.fetch_add(1, Ordering::SeqCst);
+                        // Unanswered asks end as empty strings: the output is a plain `String`.
+                        let name = match cx.elicit::<Name>("name", "Name?").await {
+                            Ok(Elicitation::Accepted(n)) => n.name,
+                            _ => String::new(),
+                        };
+                        let city = match cx.elicit::<City>("city", "City?").await {
+                            Ok(Elicitation::Accepted(c)) => c.city,
+                            _ => String::new(),
+                        };
+                        format!("{name} in {city}")
+                    }
+                },
+            )
+            .build()
+            .unwrap()
+    };
+    let direct = Arc::new(AtomicUsize::new(0));
+    let (text, asked) = session_trip(build(false, Arc::clone(&direct))).await;
+    assert_eq!((text.as_str(), asked), ("Bob in Rome", 2));
+    assert_eq!(direct.load(Ordering::SeqCst), 1, "direct requests: one run");
+    let replayed = Arc::new(AtomicUsize::new(0));
+    let (text, asked) = session_trip(build(true, Arc::clone(&replayed))).await;
+    assert_eq!((text.as_str(), asked), ("Bob in Rome", 2));
+    assert!(
+        replayed.load(Ordering::SeqCst) >= 2,
+        "replay: the recorded asks are answered and the handler runs again"
+    );
+}

@@ -97,6 +97,12 @@ pub(crate) trait ClientChannel: Send + Sync + 'static {
         None
     }
 
+    /// Whether a run may leave asks for [`take_pending`](Self::take_pending): the handler is
+    /// then run again even when its output type cannot ask.
+    fn records_asks(&self) -> bool {
+        false
+    }
+
     /// Turns the call into a task (the tasks extension); resolves to `true` once it runs as
     /// one, `false` where the call cannot become a task. A call whose request answers otherwise
     /// (no task could be created) never resolves: its handler is dropped.
@@ -658,6 +664,10 @@ impl RequestContext {
 
     pub(crate) fn take_pending(&self) -> Option<InputRequired> {
         self.channel.take_pending()
+    }
+
+    pub(crate) fn records_asks(&self) -> bool {
+        self.channel.records_asks()
     }
 
     async fn request(

@@ -5,7 +5,7 @@
 //! a `Result<T, E>` whose error becomes an `isError` result (or, for [`ErrorObject`] and
 //! [`ToolError::Protocol`], a JSON-RPC error).
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::fmt::Display;
 
 use schemars::JsonSchema;
@@ -81,6 +81,17 @@ pub trait IntoCallToolResult {
     {
         Reply::Done(self.into_call_tool_result())
     }
+
+    /// Whether [`into_tool_reply`](Self::into_tool_reply) may return an ask rather than a
+    /// result. A tool whose output cannot ask runs once, without the state a replay would
+    /// need; the default keeps that state.
+    #[doc(hidden)]
+    fn may_ask() -> bool
+    where
+        Self: Sized,
+    {
+        true
+    }
 }
 
 impl IntoCallToolResult for InputRequired {
@@ -99,11 +110,19 @@ impl IntoCallToolResult for CallToolResult {
     fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
         Ok(self)
     }
+
+    fn may_ask() -> bool {
+        false
+    }
 }
 
 impl IntoCallToolResult for String {
     fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
         Ok(CallToolResult::text(self))
+    }
+
+    fn may_ask() -> bool {
+        false
     }
 }
 
@@ -111,11 +130,19 @@ impl IntoCallToolResult for &'static str {
     fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
         Ok(CallToolResult::text(self))
     }
+
+    fn may_ask() -> bool {
+        false
+    }
 }
 
 impl IntoCallToolResult for () {
     fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
         Ok(CallToolResult::new(Vec::new()))
+    }
+
+    fn may_ask() -> bool {
+        false
     }
 }
 
@@ -123,11 +150,19 @@ impl IntoCallToolResult for ContentBlock {
     fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
         Ok(CallToolResult::new(vec![self]))
     }
+
+    fn may_ask() -> bool {
+        false
+    }
 }
 
 impl IntoCallToolResult for Vec<ContentBlock> {
     fn into_call_tool_result(self) -> Result<CallToolResult, ErrorObject> {
         Ok(CallToolResult::new(self))
+    }
+
+    fn may_ask() -> bool {
+        false
     }
 }
 
@@ -150,6 +185,10 @@ impl<T: Serialize + JsonSchema> IntoCallToolResult for Structured<T> {
 
     fn output_schema() -> Option<Value> {
         Some(crate::schema::schema_for::<T>())
+    }
+
+    fn may_ask() -> bool {
+        false
     }
 }
 
@@ -186,6 +225,13 @@ impl<T: IntoCallToolResult, E: Display + 'static> IntoCallToolResult for Result<
 
     fn output_schema() -> Option<Value> {
         T::output_schema()
+    }
+
+    /// The error asks when it is one of the types [`ask_of`] recognizes.
+    fn may_ask() -> bool {
+        T::may_ask()
+            || TypeId::of::<E>() == TypeId::of::<InputRequired>()
+            || TypeId::of::<E>() == TypeId::of::<ToolError>()
     }
 }
 
@@ -426,6 +472,28 @@ mod tests {
     #[derive(Serialize, JsonSchema)]
     struct Out {
         n: i32,
+    }
+
+    #[test]
+    fn only_outputs_that_can_carry_an_ask_may_ask() {
+        assert!(!String::may_ask());
+        assert!(!<&'static str>::may_ask());
+        assert!(!<()>::may_ask());
+        assert!(!CallToolResult::may_ask());
+        assert!(!Vec::<ContentBlock>::may_ask());
+        assert!(!Structured::<Out>::may_ask());
+        assert!(!Result::<String, std::io::Error>::may_ask());
+        assert!(!Result::<String, String>::may_ask());
+        assert!(InputRequired::may_ask());
+        assert!(Result::<String, ToolError>::may_ask());
+        assert!(Result::<String, InputRequired>::may_ask());
+        assert!(Result::<InputRequired, String>::may_ask());
+        // What `may_ask` promises: an error it says cannot ask is not taken for one.
+        let plain: Result<String, String> = Err("boom".into());
+        assert!(matches!(plain.into_tool_reply(), Reply::Done(_)));
+        let ask: Result<String, ToolError> =
+            Err(ToolError::InputRequired(Box::new(InputRequired::new())));
+        assert!(matches!(ask.into_tool_reply(), Reply::InputRequired(_)));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use base64::Engine as _;
 use mcp_jsonrpc::ErrorObject;
@@ -462,29 +462,39 @@ impl ToolEntry {
         // the offending field, serde may not).
         let handler = |input: &CompiledSchema| -> Arc<ToolFn> {
             let typed = Arc::new((f, input.clone()));
-            Arc::new(move |cx, args: Arguments| {
-                let typed = Arc::clone(&typed);
-                // Shared by the runs (a stateless request may be replayed) and decoded from the
-                // request's text (or by reference): no copy of the argument tree per run.
-                Box::pin(until_complete(cx, move |cx| {
-                    let typed = Arc::clone(&typed);
-                    let args = args.clone();
-                    async move {
+            Arc::new(
+                move |cx: RequestContext,
+                      args: Arguments|
+                      -> BoxFuture<'static, Result<CallToolResult, ErrorObject>> {
+                    if !O::may_ask() && !cx.records_asks() {
+                        // One run: the arguments are decoded and the handler called here, and
+                        // only its future is boxed; nothing is kept for a replay that cannot
+                        // happen (no context, arguments or handler cloned).
                         let (f, input) = &*typed;
-                        let parsed: A = match args.deserialize() {
-                            Ok(a) => a,
-                            Err(e) => {
-                                let report = args.parsed().ok().and_then(|v| input.check(&v).err());
-                                return Reply::Done(Ok(CallToolResult::error(format!(
-                                    "invalid arguments: {}",
-                                    report.unwrap_or_else(|| e.to_string())
-                                ))));
+                        return match decode_arguments::<A>(args, input) {
+                            Ok(parsed) => {
+                                let run = f(cx, parsed);
+                                Box::pin(async move { only_run(run.await.into_tool_reply()) })
                             }
+                            Err(invalid) => Box::pin(std::future::ready(Ok(invalid))),
                         };
-                        f(cx, parsed).await.into_tool_reply()
                     }
-                }))
-            })
+                    let typed = Arc::clone(&typed);
+                    // Shared by the runs (a stateless request may be replayed) and decoded from
+                    // the request's text (or by reference): no copy of the argument tree per run.
+                    Box::pin(until_complete(cx, move |cx| {
+                        let typed = Arc::clone(&typed);
+                        let args = args.clone();
+                        async move {
+                            let (f, input) = &*typed;
+                            match decode_arguments::<A>(args, input) {
+                                Ok(parsed) => f(cx, parsed).await.into_tool_reply(),
+                                Err(invalid) => Reply::Done(Ok(invalid)),
+                            }
+                        }
+                    }))
+                },
+            )
         };
         Self::erased(def, input, output, derived, handler)
             .map(|e| e.tasks(task_support, defer_task))
@@ -859,6 +869,33 @@ impl PromptEntry {
 /// placeholder error returned here is never sent).
 ///
 /// A run's future is held in place (not boxed): one allocation less per call.
+/// Decodes a typed tool's arguments. Arguments the type refuses are a tool error (the model can
+/// correct them), explained by the entry's input schema when it names the offending field
+/// (serde may not).
+fn decode_arguments<A: DeserializeOwned>(
+    args: Arguments,
+    input: &CompiledSchema,
+) -> Result<A, CallToolResult> {
+    args.deserialize().map_err(|e| {
+        let report = args.parsed().ok().and_then(|v| input.check(&v).err());
+        CallToolResult::error(format!(
+            "invalid arguments: {}",
+            report.unwrap_or_else(|| e.to_string())
+        ))
+    })
+}
+
+/// The outcome of a tool's only run: its output type cannot ask (`may_ask`), so an ask can only
+/// come from an output type that misstates it, and is an internal error.
+fn only_run(reply: Reply<CallToolResult>) -> Result<CallToolResult, ErrorObject> {
+    match reply {
+        Reply::Done(result) => result,
+        Reply::InputRequired(_) => Err(ErrorObject::internal_error(
+            "the tool asked for input, but its output type says it cannot",
+        )),
+    }
+}
+
 async fn until_complete<T, F, Fut>(cx: RequestContext, mut run: F) -> Result<T, ErrorObject>
 where
     F: FnMut(RequestContext) -> Fut + Send,
@@ -994,10 +1031,13 @@ impl Registry {
 
     /// The tool called `name`; an unknown name is `-32602`.
     pub(crate) fn tool(&self, name: &str) -> Result<Arc<ToolEntry>, ErrorObject> {
-        self.snapshot()
-            .tool(name)
-            .cloned()
-            .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {name}")))
+        // Looked up under the read lock: the snapshot itself is not cloned (every call would
+        // count references on the one snapshot all connections share).
+        let found = {
+            let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+            current.tool(name).cloned()
+        };
+        found.ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {name}")))
     }
 
     pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
@@ -1109,6 +1149,14 @@ mod tests {
         assert!(tool.def.execution.is_none());
         let plain = Tool::from(mcp_types::Tool::new("plain", Map::new()));
         assert_eq!(plain.task_support, TaskSupport::Forbidden);
+    }
+
+    #[test]
+    fn an_ask_from_an_output_that_cannot_ask_is_an_internal_error() {
+        let done = only_run(Reply::Done(Ok(CallToolResult::text("ok")))).unwrap();
+        assert_eq!(done, CallToolResult::text("ok"));
+        let err = only_run(Reply::InputRequired(crate::InputRequired::new())).unwrap_err();
+        assert_eq!(err.code, mcp_jsonrpc::codes::INTERNAL_ERROR);
     }
 
     #[test]

@@ -197,6 +197,10 @@ impl ClientChannel for SessionChannel {
             None
         }
     }
+
+    fn records_asks(&self) -> bool {
+        self.replay
+    }
 }
 
 /// The end of the middleware chain for a request of the stateless revision.

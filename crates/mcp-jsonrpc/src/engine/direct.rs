@@ -162,7 +162,7 @@ impl DirectSlot {
             id: id.clone(),
         };
         // Shutdown cancels the tokens in the map; it may have run before the insert.
-        if shared.shutdown.is_cancelled() {
+        if shared.is_shutting_down() {
             return Err(EngineContextError::Closed);
         }
         let (tx, rx) = request_queue(capacity);

@@ -429,6 +429,9 @@ struct Shared {
     close_requested: AtomicBool,
     /// Fires when shutdown begins: handlers are cancelled, new requests fail.
     shutdown: CancellationToken,
+    /// Set just before `shutdown` fires: what [`is_shutting_down`](Self::is_shutting_down)
+    /// reads, without the lock tokio-util takes to read a token (every request reads it).
+    shutting_down: AtomicBool,
     /// Fires when the driver has finished.
     finished: CancellationToken,
     close_reason: Mutex<Option<String>>,
@@ -451,6 +454,7 @@ impl Shared {
             driver_waker: AtomicWaker::new(),
             close_requested: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
+            shutting_down: AtomicBool::new(false),
             finished: CancellationToken::new(),
             close_reason: Mutex::default(),
             batches_allowed: AtomicBool::new(config.batches_allowed),
@@ -480,10 +484,16 @@ impl Shared {
 
     /// Starts shutting down: new calls fail and every running request handler is cancelled.
     fn cancel_handlers(&self) {
+        self.shutting_down.store(true, Ordering::Release);
         self.shutdown.cancel();
         for token in lock(&self.inflight).values() {
             token.cancel();
         }
+    }
+
+    /// Whether shutdown has begun (`shutdown` has fired or is firing).
+    fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
     }
 
     fn batches_allowed(&self) -> bool {

@@ -225,7 +225,7 @@ impl Peer {
 
     /// Queues any outbound frame as is (for example a response produced outside a handler).
     pub async fn send(&self, outbound: Outbound) -> Result<(), CallError> {
-        if self.shared.shutdown.is_cancelled() {
+        if self.shared.is_shutting_down() {
             return Err(self.shared.closed_error());
         }
         self.tx
@@ -256,7 +256,7 @@ impl Peer {
 
     /// Whether the connection is closing or closed.
     pub fn is_closed(&self) -> bool {
-        self.shared.shutdown.is_cancelled()
+        self.shared.is_shutting_down()
     }
 
     /// Resolves once the driver has finished.
@@ -287,7 +287,7 @@ impl Drop for PendingGuard {
             return;
         }
         let removed = lock(&self.shared.pending).remove(&self.id).is_some();
-        if removed && self.sent && self.send_cancel && !self.shared.shutdown.is_cancelled() {
+        if removed && self.sent && self.send_cancel && !self.shared.is_shutting_down() {
             lock(&self.shared.cancels).push(CancelNotice {
                 id: self.id.clone(),
                 reason: self.reason.to_owned(),
@@ -306,7 +306,7 @@ async fn run_request(
     params: Option<Box<RawValue>>,
     options: RequestOptions,
 ) -> Result<Box<RawValue>, CallError> {
-    if shared.shutdown.is_cancelled() {
+    if shared.is_shutting_down() {
         return Err(shared.closed_error());
     }
     if shared.detached {
@@ -346,7 +346,7 @@ async fn run_request(
         permit: Some(permit),
     };
     // Shutdown may have drained the pending map between the check above and the insert.
-    if shared.shutdown.is_cancelled() {
+    if shared.is_shutting_down() {
         return Err(shared.closed_error());
     }
     let request = Message::Request(Request { id, method, params });

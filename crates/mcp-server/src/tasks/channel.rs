@@ -189,6 +189,10 @@ impl ClientChannel for TaskChannel {
         }
     }
 
+    fn records_asks(&self) -> bool {
+        self.inner.records_asks()
+    }
+
     fn start_task(&self) -> BoxFuture<'static, bool> {
         let start = match &mut *self.phase() {
             Phase::Task(_) => return Box::pin(std::future::ready(true)),
