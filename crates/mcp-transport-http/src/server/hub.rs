@@ -11,7 +11,7 @@
 //! itself (no event, nothing stored, one task hand-off less per request).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -230,6 +230,10 @@ pub(crate) struct Hub {
     commands: mpsc::UnboundedSender<Box<Command>>,
     state: Mutex<State>,
     closed: CancellationToken,
+    /// Set just before `closed` fires: what [`is_closed`](Self::is_closed) reads, without
+    /// the lock tokio-util takes to read a token (every request of the session reads it).
+    closing: AtomicBool,
+    /// When the hub last stopped being busy (or was created).
     activity: Mutex<Instant>,
     busy: AtomicUsize,
     streams: AtomicUsize,
@@ -290,6 +294,7 @@ impl Hub {
             commands: cmd_tx,
             state: Mutex::new(state),
             closed: CancellationToken::new(),
+            closing: AtomicBool::new(false),
             activity: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
             streams: AtomicUsize::new(0),
@@ -347,7 +352,7 @@ impl Hub {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.is_cancelled()
+        self.closing.load(Ordering::Acquire)
     }
 
     pub(crate) fn closed(&self) -> &CancellationToken {
@@ -358,9 +363,10 @@ impl Hub {
         self.lock().protocol_version.clone()
     }
 
-    /// Marks activity; the returned guard keeps the hub busy (not idle) while alive.
+    /// Keeps the hub busy (not idle) while the guard is alive; the idle time counts from the
+    /// moment the last guard drops. (Recording the time only then keeps the clock and the
+    /// lock off the path of every request while others are in flight.)
     pub(crate) fn busy(self: &Arc<Self>) -> BusyGuard {
-        self.touch();
         self.busy.fetch_add(1, Ordering::SeqCst);
         BusyGuard { hub: self.clone() }
     }
@@ -403,6 +409,7 @@ impl Hub {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
+        self.closing.store(true, Ordering::Release);
         self.closed.cancel();
     }
 
@@ -1275,8 +1282,19 @@ pub(crate) struct BusyGuard {
 
 impl Drop for BusyGuard {
     fn drop(&mut self) {
-        self.hub.touch();
-        self.hub.busy.fetch_sub(1, Ordering::SeqCst);
+        // Whoever takes the count to zero records the time first, so a sweep that sees the
+        // hub idle also sees since when.
+        let busy = &self.hub.busy;
+        let mut count = busy.load(Ordering::SeqCst);
+        while count > 0 {
+            if count == 1 {
+                self.hub.touch();
+            }
+            match busy.compare_exchange(count, count - 1, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => break,
+                Err(now) => count = now,
+            }
+        }
     }
 }
 
@@ -1360,6 +1378,37 @@ mod tests {
             store: None,
         };
         Hub::new(kind, Arc::new(HttpServerConfig::default()), None)
+    }
+
+    #[tokio::test]
+    async fn idle_time_counts_from_the_last_busy_guard_dropped() {
+        let (hub, _connection) = session();
+        let minute = Duration::from_secs(60);
+        *hub.activity.lock().unwrap() = Instant::now() - Duration::from_secs(3600);
+        assert!(hub.idle_for(minute), "unused for an hour");
+        let guards: Vec<BusyGuard> = (0..16).map(|_| hub.busy()).collect();
+        assert!(!hub.idle_for(minute), "busy");
+        // Dropped from many threads at once: whichever is last records the time.
+        std::thread::scope(|s| {
+            for guard in guards {
+                s.spawn(move || drop(guard));
+            }
+        });
+        assert_eq!(hub.busy.load(Ordering::SeqCst), 0);
+        assert!(
+            !hub.idle_for(minute),
+            "idle only since the last guard dropped"
+        );
+        assert!(hub.idle_for(Duration::ZERO) || hub.activity.lock().unwrap().elapsed().is_zero());
+    }
+
+    #[tokio::test]
+    async fn a_closed_hub_says_so() {
+        let (hub, _connection) = session();
+        assert!(!hub.is_closed());
+        hub.close();
+        assert!(hub.is_closed());
+        assert!(hub.closed().is_cancelled());
     }
 
     /// Posts one request (SSE allowed) and returns the decision it waits for.
