@@ -237,12 +237,9 @@ impl Message {
     /// raw params and results are copied once, only the id, the method and an error object go
     /// through the serializer, and `dst` grows at most once.
     pub fn encode_into(&self, dst: &mut BytesMut) -> Result<(), serde_json::Error> {
-        fn raw_len(raw: Option<&RawValue>) -> usize {
-            raw.map_or(0, |r| r.get().len())
-        }
+        dst.reserve(self.encoded_len());
         match self {
             Message::Request(r) => {
-                dst.reserve(48 + r.method.len() + raw_len(r.params.as_deref()));
                 dst.put_slice(br#"{"jsonrpc":"2.0","id":"#);
                 serde_json::to_writer(dst.writer(), &r.id)?;
                 dst.put_slice(br#","method":"#);
@@ -253,7 +250,6 @@ impl Message {
                 }
             }
             Message::Notification(n) => {
-                dst.reserve(40 + n.method.len() + raw_len(n.params.as_deref()));
                 dst.put_slice(br#"{"jsonrpc":"2.0","method":"#);
                 serde_json::to_writer(dst.writer(), &n.method)?;
                 if let Some(p) = &n.params {
@@ -262,8 +258,6 @@ impl Message {
                 }
             }
             Message::Response(r) => {
-                let body = r.result.as_ref().map_or(64, |raw| raw.get().len());
-                dst.reserve(48 + body);
                 dst.put_slice(br#"{"jsonrpc":"2.0","id":"#);
                 match &r.id {
                     Some(id) => serde_json::to_writer(dst.writer(), id)?,
@@ -283,6 +277,66 @@ impl Message {
         }
         dst.put_u8(b'}');
         Ok(())
+    }
+
+    /// The length of the message's compact JSON as [`encode_into`](Self::encode_into) writes
+    /// it: exact unless a string (the id, the method) needs escapes or the message is an error
+    /// response (estimated), so a buffer of this size is usually filled exactly.
+    ///
+    /// ```
+    /// use mcp_jsonrpc::{Message, Response, to_raw};
+    /// let m = Message::Response(Response::success(7i64.into(), to_raw(&[1, 2]).unwrap()));
+    /// let mut buf = bytes::BytesMut::new();
+    /// m.encode_into(&mut buf).unwrap();
+    /// assert_eq!(buf.len(), m.encoded_len());
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        /// `"text"`, unescaped.
+        fn string(text: &str) -> usize {
+            text.len() + 2
+        }
+        fn id(id: &Id) -> usize {
+            match id {
+                Id::Number(n) => {
+                    let digits = n
+                        .unsigned_abs()
+                        .checked_ilog10()
+                        .map_or(1, |d| d as usize + 1);
+                    digits + usize::from(*n < 0)
+                }
+                Id::String(s) => string(s),
+            }
+        }
+        fn params(raw: Option<&RawValue>) -> usize {
+            raw.map_or(0, |r| r#","params":"#.len() + r.get().len())
+        }
+        match self {
+            Message::Request(r) => {
+                r#"{"jsonrpc":"2.0","id":,"method":}"#.len()
+                    + id(&r.id)
+                    + string(&r.method)
+                    + params(r.params.as_deref())
+            }
+            Message::Notification(n) => {
+                r#"{"jsonrpc":"2.0","method":}"#.len()
+                    + string(&n.method)
+                    + params(n.params.as_deref())
+            }
+            Message::Response(r) => {
+                let id = r.id.as_ref().map_or(4, id);
+                match &r.result {
+                    Ok(raw) => r#"{"jsonrpc":"2.0","id":,"result":}"#.len() + id + raw.get().len(),
+                    Err(e) => {
+                        r#"{"jsonrpc":"2.0","id":,"error":{"code":-32000,"message":}}"#.len()
+                            + id
+                            + string(&e.message)
+                            + e.data
+                                .as_ref()
+                                .map_or(0, |d| r#","data":"#.len() + d.get().len())
+                    }
+                }
+            }
+        }
     }
 
     /// The method name, for requests and notifications.

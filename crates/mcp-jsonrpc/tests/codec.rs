@@ -462,6 +462,25 @@ proptest! {
     }
 
     #[test]
+    fn encoded_len_is_exact_without_escapes_or_errors(m in message()) {
+        let mut buf = BytesMut::new();
+        m.encode_into(&mut buf).unwrap();
+        let escapes = |s: &str| s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        let (exact, estimated) = match &m {
+            Message::Request(r) => (!escapes(&r.method) && !matches!(&r.id, Id::String(s) if escapes(s)), false),
+            Message::Notification(n) => (!escapes(&n.method), false),
+            Message::Response(r) if r.result.is_err() => (false, true),
+            Message::Response(r) => (!matches!(&r.id, Some(Id::String(s)) if escapes(s)), false),
+        };
+        if exact {
+            prop_assert_eq!(buf.len(), m.encoded_len());
+        } else if !estimated {
+            // Escapes only lengthen a string.
+            prop_assert!(buf.len() > m.encoded_len());
+        }
+    }
+
+    #[test]
     fn decoders_never_panic_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512), points in prop::collection::vec(any::<usize>(), 0..6)) {
         let config = CodecConfig::default().max_frame_size(128).max_header_size(64);
         let chunks = split(&bytes, points);

@@ -232,16 +232,47 @@ fn serve_session(
     cancel: CancellationToken,
     request: Request,
 ) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>> {
+    match route(session, peer, cancel, request) {
+        Route::Answered(answer) => Box::pin(std::future::ready(answer)),
+        // Boxed: held in place, dispatch's future would make every request's future too large
+        // for the allocator's fast per-thread cache (one large allocation costs more than two
+        // small ones).
+        Route::Dispatch(origin, request) => Box::pin(dispatch(&session.server, origin, request)),
+    }
+}
+
+/// [`serve_session`] for a request the transport serves in its own task (see
+/// [`SessionHandler::handle_direct`]): one box, holding the session the dispatch borrows.
+fn serve_session_owned(
+    session: Arc<Session>,
+    peer: Peer,
+    cancel: CancellationToken,
+    request: Request,
+) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+    Box::pin(async move {
+        match route(&session, peer, cancel, request) {
+            Route::Answered(answer) => answer,
+            Route::Dispatch(origin, request) => dispatch(&session.server, origin, request).await,
+        }
+    })
+}
+
+/// Where a session's request goes: answered by the session itself, or dispatched.
+enum Route<'a> {
+    Answered(Result<Box<RawValue>, ErrorObject>),
+    Dispatch(Origin<'a>, Request),
+}
+
+fn route(session: &Session, peer: Peer, cancel: CancellationToken, request: Request) -> Route<'_> {
     match request.method.as_str() {
         "initialize" => {
-            let answer = session.initialize(request.params.as_deref(), &peer);
-            return Box::pin(std::future::ready(answer));
+            return Route::Answered(session.initialize(request.params.as_deref(), &peer));
         }
-        "ping" => return Box::pin(std::future::ready(empty())),
+        "ping" => return Route::Answered(empty()),
         _ => {}
     }
     let Some(scope) = session.scope.get() else {
-        return Box::pin(std::future::ready(Err(not_initialized(&request.method))));
+        return Route::Answered(Err(not_initialized(&request.method)));
     };
     let options = &session.server.inner.options;
     let origin = Origin {
@@ -256,10 +287,7 @@ fn serve_session(
         cancel,
         subscriptions: Some(&session.subscriptions),
     };
-    // Boxed: held in place, dispatch's future would make every request's future too large for
-    // the allocator's fast per-thread cache (one large allocation costs more than two small
-    // ones).
-    Box::pin(dispatch(&session.server, origin, request))
+    Route::Dispatch(origin, request)
 }
 
 impl Endpoint for SessionEndpoint<'_> {
@@ -307,12 +335,23 @@ impl SessionHandler {
         request: mcp_jsonrpc::Request,
         cx: mcp_jsonrpc::RequestContext,
     ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
-        if self.0.server.inner.middleware.is_empty()
-            && serve::may_be_stateless(&request.method, request.params.as_deref())
-        {
+        if self.0.server.inner.middleware.is_empty() {
+            if !serve::may_be_stateless(&request.method, request.params.as_deref()) {
+                // Certainly a session's request (no `_meta` to make it stateless): served as
+                // `handle_request` serves one, in a single box.
+                let version = self.0.scope.get().map(|s| s.version);
+                let parts = cx.into_parts();
+                let request = Request {
+                    id: request.id,
+                    method: request.method,
+                    params: request.params,
+                    protocol_version: version,
+                    extensions: parts.extensions,
+                };
+                return serve_session_owned(self.0, parts.peer, parts.cancellation, request);
+            }
             // Params that lift are those of a stateless request: `_meta` names a supported
-            // revision. Anything else takes the general path, which classifies it (a session's
-            // request without `_meta` goes there without an attempt to lift it).
+            // revision. Anything else takes the general path, which classifies it.
             if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref()) {
                 let request = with_context(request, &cx, Some(lifted.version()));
                 return Box::pin(serve::serve_lifted(
