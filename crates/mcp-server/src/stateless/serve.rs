@@ -517,7 +517,9 @@ async fn call(
     });
     let result = if may_be_task {
         let waiting = || exchange.as_ref().is_some_and(|x| x.has_asks());
-        let ran = tasks::serve::run(
+        // Boxed, as is the general dispatch below: held in place, their futures would size
+        // every stateless tool call's past the allocator's per-thread cache.
+        let ran = Box::pin(tasks::serve::run(
             server,
             rpc.cancellation(),
             scope,
@@ -525,7 +527,7 @@ async fn call(
             request,
             owner,
             waiting,
-        )
+        ))
         .await;
         let finished = match ran {
             Ran::Task(task) => return tasks::serve::created(server, &task),
@@ -540,12 +542,19 @@ async fn call(
             subscriptions: None,
         };
         match tool {
-            Some((name, arguments)) => {
-                dispatch::call_tool_read(server, origin, request, &name, arguments, progress_token)
-                    .await
-                    .map(Done::Tool)
-            }
-            None => dispatch(server, origin, request).await.map(Done::Encoded),
+            Some((name, arguments)) => Box::pin(dispatch::call_tool_read(
+                server,
+                origin,
+                request,
+                &name,
+                arguments,
+                progress_token,
+            ))
+            .await
+            .map(Done::Tool),
+            None => Box::pin(dispatch(server, origin, request))
+                .await
+                .map(Done::Encoded),
         }
     };
     if let (Some(exchange), Some(sealer)) = (exchange, sealer) {
@@ -591,28 +600,42 @@ fn lower_tool(
     version: ProtocolVersion,
 ) -> Result<Box<RawValue>, ErrorObject> {
     result.project(version);
-    let meta = result.meta.take();
-    result.result_type = None;
+    // Every member, named: a member the model gains must be added to `LoweredTool` (this
+    // pattern stops compiling until it is).
+    let CallToolResult {
+        meta,
+        content,
+        is_error,
+        result_type: _,
+        structured_content,
+    } = &result;
     let lowered = LoweredTool {
-        result_type: ResultType::Complete.as_str(),
         meta: MetaWithInfo {
             meta: meta.as_ref(),
             info: &server.inner.info_json,
         },
-        result: &result,
+        content,
+        is_error: *is_error,
+        result_type: ResultType::Complete.as_str(),
+        structured_content: structured_content.as_ref(),
     };
     mcp_jsonrpc::to_raw(&lowered).map_err(internal)
 }
 
-/// A tool's result on the stateless wire.
+/// A tool's result on the stateless wire: the members of [`CallToolResult`] with `resultType`
+/// and the server information set, written as a plain struct (serde's `flatten` would route
+/// every member through a map serializer).
 #[derive(serde::Serialize)]
 struct LoweredTool<'a> {
-    #[serde(rename = "resultType")]
-    result_type: &'static str,
     #[serde(rename = "_meta")]
     meta: MetaWithInfo<'a>,
-    #[serde(flatten)]
-    result: &'a CallToolResult,
+    content: &'a [mcp_types::ContentBlock],
+    #[serde(rename = "isError", skip_serializing_if = "Option::is_none")]
+    is_error: Option<bool>,
+    #[serde(rename = "resultType")]
+    result_type: &'static str,
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    structured_content: Option<&'a Value>,
 }
 
 /// A result's `_meta` with the server information set.
