@@ -402,6 +402,11 @@ mod imp {
             cx: &mut Context<'_>,
             bufs: &[io::IoSlice<'_>],
         ) -> Poll<io::Result<usize>> {
+            // One buffer (the codec's, however many frames it holds) is a plain `write(2)`:
+            // `writev` would only add the copy of a one-entry vector into the kernel.
+            if let [only] = bufs {
+                return self.poll_write(cx, only);
+            }
             match &mut self.io {
                 WriteIo::Pipe(p) => Pin::new(p).poll_write_vectored(cx, bufs),
                 WriteIo::Socket(s) => Pin::new(s).poll_write_vectored(cx, bufs),
