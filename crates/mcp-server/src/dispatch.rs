@@ -99,6 +99,15 @@ fn params<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<T, ErrorO
     serde_json::from_str(raw.map_or("{}", RawValue::get)).map_err(ErrorObject::invalid_params)
 }
 
+/// [`tool_arguments`] sharing text already held elsewhere (no copy).
+pub(crate) fn shared_tool_arguments(text: Option<&Arc<str>>) -> Option<Arguments> {
+    match text {
+        None => tool_arguments(None),
+        Some(a) if a.starts_with('{') => Some(Arguments::Raw(Arc::clone(a))),
+        Some(_) => None,
+    }
+}
+
 /// Replaces a content block the revision lacks by a text block saying what it was, so the
 /// client still learns something (an audio block for 2024-11-05, a resource link before
 /// 2025-06-18). Which blocks exist in which revision comes from the generated model.

@@ -2,7 +2,7 @@
 //! own stream (its response stream on HTTP), and asks for input are answered from the
 //! request's [`Exchange`] or recorded there: nothing is ever sent to the client as a request.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use mcp_jsonrpc::{ErrorObject, Peer};
 use mcp_types::wire::InputKind;
@@ -14,8 +14,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-use super::mrtr::{Ask, Exchange, InputRequired};
-use crate::context::{BoxFuture, ClientChannel, Resume};
+use super::mrtr::{Ask, Exchange, InputRequired, MrtrLimits};
+use crate::context::{BoxFuture, ClientChannel, ClientScope, Resume};
 use crate::error::CallError;
 
 /// The channel of one stateless request.
@@ -24,9 +24,81 @@ pub(crate) struct StatelessChannel {
     pub(crate) peer: Peer,
     /// The request's multi round-trip bookkeeping (`tools/call`, `prompts/get` and
     /// `resources/read` only; other requests cannot ask for input).
-    pub(crate) exchange: Option<Arc<Exchange>>,
+    pub(crate) exchange: RequestExchange,
     /// The request's method, for the error when it cannot ask.
     pub(crate) method: Arc<str>,
+}
+
+/// A stateless request's [`Exchange`]. A request that carries answers or state from an earlier
+/// round has it from the start; a first attempt gets it when its handler first asks for input
+/// or misses a capability, which most never do: no exchange (its binding, its maps, the copy
+/// of the arguments it seals with) is built for them. Until then the exchange a first attempt
+/// would have is empty, so reading it (answers, state) finds nothing either way.
+pub(crate) struct RequestExchange {
+    opened: OnceLock<Exchange>,
+    /// What opening it for a first attempt takes; `None` when it is open from the start or
+    /// the request cannot ask for input.
+    later: Option<FirstAttempt>,
+}
+
+/// The makings of a first attempt's exchange.
+pub(crate) struct FirstAttempt {
+    pub(crate) method: Arc<str>,
+    pub(crate) params: Option<Value>,
+    pub(crate) arguments: Option<Arc<str>>,
+    pub(crate) subject: Option<String>,
+    pub(crate) scope: Arc<ClientScope>,
+    pub(crate) limits: MrtrLimits,
+}
+
+impl RequestExchange {
+    /// A request that cannot ask for input.
+    pub(crate) fn none() -> Self {
+        RequestExchange {
+            opened: OnceLock::new(),
+            later: None,
+        }
+    }
+
+    /// A request whose exchange is open from the start.
+    pub(crate) fn open(exchange: Exchange) -> Self {
+        RequestExchange {
+            opened: OnceLock::from(exchange),
+            later: None,
+        }
+    }
+
+    /// A first attempt, whose exchange is made when first needed.
+    pub(crate) fn later(first: FirstAttempt) -> Self {
+        RequestExchange {
+            opened: OnceLock::new(),
+            later: Some(first),
+        }
+    }
+
+    /// The exchange, if it is open.
+    pub(crate) fn get(&self) -> Option<&Exchange> {
+        self.opened.get()
+    }
+
+    /// The exchange, opened now for a first attempt; `None` when the request cannot ask.
+    fn needed(&self) -> Option<&Exchange> {
+        match &self.later {
+            Some(first) => Some(self.opened.get_or_init(|| {
+                Exchange::fresh(
+                    super::serve::binding(
+                        &first.method,
+                        first.params.as_ref(),
+                        first.arguments.as_deref(),
+                        first.subject.as_deref(),
+                    ),
+                    first.scope.capabilities.clone(),
+                    first.limits,
+                )
+            })),
+            None => self.opened.get(),
+        }
+    }
 }
 
 /// Builds the input request a context asks for from its method and encoded params.
@@ -72,7 +144,7 @@ impl ClientChannel for StatelessChannel {
         params: Option<Box<RawValue>>,
         _cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Box<RawValue>, CallError>> {
-        let result = match &self.exchange {
+        let result = match self.exchange.needed() {
             None => Err(CallError::NoInputChannel(self.method.to_string())),
             Some(exchange) => input_request(method, params.as_deref()).and_then(|request| {
                 match exchange.ask(key, request) {
@@ -99,17 +171,17 @@ impl ClientChannel for StatelessChannel {
     }
 
     fn missing_capability(&self, path: &'static str) {
-        if let Some(exchange) = &self.exchange {
+        if let Some(exchange) = self.exchange.needed() {
             exchange.missing_capability(path);
         }
     }
 
     fn input_response(&self, key: &str) -> Option<InputResponse> {
-        self.exchange.as_ref()?.input_response(key)
+        self.exchange.get()?.input_response(key)
     }
 
     fn input_state(&self) -> Option<Value> {
-        self.exchange.as_ref()?.state().cloned()
+        self.exchange.get()?.state().cloned()
     }
 
     fn input_required(
@@ -117,7 +189,7 @@ impl ClientChannel for StatelessChannel {
         ask: InputRequired,
         _cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Resume, ErrorObject>> {
-        let result = match &self.exchange {
+        let result = match self.exchange.needed() {
             Some(exchange) => {
                 exchange.suspend(ask);
                 Ok(Resume::Stop)
@@ -127,5 +199,65 @@ impl ClientChannel for StatelessChannel {
             ))),
         };
         Box::pin(std::future::ready(result))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::LogThreshold;
+    use mcp_types::{ClientCapabilities, Implementation, ProtocolVersion};
+
+    fn first_attempt() -> FirstAttempt {
+        FirstAttempt {
+            method: Arc::from("tools/call"),
+            params: Some(serde_json::json!({"name": "echo"})),
+            arguments: Some(Arc::from(r#"{"text":"hi"}"#)),
+            subject: None,
+            scope: Arc::new(ClientScope {
+                version: ProtocolVersion::V2026_07_28,
+                info: Implementation::new("c", "1"),
+                capabilities: ClientCapabilities::default(),
+                log: LogThreshold::new(None),
+            }),
+            limits: MrtrLimits::default(),
+        }
+    }
+
+    #[test]
+    fn a_first_attempt_has_an_exchange_only_once_it_is_needed() {
+        let later = RequestExchange::later(first_attempt());
+        assert!(
+            later.get().is_none(),
+            "nothing built for a request that does not ask"
+        );
+        let opened = later
+            .needed()
+            .expect("a request that may ask has one when needed");
+        assert_eq!(opened.round(), 0);
+        assert!(!opened.has_asks());
+        assert!(later.get().is_some(), "and keeps it");
+        let none = RequestExchange::none();
+        assert!(none.needed().is_none() && none.get().is_none());
+    }
+
+    #[test]
+    fn reading_an_unopened_exchange_finds_what_a_fresh_one_holds() {
+        let (cx, _related) = mcp_jsonrpc::Detached::new().context(
+            mcp_jsonrpc::Id::Number(1),
+            mcp_jsonrpc::Extensions::default(),
+            CancellationToken::new(),
+            4,
+        );
+        let channel = StatelessChannel {
+            peer: cx.peer().clone(),
+            exchange: RequestExchange::later(first_attempt()),
+            method: Arc::from("tools/call"),
+        };
+        assert!(channel.input_response("k").is_none());
+        assert!(channel.input_state().is_none());
+        assert!(channel.exchange.get().is_none(), "reading does not open it");
+        channel.missing_capability("sampling");
+        assert!(channel.exchange.get().is_some(), "recording does");
     }
 }

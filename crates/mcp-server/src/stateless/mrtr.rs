@@ -278,6 +278,28 @@ impl Exchange {
         })
     }
 
+    /// The exchange of a first attempt (no answers, no state from an earlier round): what
+    /// [`open`](Self::open) makes of an empty [`RetryInput`], without a sealer to open nothing
+    /// with.
+    pub(crate) fn fresh(
+        binding: Binding,
+        capabilities: ClientCapabilities,
+        limits: MrtrLimits,
+    ) -> Exchange {
+        let sealed = SealedState::default();
+        Exchange {
+            binding,
+            capabilities,
+            limits,
+            responses: BTreeMap::new(),
+            carried: sealed.answers,
+            asked: BTreeMap::new(),
+            state: sealed.state,
+            round: sealed.round,
+            run: Mutex::new(Run::default()),
+        }
+    }
+
     fn run(&self) -> MutexGuard<'_, Run> {
         self.run.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -17,7 +17,7 @@ use mcp_types::{
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::channel::StatelessChannel;
+use super::channel::{FirstAttempt, RequestExchange, StatelessChannel};
 use super::listen;
 use super::mrtr::{Exchange, HandlerOutcome, Verdict};
 use super::rpc_error;
@@ -421,7 +421,7 @@ impl Envelope<'_> {
 
 /// The target a sealed state is bound to (tool or prompt name, resource URI) and the
 /// arguments, from the params of a request that may ask for input.
-fn binding(
+pub(crate) fn binding(
     method: &str,
     params: Option<&Value>,
     arguments: Option<&str>,
@@ -462,45 +462,17 @@ async fn call(
     let sealer = wire::supports_input_required(&method, version)
         .then(|| inner.sealer.get().map_err(internal))
         .transpose()?;
-    let exchange = if let Some(sealer) = sealer {
-        let retry = RetryInput::lift(params.as_ref()).map_err(|e| rpc_error(e.to_error()))?;
-        if !retry.is_empty() {
-            // The exchange holds them now; the handler's params must not fail on answers the
-            // model types do not know (unknown keys are to be ignored).
-            let whole = request.params.as_deref().map(parse_params).transpose()?;
-            if let Some(Value::Object(mut p)) = whole {
-                p.remove("inputResponses");
-                p.remove("requestState");
-                request.params = Some(mcp_jsonrpc::to_raw(&p).map_err(internal)?);
-            }
-        }
-        let exchange = Exchange::open(
-            sealer,
-            binding(
-                &method,
-                params.as_ref(),
-                arguments.as_deref(),
-                owner.as_deref(),
-            ),
-            meta.client_capabilities.clone(),
-            retry,
-            inner.options.mrtr_limits(),
-        )
-        .map_err(rpc_error)?;
-        Some(Arc::new(exchange))
-    } else {
-        None
-    };
+    // The arguments' text, shared by the tool call and the exchange's binding.
+    let arguments: Option<Arc<str>> = arguments.map(Arc::from);
     // `tools/call` on the builder's router, outside a task: the tool runs with what `lift`
     // read (no second pass over the params), and its typed result is lowered as it is
     // encoded (one serialization). Anything unusual takes the general dispatch.
     let tool = (inner.builtin_router && !may_be_task && &*method == "tools/call")
         .then(|| {
             let name = params.as_ref()?.get("name")?.as_str()?.to_owned();
-            Some((name, dispatch::tool_arguments(arguments.as_deref())?))
+            Some((name, dispatch::shared_tool_arguments(arguments.as_ref())?))
         })
         .flatten();
-    drop(params);
     let progress_token = meta.progress_token;
     let scope = Arc::new(ClientScope {
         version,
@@ -510,13 +482,55 @@ async fn call(
         capabilities: meta.client_capabilities,
         log: LogThreshold::new(meta.log_level),
     });
+    let exchange = match sealer {
+        None => RequestExchange::none(),
+        Some(sealer) => {
+            let retry = RetryInput::lift(params.as_ref()).map_err(|e| rpc_error(e.to_error()))?;
+            if retry.is_empty() {
+                // A first attempt: the exchange is made if the handler asks for input.
+                RequestExchange::later(FirstAttempt {
+                    method: Arc::clone(&method),
+                    params,
+                    arguments,
+                    subject: owner.clone(),
+                    scope: Arc::clone(&scope),
+                    limits: inner.options.mrtr_limits(),
+                })
+            } else {
+                // The exchange holds them now; the handler's params must not fail on answers
+                // the model types do not know (unknown keys are to be ignored).
+                let whole = request.params.as_deref().map(parse_params).transpose()?;
+                if let Some(Value::Object(mut p)) = whole {
+                    p.remove("inputResponses");
+                    p.remove("requestState");
+                    request.params = Some(mcp_jsonrpc::to_raw(&p).map_err(internal)?);
+                }
+                let exchange = Exchange::open(
+                    sealer,
+                    binding(
+                        &method,
+                        params.as_ref(),
+                        arguments.as_deref(),
+                        owner.as_deref(),
+                    ),
+                    scope.capabilities.clone(),
+                    retry,
+                    inner.options.mrtr_limits(),
+                )
+                .map_err(rpc_error)?;
+                RequestExchange::open(exchange)
+            }
+        }
+    };
     let channel = Arc::new(StatelessChannel {
         peer: rpc.peer().clone(),
-        exchange: exchange.clone(),
+        exchange,
         method: Arc::clone(&method),
     });
+    // The exchange, as the handler leaves it.
+    let after = Arc::clone(&channel);
     let result = if may_be_task {
-        let waiting = || exchange.as_ref().is_some_and(|x| x.has_asks());
+        let waiting = || after.exchange.get().is_some_and(|x| x.has_asks());
         // Boxed, as is the general dispatch below: held in place, their futures would size
         // every stateless tool call's past the allocator's per-thread cache.
         let ran = Box::pin(tasks::serve::run(
@@ -557,7 +571,7 @@ async fn call(
                 .map(Done::Encoded),
         }
     };
-    if let (Some(exchange), Some(sealer)) = (exchange, sealer) {
+    if let (Some(exchange), Some(sealer)) = (after.exchange.get(), sealer) {
         let failed = match &result {
             Err(_) => true,
             Ok(Done::Encoded(raw)) => is_error_result(raw),
