@@ -321,6 +321,12 @@ fn with_context(
 #[derive(Clone)]
 struct SessionHandler(Arc<Session>);
 
+impl std::borrow::Borrow<Server> for SessionHandler {
+    fn borrow(&self) -> &Server {
+        &self.0.server
+    }
+}
+
 impl SessionHandler {
     /// A request the transport hands over directly (HTTP: a stateless request, in the task of
     /// its own exchange), served as [`Handler::handle_request`] would serve it. Without
@@ -354,12 +360,7 @@ impl SessionHandler {
             // revision. Anything else takes the general path, which classifies it.
             if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref()) {
                 let request = with_context(request, &cx, Some(lifted.version()));
-                return Box::pin(serve::serve_lifted(
-                    self.0.server.clone(),
-                    cx,
-                    request,
-                    lifted,
-                ));
+                return Box::pin(serve::serve_lifted(self, cx, request, lifted));
             }
         }
         Box::pin(async move { self.handle_request(request, cx).await })

@@ -35,7 +35,8 @@ pub(crate) struct StatelessChannel {
 /// of the arguments it seals with) is built for them. Until then the exchange a first attempt
 /// would have is empty, so reading it (answers, state) finds nothing either way.
 pub(crate) struct RequestExchange {
-    opened: OnceLock<Exchange>,
+    /// Boxed: an exchange is large, and most requests never make one.
+    opened: OnceLock<Box<Exchange>>,
     /// What opening it for a first attempt takes; `None` when it is open from the start or
     /// the request cannot ask for input.
     later: Option<FirstAttempt>,
@@ -63,7 +64,7 @@ impl RequestExchange {
     /// A request whose exchange is open from the start.
     pub(crate) fn open(exchange: Exchange) -> Self {
         RequestExchange {
-            opened: OnceLock::from(exchange),
+            opened: OnceLock::from(Box::new(exchange)),
             later: None,
         }
     }
@@ -78,14 +79,14 @@ impl RequestExchange {
 
     /// The exchange, if it is open.
     pub(crate) fn get(&self) -> Option<&Exchange> {
-        self.opened.get()
+        self.opened.get().map(|x| &**x)
     }
 
     /// The exchange, opened now for a first attempt; `None` when the request cannot ask.
     fn needed(&self) -> Option<&Exchange> {
         match &self.later {
             Some(first) => Some(self.opened.get_or_init(|| {
-                Exchange::fresh(
+                Box::new(Exchange::fresh(
                     super::serve::binding(
                         &first.method,
                         first.params.as_ref(),
@@ -94,9 +95,9 @@ impl RequestExchange {
                     ),
                     first.scope.capabilities.clone(),
                     first.limits,
-                )
+                ))
             })),
-            None => self.opened.get(),
+            None => self.get(),
         }
     }
 }

@@ -287,7 +287,7 @@ pub(crate) async fn serve(
     request: Request,
 ) -> Result<Box<RawValue>, ErrorObject> {
     let lifted = lift(&request.method, request.params.as_deref())?;
-    serve_lifted(server.clone(), rpc.clone(), request, lifted).await
+    serve_lifted(server, rpc.clone(), request, lifted).await
 }
 
 /// Where a stateless request goes.
@@ -298,16 +298,18 @@ enum Route {
     Call,
 }
 
-/// Serves one stateless request whose params were read by [`lift`]. It owns what it uses, so
-/// that a transport's direct path boxes this future alone (no wrapper holding a second copy
-/// of the arguments); the client's `_meta` is boxed for the same reason: it is moved through
-/// every layer down to the request's scope.
-pub(crate) async fn serve_lifted(
-    server: Server,
+/// Serves one stateless request whose params were read by [`lift`]. It owns what it uses (the
+/// server through whatever holds it: a transport's direct path passes the session, so it
+/// boxes this future alone, without a wrapper holding a second copy of the request, and
+/// without counting a reference to the server); the client's `_meta` is boxed for the same
+/// reason: it is moved through every layer down to the request's scope.
+pub(crate) async fn serve_lifted<S: std::borrow::Borrow<Server>>(
+    server: S,
     rpc: mcp_jsonrpc::RequestContext,
     request: Request,
     lifted: Lifted,
 ) -> Result<Box<RawValue>, ErrorObject> {
+    let server: &Server = server.borrow();
     let Lifted {
         params,
         arguments,
@@ -321,13 +323,13 @@ pub(crate) async fn serve_lifted(
         _ => Route::Call,
     };
     let result = match route {
-        Route::Discover => discover(&server, version),
+        Route::Discover => discover(server, version),
         Route::Listen => {
             let owner = server.subject(&request.extensions);
             // Boxed: a subscription stream is long-lived and rare; held in place its future
             // would size every stateless request's.
             Box::pin(listen::listen(
-                &server,
+                server,
                 &rpc,
                 params.as_ref(),
                 &meta,
@@ -338,14 +340,16 @@ pub(crate) async fn serve_lifted(
         Route::Tasks => {
             let owner = server.subject(&request.extensions);
             tasks::serve::handle(
-                &server,
+                server,
                 &request.method,
                 params.as_ref(),
                 &meta.client_capabilities,
                 owner.as_deref(),
             )
         }
-        Route::Call => call(&server, &rpc, request, params, arguments, meta).await,
+        // Boxed: held in place, the call's future (which holds the request again, as an async
+        // fn's arguments are) would put this one past the allocator's per-thread cache.
+        Route::Call => Box::pin(call(server, &rpc, request, params, arguments, meta)).await,
     };
     result.map_err(|mut e| {
         e.code = wire::lower_error_code(e.code, version);

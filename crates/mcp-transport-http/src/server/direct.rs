@@ -25,7 +25,7 @@ use mcp_jsonrpc::{
     RelatedReceiver,
 };
 use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::body::{self, HttpBody, SseBody, encode_message_event, message_bytes};
@@ -69,11 +69,10 @@ impl Direct {
         extensions: Extensions,
         how: &Dispatch,
     ) -> Result<Response<HttpBody>, Refused> {
-        let permit = self
-            .permits
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| Refused::Busy)?;
+        // Borrowed, not owned: an owned permit counts a reference to the semaphore all
+        // stateless requests share. One that outlives this call (an SSE stream) becomes a
+        // `HeldPermit` below.
+        let permit = self.permits.try_acquire().map_err(|_| Refused::Busy)?;
         let id = request.id.clone();
         let method = request.method.clone();
         // A token of its own, not a child of the connection's: a child is linked into (and out
@@ -133,7 +132,7 @@ impl Direct {
                 method,
                 closed: closed.clone(),
                 abandon,
-                _permit: permit,
+                _permit: HeldPermit::from(permit, &self.permits),
             },
         ));
         Ok(body::sse(SseBody::new(
@@ -152,7 +151,23 @@ struct Running {
     /// The shared connection's token: its closing ends the stream.
     closed: CancellationToken,
     abandon: DropGuard,
-    _permit: OwnedSemaphorePermit,
+    _permit: HeldPermit,
+}
+
+/// A request permit that outlives the exchange that took it: given back when dropped.
+struct HeldPermit(Arc<Semaphore>);
+
+impl HeldPermit {
+    fn from(permit: tokio::sync::SemaphorePermit<'_>, semaphore: &Arc<Semaphore>) -> Self {
+        permit.forget();
+        HeldPermit(Arc::clone(semaphore))
+    }
+}
+
+impl Drop for HeldPermit {
+    fn drop(&mut self) {
+        self.0.add_permits(1);
+    }
 }
 
 /// Feeds the stream until the handler answers; stops (and so cancels the handler) when the
