@@ -366,9 +366,12 @@ impl Hub {
     /// Keeps the hub busy (not idle) while the guard is alive; the idle time counts from the
     /// moment the last guard drops. (Recording the time only then keeps the clock and the
     /// lock off the path of every request while others are in flight.)
-    pub(crate) fn busy(self: &Arc<Self>) -> BusyGuard {
+    ///
+    /// The guard borrows the hub (no count of the hub's references, which every request of the
+    /// session would share); [`BusyGuard::held`] makes one that outlives the borrow.
+    pub(crate) fn busy(&self) -> BusyGuard<&Hub> {
         self.busy.fetch_add(1, Ordering::SeqCst);
-        BusyGuard { hub: self.clone() }
+        BusyGuard { hub: self }
     }
 
     fn touch(&self) {
@@ -391,10 +394,11 @@ impl Hub {
         self.streams.load(Ordering::SeqCst)
     }
 
-    /// Counts a stream until the guard drops.
-    pub(crate) fn stream_guard(self: &Arc<Self>) -> StreamCount {
+    /// Counts a stream until the guard drops (borrowing the hub, as [`busy`](Self::busy)
+    /// does; [`StreamCount::held`] makes one that outlives the borrow).
+    pub(crate) fn stream_guard(&self) -> StreamCount<&Hub> {
         self.streams.fetch_add(1, Ordering::SeqCst);
-        StreamCount { hub: self.clone() }
+        StreamCount { hub: self }
     }
 
     /// Ends the connection: the server sees the inbound stream end, every stream closes.
@@ -1275,12 +1279,24 @@ impl futures_util::Sink<Outbound> for HubWriter {
     }
 }
 
-/// Keeps a hub busy (not idle) while alive.
-pub(crate) struct BusyGuard {
-    hub: Arc<Hub>,
+/// Keeps a hub busy (not idle) while alive; `H` is how it holds the hub (`&Hub`, or
+/// `Arc<Hub>` for a guard an SSE body keeps).
+pub(crate) struct BusyGuard<H: std::ops::Deref<Target = Hub> = Arc<Hub>> {
+    hub: H,
 }
 
-impl Drop for BusyGuard {
+impl BusyGuard<&Hub> {
+    /// The same count, held by a guard of its own (`hub` is the borrowed hub's `Arc`).
+    pub(crate) fn held(self, hub: &Arc<Hub>) -> BusyGuard {
+        debug_assert!(std::ptr::eq(self.hub, &**hub));
+        std::mem::forget(self);
+        BusyGuard {
+            hub: Arc::clone(hub),
+        }
+    }
+}
+
+impl<H: std::ops::Deref<Target = Hub>> Drop for BusyGuard<H> {
     fn drop(&mut self) {
         // Whoever takes the count to zero records the time first, so a sweep that sees the
         // hub idle also sees since when.
@@ -1298,12 +1314,23 @@ impl Drop for BusyGuard {
     }
 }
 
-/// Counts an open stream while alive.
-pub(crate) struct StreamCount {
-    hub: Arc<Hub>,
+/// Counts an open stream while alive; `H` as for [`BusyGuard`].
+pub(crate) struct StreamCount<H: std::ops::Deref<Target = Hub> = Arc<Hub>> {
+    hub: H,
 }
 
-impl Drop for StreamCount {
+impl StreamCount<&Hub> {
+    /// The same count, held by a guard of its own (`hub` is the borrowed hub's `Arc`).
+    pub(crate) fn held(self, hub: &Arc<Hub>) -> StreamCount {
+        debug_assert!(std::ptr::eq(self.hub, &**hub));
+        std::mem::forget(self);
+        StreamCount {
+            hub: Arc::clone(hub),
+        }
+    }
+}
+
+impl<H: std::ops::Deref<Target = Hub>> Drop for StreamCount<H> {
     fn drop(&mut self) {
         self.hub.streams.fetch_sub(1, Ordering::SeqCst);
     }
@@ -1386,7 +1413,7 @@ mod tests {
         let minute = Duration::from_secs(60);
         *hub.activity.lock().unwrap() = Instant::now() - Duration::from_secs(3600);
         assert!(hub.idle_for(minute), "unused for an hour");
-        let guards: Vec<BusyGuard> = (0..16).map(|_| hub.busy()).collect();
+        let guards: Vec<BusyGuard> = (0..16).map(|_| hub.busy().held(&hub)).collect();
         assert!(!hub.idle_for(minute), "busy");
         // Dropped from many threads at once: whichever is last records the time.
         std::thread::scope(|s| {
@@ -1400,6 +1427,33 @@ mod tests {
             "idle only since the last guard dropped"
         );
         assert!(hub.idle_for(Duration::ZERO) || hub.activity.lock().unwrap().elapsed().is_zero());
+    }
+
+    #[tokio::test]
+    async fn a_held_guard_takes_over_the_borrowed_ones_count() {
+        let (hub, _connection) = session();
+        let busy = hub.busy();
+        let streams = hub.stream_guard();
+        assert_eq!(
+            (hub.busy.load(Ordering::SeqCst), hub.open_streams()),
+            (1, 1)
+        );
+        let held = (busy.held(&hub), streams.held(&hub));
+        assert_eq!(
+            (hub.busy.load(Ordering::SeqCst), hub.open_streams()),
+            (1, 1),
+            "counted once"
+        );
+        drop(held);
+        assert_eq!(
+            (hub.busy.load(Ordering::SeqCst), hub.open_streams()),
+            (0, 0)
+        );
+        drop((hub.busy(), hub.stream_guard()));
+        assert_eq!(
+            (hub.busy.load(Ordering::SeqCst), hub.open_streams()),
+            (0, 0)
+        );
     }
 
     #[tokio::test]

@@ -930,7 +930,7 @@ impl Inner {
                     direct::serve_session(hub, &self.config, handler, request, base, &how).await;
                 return match served {
                     Ok((decided, guard)) => {
-                        self.answer(decided, guard, (count, busy), &how, shared)
+                        self.answer(hub, decided, guard, (count, busy), &how, shared)
                     }
                     Err(e) => (post_error(e, shared), true),
                 };
@@ -963,7 +963,7 @@ impl Inner {
                     d = decision => d.ok(),
                     () = closed.cancelled() => None,
                 };
-                self.answer(decided, guard, (count, busy), &how, shared)
+                self.answer(hub, decided, guard, (count, busy), &how, shared)
             }
         }
     }
@@ -972,9 +972,10 @@ impl Inner {
     /// an SSE answer keeps the slot's guard and the stream count alive.
     fn answer(
         &self,
+        hub: &Arc<Hub>,
         decided: Option<Decision>,
         guard: SlotGuard,
-        keep: (StreamCount, BusyGuard),
+        keep: (StreamCount<&Hub>, BusyGuard<&Hub>),
         how: &Dispatch,
         shared: bool,
     ) -> (Response<HttpBody>, bool) {
@@ -989,7 +990,7 @@ impl Inner {
                 (body::json(status, bytes), code.is_some())
             }
             Some(Decision::Sse { first, rx }) => {
-                let keep = Box::new((guard, keep.0, keep.1));
+                let keep = Box::new((guard, keep.0.held(hub), keep.1.held(hub)));
                 let sse = SseBody::new(first, Some(rx), self.config.sse_keep_alive, Some(keep));
                 (body::sse(sse), false)
             }
@@ -1045,8 +1046,8 @@ impl Inner {
                 return error_status(StatusCode::BAD_REQUEST, "Bad Request: bad Last-Event-ID");
             }
         };
-        let busy = hub.busy();
-        let count = hub.stream_guard();
+        let busy = hub.busy().held(&hub);
+        let count = hub.stream_guard().held(&hub);
         let (tx, rx) = mpsc::channel(self.config.stream_buffer);
         match hub.attach(key, after, tx).await {
             Ok(attached) => {
@@ -1148,8 +1149,8 @@ impl Inner {
             endpoint.as_bytes(),
             None,
         )];
-        let busy = hub.busy();
-        let count = hub.stream_guard();
+        let busy = hub.busy().held(&hub);
+        let count = hub.stream_guard().held(&hub);
         let guard = SlotGuard::for_stream(hub, STANDALONE, 0);
         let keep = Box::new((guard, count, busy));
         body::sse(SseBody::new(
