@@ -230,46 +230,65 @@ async fn session_trip(server: mcp_server::Server) -> (String, usize) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replay_mode_runs_session_handlers_the_stateless_way() {
-    use std::sync::Arc;
+/// A server with one tool, `counted_trip`, that asks for a name and a city and counts its runs.
+/// With `plain`, its output is a plain `String` (unanswered asks end as empty strings), which
+/// cannot ask for input; otherwise a `Result` whose `ToolError` carries the asks.
+fn counted_trip_server(
+    replay: bool,
+    plain: bool,
+    runs: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> mcp_server::Server {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use mcp_server::prelude::*;
     use stateless_support::{City, Name};
 
-    let build = |replay: bool, runs: Arc<AtomicUsize>| {
-        let mut options = mcp_server::ServerOptions::default();
-        options.force_input_replay = replay;
-        Server::builder(Implementation::new("replay", "1"))
-            .options(options)
-            .tool(
-                Tool::new("counted_trip"),
-                move |cx: ToolContext, _args: NoArgs| {
-                    let runs = Arc::clone(&runs);
-                    async move {
-                        runs.fetch_add(1, Ordering::SeqCst);
-                        let name = match cx.elicit::<Name>("name", "Name?").await? {
-                            Elicitation::Accepted(n) => n.name,
-                            _ => String::new(),
-                        };
-                        let city = match cx.elicit::<City>("city", "City?").await? {
-                            Elicitation::Accepted(c) => c.city,
-                            _ => String::new(),
-                        };
-                        Ok::<_, ToolError>(format!("{name} in {city}"))
-                    }
-                },
-            )
-            .build()
-            .unwrap()
+    /// One run: counted, then the two asks; an ask without an answer ends the run with its
+    /// error when `stop` (the `?` way), or reads as an empty string.
+    async fn trip(cx: ToolContext, runs: &AtomicUsize, stop: bool) -> Result<String, ToolError> {
+        runs.fetch_add(1, Ordering::SeqCst);
+        let name = match cx.elicit::<Name>("name", "Name?").await {
+            Ok(Elicitation::Accepted(n)) => n.name,
+            Err(e) if stop => return Err(e.into()),
+            _ => String::new(),
+        };
+        let city = match cx.elicit::<City>("city", "City?").await {
+            Ok(Elicitation::Accepted(c)) => c.city,
+            Err(e) if stop => return Err(e.into()),
+            _ => String::new(),
+        };
+        Ok(format!("{name} in {city}"))
+    }
+
+    let mut options = mcp_server::ServerOptions::default();
+    options.force_input_replay = replay;
+    let builder = Server::builder(Implementation::new("replay", "1")).options(options);
+    let tool = Tool::new("counted_trip");
+    let builder = if plain {
+        builder.tool(tool, move |cx: ToolContext, _args: NoArgs| {
+            let runs = std::sync::Arc::clone(&runs);
+            async move { trip(cx, &runs, false).await.unwrap_or_default() }
+        })
+    } else {
+        builder.tool(tool, move |cx: ToolContext, _args: NoArgs| {
+            let runs = std::sync::Arc::clone(&runs);
+            async move { trip(cx, &runs, true).await }
+        })
     };
+    builder.build().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_mode_runs_session_handlers_the_stateless_way() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     let direct = Arc::new(AtomicUsize::new(0));
-    let (text, asked) = session_trip(build(false, Arc::clone(&direct))).await;
+    let (text, asked) = session_trip(counted_trip_server(false, false, Arc::clone(&direct))).await;
     assert_eq!((text.as_str(), asked), ("Bob in Rome", 2));
     assert_eq!(direct.load(Ordering::SeqCst), 1, "direct requests: one run");
     let replayed = Arc::new(AtomicUsize::new(0));
-    let (text, asked) = session_trip(build(true, Arc::clone(&replayed))).await;
+    let (text, asked) = session_trip(counted_trip_server(true, false, Arc::clone(&replayed))).await;
     assert_eq!((text.as_str(), asked), ("Bob in Rome", 2));
     assert_eq!(
         replayed.load(Ordering::SeqCst),
@@ -286,42 +305,12 @@ async fn replay_mode_replays_tools_whose_output_cannot_ask() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use mcp_server::prelude::*;
-    use stateless_support::{City, Name};
-
-    let build = |replay: bool, runs: Arc<AtomicUsize>| {
-        let mut options = mcp_server::ServerOptions::default();
-        options.force_input_replay = replay;
-        Server::builder(Implementation::new("replay", "1"))
-            .options(options)
-            .tool(
-                Tool::new("counted_trip"),
-                move |cx: ToolContext, _args: NoArgs| {
-                    let runs = Arc::clone(&runs);
-                    async move {
-                        runs.fetch_add(1, Ordering::SeqCst);
-                        // Unanswered asks end as empty strings: the output is a plain `String`.
-                        let name = match cx.elicit::<Name>("name", "Name?").await {
-                            Ok(Elicitation::Accepted(n)) => n.name,
-                            _ => String::new(),
-                        };
-                        let city = match cx.elicit::<City>("city", "City?").await {
-                            Ok(Elicitation::Accepted(c)) => c.city,
-                            _ => String::new(),
-                        };
-                        format!("{name} in {city}")
-                    }
-                },
-            )
-            .build()
-            .unwrap()
-    };
     let direct = Arc::new(AtomicUsize::new(0));
-    let (text, asked) = session_trip(build(false, Arc::clone(&direct))).await;
+    let (text, asked) = session_trip(counted_trip_server(false, true, Arc::clone(&direct))).await;
     assert_eq!((text.as_str(), asked), ("Bob in Rome", 2));
     assert_eq!(direct.load(Ordering::SeqCst), 1, "direct requests: one run");
     let replayed = Arc::new(AtomicUsize::new(0));
-    let (text, asked) = session_trip(build(true, Arc::clone(&replayed))).await;
+    let (text, asked) = session_trip(counted_trip_server(true, true, Arc::clone(&replayed))).await;
     assert_eq!((text.as_str(), asked), ("Bob in Rome", 2));
     assert!(
         replayed.load(Ordering::SeqCst) >= 2,

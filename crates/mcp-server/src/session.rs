@@ -301,11 +301,10 @@ impl Endpoint for SessionEndpoint<'_> {
     }
 }
 
-/// The request middleware and handlers see: the wire request, the revision it is served
-/// under and what the transport attached.
-fn with_context(
+/// [`with_context`] with the context's extensions moved out of it (no clone).
+fn with_extensions(
     request: mcp_jsonrpc::Request,
-    cx: &mcp_jsonrpc::RequestContext,
+    extensions: mcp_jsonrpc::Extensions,
     protocol_version: Option<ProtocolVersion>,
 ) -> Request {
     Request {
@@ -313,8 +312,18 @@ fn with_context(
         method: request.method,
         params: request.params,
         protocol_version,
-        extensions: cx.extensions().clone(),
+        extensions,
     }
+}
+
+/// The request middleware and handlers see: the wire request, the revision it is served
+/// under and what the transport attached.
+fn with_context(
+    request: mcp_jsonrpc::Request,
+    cx: &mcp_jsonrpc::RequestContext,
+    protocol_version: Option<ProtocolVersion>,
+) -> Request {
+    with_extensions(request, cx.extensions().clone(), protocol_version)
 }
 
 /// The session as the engine's handler.
@@ -347,13 +356,7 @@ impl SessionHandler {
                 // `handle_request` serves one, in a single box.
                 let version = self.0.scope.get().map(|s| s.version);
                 let parts = cx.into_parts();
-                let request = Request {
-                    id: request.id,
-                    method: request.method,
-                    params: request.params,
-                    protocol_version: version,
-                    extensions: parts.extensions,
-                };
+                let request = with_extensions(request, parts.extensions, version);
                 return serve_session_owned(self.0, parts.peer, parts.cancellation, request);
             }
             // Params that lift are those of a stateless request: `_meta` names a supported
@@ -387,13 +390,7 @@ impl Handler for SessionHandler {
         // servers that have one.
         if stateless.is_none() && chain.is_empty() {
             let parts = cx.into_parts();
-            let request = Request {
-                id: request.id,
-                method: request.method,
-                params: request.params,
-                protocol_version: version,
-                extensions: parts.extensions,
-            };
+            let request = with_extensions(request, parts.extensions, version);
             return serve_session(session, parts.peer, parts.cancellation, request).await;
         }
         let request = with_context(request, &cx, version);
