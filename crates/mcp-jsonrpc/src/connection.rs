@@ -94,6 +94,10 @@ impl Entries {
         self.inline.iter().flatten().chain(&self.more)
     }
 
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Entry> {
+        self.inline.iter_mut().flatten().chain(&mut self.more)
+    }
+
     fn len(&self) -> usize {
         self.iter().count()
     }
@@ -110,13 +114,7 @@ impl Extensions {
         let id = TypeId::of::<T>();
         let entries = Arc::make_mut(self.entries.get_or_insert_with(Arc::default));
         let value: Arc<dyn Any + Send + Sync> = Arc::new(value);
-        let existing = entries
-            .inline
-            .iter_mut()
-            .flatten()
-            .chain(entries.more.iter_mut())
-            .find(|(key, _)| *key == id);
-        if let Some(entry) = existing {
+        if let Some(entry) = entries.iter_mut().find(|(key, _)| *key == id) {
             entry.1 = value;
             return;
         }
@@ -435,11 +433,6 @@ mod extensions_tests {
         assert_eq!(b.get::<u8>(), Some(&2));
         assert_eq!(format!("{b:?}"), "Extensions { len: 3 }");
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     #[derive(Debug, PartialEq)]
     struct N<const K: usize>(u32);

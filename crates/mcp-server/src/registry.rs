@@ -863,12 +863,6 @@ impl PromptEntry {
     }
 }
 
-/// Runs a handler until it completes. Each [`InputRequired`](crate::InputRequired) it returns
-/// goes to the request's channel: a session asks the client and the handler runs again with the
-/// answers; a stateless request records it and ends (it answers `input_required`, and the
-/// placeholder error returned here is never sent).
-///
-/// A run's future is held in place (not boxed): one allocation less per call.
 /// Decodes a typed tool's arguments. Arguments the type refuses are a tool error (the model can
 /// correct them), explained by the entry's input schema when it names the offending field
 /// (serde may not).
@@ -896,6 +890,12 @@ fn only_run(reply: Reply<CallToolResult>) -> Result<CallToolResult, ErrorObject>
     }
 }
 
+/// Runs a handler until it completes. Each [`InputRequired`](crate::InputRequired) it returns
+/// goes to the request's channel: a session asks the client and the handler runs again with the
+/// answers; a stateless request records it and ends (it answers `input_required`, and the
+/// placeholder error returned here is never sent).
+///
+/// A run's future is held in place (not boxed): one allocation less per call.
 async fn until_complete<T, F, Fut>(cx: RequestContext, mut run: F) -> Result<T, ErrorObject>
 where
     F: FnMut(RequestContext) -> Fut + Send,

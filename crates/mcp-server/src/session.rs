@@ -337,14 +337,14 @@ impl std::borrow::Borrow<Server> for SessionHandler {
 }
 
 impl SessionHandler {
-    /// A request the transport hands over directly (HTTP: a stateless request, in the task of
-    /// its own exchange), served as [`Handler::handle_request`] would serve it. Without
-    /// middleware, a stateless request's params are read once, instead of once to classify the
-    /// request and again to serve it.
+    /// A request the transport hands over directly (HTTP: a stateless request, or a session's
+    /// lone request, in the task of its POST), served as [`Handler::handle_request`] would
+    /// serve it. Without middleware, a stateless request's params are read once, instead of
+    /// once to classify the request and again to serve it, and a session's request without
+    /// `_meta` is dispatched without an attempt to classify it.
     ///
-    /// Not an `async fn`: the two paths are boxed apart, so the stateless one (nearly every
-    /// direct request) allocates and moves a future of its own size, not one as large as the
-    /// general path's.
+    /// Not an `async fn`: each path is boxed on its own, so each allocates and moves a future
+    /// of its own size, not one as large as the general path's.
     fn handle_direct(
         self,
         request: mcp_jsonrpc::Request,

@@ -266,15 +266,12 @@ impl Exchange {
             }
         }
         Ok(Exchange {
-            binding,
-            capabilities,
-            limits,
             responses: retry.responses,
             carried: sealed.answers,
             asked,
             state: sealed.state,
             round: sealed.round,
-            run: Mutex::new(Run::default()),
+            ..Exchange::fresh(binding, capabilities, limits)
         })
     }
 
@@ -286,16 +283,15 @@ impl Exchange {
         capabilities: ClientCapabilities,
         limits: MrtrLimits,
     ) -> Exchange {
-        let sealed = SealedState::default();
         Exchange {
             binding,
             capabilities,
             limits,
             responses: BTreeMap::new(),
-            carried: sealed.answers,
+            carried: BTreeMap::new(),
             asked: BTreeMap::new(),
-            state: sealed.state,
-            round: sealed.round,
+            state: None,
+            round: 0,
             run: Mutex::new(Run::default()),
         }
     }

@@ -105,14 +105,14 @@ fn probe_meta(params: &RawValue) -> Option<(bool, Option<ProtocolVersion>, bool)
     }
 }
 
-/// Whether params may hold a `_meta` member: without the name and without any escape (which
-/// could spell it), they cannot, and most requests of a session skip a parse.
 /// Whether a request may be one of the stateless revision: a cheap test (no parsing) that is
 /// never wrong when it says no. A session's request without `_meta` is known at once.
 pub(crate) fn may_be_stateless(method: &str, params: Option<&RawValue>) -> bool {
     wire::stateless_only(method) || params.is_some_and(|p| may_have_meta(p.get()))
 }
 
+/// Whether params may hold a `_meta` member: without the name and without any escape (which
+/// could spell it), they cannot, and most requests of a session skip a parse.
 fn may_have_meta(params: &str) -> bool {
     let bytes = params.as_bytes();
     memchr::memchr2_iter(b'_', b'\\', bytes)
