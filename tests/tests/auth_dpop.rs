@@ -26,13 +26,13 @@ use mcp_auth::{
     ResourceServer,
 };
 use mcp_jsonrpc::{
-    CallError, Engine, ErrorObject, Handler, Peer, Request, RequestContext, RequestOptions, to_raw,
+    CallError, Engine, ErrorObject, Handler, Peer, Request, RequestContext, RequestOptions,
 };
 use mcp_transport_http::client::{HttpClientHandle, StreamableHttpClient};
 use mcp_transport_http::server::{
     AuthFuture, Authenticator, HttpServerConfig, StreamableHttpService,
 };
-use serde_json::{Value, json, value::RawValue};
+use serde_json::{Value, json};
 use support::{AsConfig, SECRET, TestAs, verify_proof};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -48,7 +48,7 @@ impl Handler for McpHandler {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
         let caller = cx.extensions().get::<Caller>().cloned();
         let params: Value = request.params_as()?;
         let result = match request.method.as_str() {
@@ -63,7 +63,7 @@ impl Handler for McpHandler {
             }),
             other => return Err(ErrorObject::method_not_found(other)),
         };
-        to_raw(&result).map_err(ErrorObject::internal_error)
+        mcp_jsonrpc::RawJson::serialize(&result).map_err(ErrorObject::internal_error)
     }
 }
 
@@ -600,7 +600,7 @@ impl Handler for PrincipalHandler {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
         let subject = cx
             .extensions()
             .get::<Principal>()
@@ -618,7 +618,7 @@ impl Handler for PrincipalHandler {
             }),
             other => return Err(ErrorObject::method_not_found(other)),
         };
-        to_raw(&result).map_err(ErrorObject::internal_error)
+        mcp_jsonrpc::RawJson::serialize(&result).map_err(ErrorObject::internal_error)
     }
 }
 

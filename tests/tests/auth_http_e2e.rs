@@ -23,11 +23,11 @@ use mcp_auth::{
     OAuthClient, Principal, ProtectedResourceMetadata, ResourceServer,
 };
 use mcp_jsonrpc::{
-    CallError, Engine, ErrorObject, Handler, Peer, Request, RequestContext, RequestOptions, to_raw,
+    CallError, Engine, ErrorObject, Handler, Peer, Request, RequestContext, RequestOptions,
 };
 use mcp_transport_http::client::StreamableHttpClient;
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
-use serde_json::{Value, json, value::RawValue};
+use serde_json::{Value, json};
 use support::{AsConfig, SECRET, TestAs, now};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -48,7 +48,7 @@ impl Handler for McpHandler {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
         let principal = cx.extensions().get::<Principal>().cloned();
         self.seen
             .lock()
@@ -70,7 +70,7 @@ impl Handler for McpHandler {
             }
             other => return Err(ErrorObject::method_not_found(other)),
         };
-        to_raw(&result).map_err(ErrorObject::internal_error)
+        mcp_jsonrpc::RawJson::serialize(&result).map_err(ErrorObject::internal_error)
     }
 }
 

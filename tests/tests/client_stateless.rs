@@ -21,7 +21,6 @@ use mcp_tests::content::model_reply;
 use mcp_types::{
     CallToolRequestParams, Era, Implementation, LoggingLevel, ProtocolVersion, SubscriptionFilter,
 };
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 type Reply = Pin<Box<dyn Future<Output = Result<Value, ErrorObject>> + Send>>;
@@ -75,7 +74,7 @@ impl Handler for Scripted {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
         let seen = Seen {
             method: request.method.clone(),
             id: serde_json::to_value(&request.id).ok(),
@@ -83,7 +82,7 @@ impl Handler for Scripted {
         };
         self.seen.lock().unwrap().push(seen.clone());
         let result = (self.script)(seen, cx).await?;
-        Ok(mcp_jsonrpc::to_raw(&result).unwrap())
+        Ok(mcp_jsonrpc::RawJson::serialize(&result).unwrap())
     }
 
     async fn handle_notification(&self, notification: Notification, _cx: NotificationContext) {
@@ -655,7 +654,7 @@ impl Handler for OrderedFormServer {
         &self,
         request: Request,
         _cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
         let params: Value = request.params_as()?;
         let text = match request.method.as_str() {
             "server/discover" => discover_result().to_string(),
@@ -668,7 +667,7 @@ impl Handler for OrderedFormServer {
             "tools/call" => tool_result("thanks").to_string(),
             other => return Err(ErrorObject::method_not_found(other)),
         };
-        RawValue::from_string(text).map_err(ErrorObject::internal_error)
+        mcp_jsonrpc::RawJson::from_string(text).map_err(ErrorObject::internal_error)
     }
 
     async fn handle_notification(&self, _notification: Notification, _cx: NotificationContext) {}

@@ -14,7 +14,6 @@ use mcp_tests::http::{Answer, Served, post};
 use mcp_transport_http::server::SessionId;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 /// Who the caller is, as the middleware read it from the HTTP request.
@@ -30,7 +29,7 @@ impl Middleware for CallerFromHeader {
         &'a self,
         mut request: mcp_server::Request,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
+    ) -> BoxFuture<'a, Result<mcp_jsonrpc::RawJson, ErrorObject>> {
         Box::pin(async move {
             let caller = request
                 .extensions
@@ -287,7 +286,7 @@ impl Middleware for Recorder {
         &'a self,
         request: mcp_server::Request,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
+    ) -> BoxFuture<'a, Result<mcp_jsonrpc::RawJson, ErrorObject>> {
         let version = request.protocol_version.map(|v| v.as_str().to_owned());
         self.0
             .lock()

@@ -11,7 +11,6 @@ use mcp_server::{
     BoxFuture, ErrorObject, Middleware, Next, Request, RequestStateSubject, SealingKey, Server,
     ServerOptions,
 };
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use stateless_support::{Http, Stdio, all_capabilities, builder, with_meta};
 
@@ -207,7 +206,7 @@ impl Middleware for SubjectFromMeta {
         &'a self,
         mut request: Request,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
+    ) -> BoxFuture<'a, Result<mcp_jsonrpc::RawJson, ErrorObject>> {
         let user = request
             .params
             .as_deref()

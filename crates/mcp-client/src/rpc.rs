@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_jsonrpc::{
-    Connection, Engine, ErrorObject, Handler, Notification, NotificationContext, Peer, Request,
-    RequestContext, RequestOptions,
+    Connection, Engine, ErrorObject, Handler, Notification, NotificationContext, Peer, RawJson,
+    Request, RequestContext, RequestOptions,
 };
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -31,12 +31,12 @@ impl Handler for EngineHandler {
         &self,
         request: Request,
         _cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<RawJson, ErrorObject> {
         let result = self
             .0
             .request(&request.method, request.params.as_deref())
             .await?;
-        mcp_jsonrpc::to_raw(&result).map_err(ErrorObject::internal_error)
+        RawJson::serialize(&result).map_err(ErrorObject::internal_error)
     }
 
     async fn handle_notification(&self, notification: Notification, _cx: NotificationContext) {

@@ -42,7 +42,7 @@ impl Handler for Scripted {
         &self,
         request: Request,
         _cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
         self.seen.lock().unwrap().push(request.method.clone());
         let result = match request.method.as_str() {
             "initialize" => json!({
@@ -70,7 +70,7 @@ impl Handler for Scripted {
             "ping" => json!({}),
             other => return Err(ErrorObject::method_not_found(other)),
         };
-        Ok(mcp_jsonrpc::to_raw(&result).unwrap())
+        Ok(mcp_jsonrpc::RawJson::serialize(&result).unwrap())
     }
 
     async fn handle_notification(&self, notification: Notification, _cx: NotificationContext) {

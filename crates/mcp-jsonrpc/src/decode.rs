@@ -472,7 +472,7 @@ fn classify(seen: Seen<'_>) -> Result<Message, InvalidMessage> {
         (Some(result), None) => match id {
             IdState::Valid(id) => Ok(Message::Response(Response {
                 id: Some(id),
-                result: Ok(result),
+                result: Ok(result.into()),
             })),
             IdState::Absent | IdState::Null => fail("a result response needs an `id`".into()),
             IdState::Invalid(why) => fail(why),

@@ -6,8 +6,10 @@
 //! - **Messages** ([`Message`], [`Request`], [`Notification`], [`Response`], [`Id`],
 //!   [`ErrorObject`], [`codes`]): ids are strings or integers (never `null`), a response carries
 //!   exactly one of a result or an error. Params, results and error data stay raw JSON
-//!   ([`RawValue`](serde_json::value::RawValue)) until a handler asks for a typed value
-//!   ([`Request::params_as`], [`from_raw`]), and decoding a frame is one pass of `serde_json`.
+//!   ([`RawValue`](serde_json::value::RawValue), and [`RawJson`] for results) until a handler
+//!   asks for a typed value ([`Request::params_as`], [`from_raw`]), and decoding a frame is one
+//!   pass of `serde_json`. A handler's result is serialized once ([`RawJson::serialize`]) and
+//!   copied into its frame.
 //! - **Frames** ([`Inbound`], [`Frame`], [`FrameError`]): a frame is one message or a batch
 //!   (2025-03-26). Bad input becomes a recoverable [`FrameError`] that carries its answer
 //!   (`-32700` for bad JSON, `-32600` for JSON that is not a message, `id: null` unless the id
@@ -27,9 +29,9 @@
 //! ```
 //! use mcp_jsonrpc::{
 //!     Engine, ErrorObject, Handler, NotificationContext, Notification, Request, RequestContext,
-//!     RequestOptions, memory_pair, to_raw,
+//!     RawJson, RequestOptions, memory_pair,
 //! };
-//! use serde_json::{json, value::RawValue};
+//! use serde_json::json;
 //!
 //! struct Server;
 //!
@@ -38,7 +40,7 @@
 //!         &self,
 //!         req: Request,
 //!         cx: RequestContext,
-//!     ) -> Result<Box<RawValue>, ErrorObject> {
+//!     ) -> Result<RawJson, ErrorObject> {
 //!         match req.method.as_str() {
 //!             "tools/call" => {
 //!                 #[derive(serde::Deserialize)]
@@ -49,7 +51,7 @@
 //!                     .notify_with("notifications/message", &json!({"level": "info", "data": "called"}))
 //!                     .await
 //!                     .map_err(ErrorObject::internal_error)?;
-//!                 to_raw(&json!({"content": [{"type": "text", "text": format!("hi {}", args.name)}]}))
+//!                 RawJson::serialize(&json!({"content": [{"type": "text", "text": format!("hi {}", args.name)}]}))
 //!                     .map_err(ErrorObject::internal_error)
 //!             }
 //!             other => Err(ErrorObject::method_not_found(other)),
@@ -95,6 +97,7 @@ mod engine;
 mod error;
 mod id;
 mod message;
+mod raw;
 
 pub use connection::{
     Connection, Extensions, InboundStream, Incoming, Outbound, OutboundSink, memory_pair,
@@ -108,3 +111,4 @@ pub use engine::{
 pub use error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError, codes};
 pub use id::{BuildIdHasher, Id, IdHasher, IdMap, IdSet};
 pub use message::{Frame, Inbound, Message, Notification, Request, Response, from_raw, to_raw};
+pub use raw::RawJson;

@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use crate::decode;
 use crate::error::{ErrorObject, FrameError, InvalidMessage};
 use crate::id::Id;
+use crate::raw::RawJson;
 
 /// Serializes any value into raw JSON, for params, results and error data.
 ///
@@ -139,15 +140,15 @@ pub struct Response {
     /// for error responses to input whose id could not be read.
     pub id: Option<Id>,
     /// The result (raw JSON) or the error.
-    pub result: Result<Box<RawValue>, ErrorObject>,
+    pub result: Result<RawJson, ErrorObject>,
 }
 
 impl Response {
-    /// A successful response carrying a raw result.
-    pub fn success(id: Id, result: Box<RawValue>) -> Self {
+    /// A successful response carrying a raw result (a [`RawJson`] or a [`RawValue`]).
+    pub fn success(id: Id, result: impl Into<RawJson>) -> Self {
         Response {
             id: Some(id),
-            result: Ok(result),
+            result: Ok(result.into()),
         }
     }
 
@@ -156,7 +157,7 @@ impl Response {
         id: Id,
         result: &T,
     ) -> Result<Self, serde_json::Error> {
-        Ok(Self::success(id, to_raw(result)?))
+        Ok(Self::success(id, RawJson::serialize(result)?))
     }
 
     /// An error response; `id` is `None` when the request's id could not be determined.
@@ -172,7 +173,7 @@ impl Response {
         &self,
     ) -> Result<Result<T, ErrorObject>, serde_json::Error> {
         match &self.result {
-            Ok(raw) => from_raw(raw).map(Ok),
+            Ok(raw) => raw.parse().map(Ok),
             Err(e) => Ok(Err(e.clone())),
         }
     }
@@ -480,7 +481,20 @@ impl Frame {
     pub fn encode_into(&self, dst: &mut BytesMut) -> Result<(), serde_json::Error> {
         match self {
             Frame::Single(m) => m.encode_into(dst),
-            Frame::Batch(b) => serde_json::to_writer(dst.writer(), b),
+            Frame::Batch(b) => {
+                // Element by element, as single messages are written: raw params and results
+                // are copied, not parsed again by the serializer.
+                dst.reserve(b.iter().map(|m| m.encoded_len() + 1).sum::<usize>() + 1);
+                dst.put_u8(b'[');
+                for (i, m) in b.iter().enumerate() {
+                    if i > 0 {
+                        dst.put_u8(b',');
+                    }
+                    m.encode_into(dst)?;
+                }
+                dst.put_u8(b']');
+                Ok(())
+            }
         }
     }
 }

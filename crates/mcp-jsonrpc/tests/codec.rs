@@ -340,6 +340,10 @@ fn message() -> impl Strategy<Value = Message> {
             id,
             mcp_jsonrpc::to_raw(&v).unwrap()
         ))),
+        (id(), json_value()).prop_map(|(id, v)| Message::Response(Response::success(
+            id,
+            mcp_jsonrpc::RawJson::serialize(&v).unwrap()
+        ))),
         (
             prop::option::of(id()),
             any::<i64>(),
@@ -400,6 +404,14 @@ where
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A batch is written element by element; the bytes are serde_json's for the array.
+    #[test]
+    fn batches_encode_as_serde_json_writes_them(messages in prop::collection::vec(message(), 1..5)) {
+        let mut buf = BytesMut::new();
+        Frame::Batch(messages.clone()).encode_into(&mut buf).unwrap();
+        prop_assert_eq!(&buf[..], &serde_json::to_vec(&messages).unwrap()[..]);
+    }
 
     #[test]
     fn line_round_trips_at_any_split(frames in prop::collection::vec(frame(), 1..5), points in prop::collection::vec(any::<usize>(), 0..8)) {

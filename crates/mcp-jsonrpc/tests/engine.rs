@@ -8,8 +8,8 @@ use futures_util::{SinkExt, StreamExt};
 use mcp_jsonrpc::codec::{CodecConfig, Framing};
 use mcp_jsonrpc::{
     CallError, Connection, Engine, ErrorObject, Frame, Id, Inbound, InboundStream, Message,
-    Notification, NotificationContext, Outbound, OutboundSink, Peer, Request, RequestContext,
-    RequestOptions, Response, TransportError, codes, memory_pair, to_raw,
+    Notification, NotificationContext, Outbound, OutboundSink, Peer, RawJson, Request,
+    RequestContext, RequestOptions, Response, TransportError, codes, memory_pair, to_raw,
 };
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -33,19 +33,23 @@ fn raw(v: Value) -> Box<RawValue> {
     to_raw(&v).unwrap()
 }
 
+fn reply(v: Value) -> RawJson {
+    RawJson::serialize(&v).unwrap()
+}
+
 impl mcp_jsonrpc::Handler for TestHandler {
     async fn handle_request(
         &self,
         req: Request,
         cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<RawJson, ErrorObject> {
         let params: Value = req.params_as()?;
         match req.method.as_str() {
-            "echo" => Ok(raw(params)),
+            "echo" => Ok(reply(params)),
             "sleep" => {
                 let ms = params["ms"].as_u64().unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-                Ok(raw(json!({"slept": ms})))
+                Ok(reply(json!({"slept": ms})))
             }
             "wait_cancel" => {
                 let guard = CancelProbe {
@@ -69,14 +73,14 @@ impl mcp_jsonrpc::Handler for TestHandler {
                         .await
                         .map_err(ErrorObject::internal_error)?;
                 }
-                Ok(raw(json!({"done": steps})))
+                Ok(reply(json!({"done": steps})))
             }
             "count" => {
                 let now = self.state.running.fetch_add(1, Ordering::SeqCst) + 1;
                 self.state.max_running.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 self.state.running.fetch_sub(1, Ordering::SeqCst);
-                Ok(raw(json!(now)))
+                Ok(reply(json!(now)))
             }
             "ask_back" => {
                 assert_eq!(cx.peer().related(), Some(cx.id()));
@@ -85,14 +89,14 @@ impl mcp_jsonrpc::Handler for TestHandler {
                     .call("echo", &json!({"from": "server"}), RequestOptions::new())
                     .await
                     .map_err(ErrorObject::internal_error)?;
-                Ok(raw(json!({"client said": answer})))
+                Ok(reply(json!({"client said": answer})))
             }
             "note_then_answer" => {
                 cx.peer()
                     .notify_with("notifications/message", &json!({"data": "before"}))
                     .await
                     .map_err(ErrorObject::internal_error)?;
-                Ok(raw(json!({"answered": true})))
+                Ok(reply(json!({"answered": true})))
             }
             "panic" => panic!("handler bug"),
             other => Err(ErrorObject::method_not_found(other)),
@@ -870,8 +874,8 @@ impl mcp_jsonrpc::Handler for Recorder {
         &self,
         _req: Request,
         _cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
-        Ok(raw(json!(self.seen.load(Ordering::SeqCst))))
+    ) -> Result<RawJson, ErrorObject> {
+        Ok(reply(json!(self.seen.load(Ordering::SeqCst))))
     }
 
     async fn handle_notification(&self, _n: Notification, _cx: NotificationContext) {

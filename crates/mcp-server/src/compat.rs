@@ -16,6 +16,7 @@
 //! It is off by default; enable it with
 //! `ServerBuilder::middleware(LegacyMethods)`.
 
+use mcp_jsonrpc::RawJson;
 use std::collections::HashMap;
 
 use mcp_jsonrpc::ErrorObject;
@@ -53,7 +54,7 @@ fn inner(req: &Request, method: &str, params: Value) -> Result<Request, ErrorObj
 /// Runs an inner request and reads its (projected) result as JSON.
 async fn run(next: Next<'_>, request: Request) -> Result<Value, ErrorObject> {
     let raw = next.run(request).await?;
-    mcp_jsonrpc::from_raw(&raw).map_err(ErrorObject::internal_error)
+    raw.parse().map_err(ErrorObject::internal_error)
 }
 
 fn obj(params: Option<&RawValue>) -> Result<Map<String, Value>, ErrorObject> {
@@ -67,8 +68,8 @@ fn obj(params: Option<&RawValue>) -> Result<Map<String, Value>, ErrorObject> {
     }
 }
 
-fn to_raw(value: &Value) -> Result<Box<RawValue>, ErrorObject> {
-    mcp_jsonrpc::to_raw(value).map_err(ErrorObject::internal_error)
+fn to_raw(value: &Value) -> Result<RawJson, ErrorObject> {
+    RawJson::serialize(value).map_err(ErrorObject::internal_error)
 }
 
 async fn all_pages(
@@ -97,7 +98,7 @@ async fn all_pages(
 }
 
 impl LegacyMethods {
-    async fn run(&self, req: Request, next: Next<'_>) -> Result<Box<RawValue>, ErrorObject> {
+    async fn run(&self, req: Request, next: Next<'_>) -> Result<RawJson, ErrorObject> {
         let params = obj(req.params.as_deref())?;
         match req.method.as_str() {
             "mcp/initialize" => {
@@ -253,7 +254,7 @@ impl Middleware for LegacyMethods {
         &'a self,
         request: Request,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
+    ) -> BoxFuture<'a, Result<RawJson, ErrorObject>> {
         Box::pin(self.run(request, next))
     }
 }

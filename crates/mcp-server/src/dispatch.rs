@@ -5,6 +5,7 @@
 //! result is projected to the request's revision with the generated [`Project`] trait and
 //! encoded once.
 
+use mcp_jsonrpc::RawJson;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -64,14 +65,23 @@ impl Origin<'_> {
 pub(crate) fn encode<T: Serialize + Project>(
     mut value: T,
     version: ProtocolVersion,
+) -> Result<RawJson, ErrorObject> {
+    value.project(version);
+    RawJson::serialize(&value).map_err(ErrorObject::internal_error)
+}
+
+/// Encodes params of a message to the client for `version`: projected, then serialized once.
+pub(crate) fn encode_params<T: Serialize + Project>(
+    mut value: T,
+    version: ProtocolVersion,
 ) -> Result<Box<RawValue>, ErrorObject> {
     value.project(version);
     mcp_jsonrpc::to_raw(&value).map_err(ErrorObject::internal_error)
 }
 
 /// `{}`.
-pub(crate) fn empty() -> Result<Box<RawValue>, ErrorObject> {
-    mcp_jsonrpc::to_raw(&EmptyResult::default()).map_err(ErrorObject::internal_error)
+pub(crate) fn empty() -> Result<RawJson, ErrorObject> {
+    RawJson::serialize(&EmptyResult::default()).map_err(ErrorObject::internal_error)
 }
 
 /// The parts of `tools/call` params the builder's router reads, borrowed from the request
@@ -205,7 +215,7 @@ pub(crate) async fn dispatch(
     server: &Server,
     origin: Origin<'_>,
     request: Request,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<RawJson, ErrorObject> {
     let Request {
         id,
         method,

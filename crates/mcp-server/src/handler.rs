@@ -1,5 +1,6 @@
 //! The low-level handler trait and middleware.
 
+use mcp_jsonrpc::RawJson;
 use std::sync::Arc;
 
 use mcp_jsonrpc::{ErrorObject, Extensions, Id};
@@ -239,7 +240,7 @@ pub trait ServerHandler: Send + Sync + 'static {
         method: String,
         _params: Option<Box<RawValue>>,
         _cx: RequestContext,
-    ) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>> {
+    ) -> BoxFuture<'_, Result<RawJson, ErrorObject>> {
         Box::pin(async move { Err(ErrorObject::method_not_found(&method)) })
     }
 }
@@ -283,8 +284,7 @@ impl Request {
 /// Wraps every request: runs code before and after the rest of the chain, or answers on its own.
 ///
 /// ```
-/// use mcp_server::{BoxFuture, ErrorObject, Middleware, Next, Request};
-/// use serde_json::value::RawValue;
+/// use mcp_server::{BoxFuture, ErrorObject, Middleware, Next, RawJson, Request};
 ///
 /// struct Timing;
 /// impl Middleware for Timing {
@@ -292,7 +292,7 @@ impl Request {
 ///         &'a self,
 ///         req: Request,
 ///         next: Next<'a>,
-///     ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
+///     ) -> BoxFuture<'a, Result<RawJson, ErrorObject>> {
 ///         Box::pin(async move {
 ///             let method = req.method.clone();
 ///             let started = std::time::Instant::now();
@@ -310,12 +310,12 @@ pub trait Middleware: Send + Sync + 'static {
         &'a self,
         request: Request,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>>;
+    ) -> BoxFuture<'a, Result<RawJson, ErrorObject>>;
 }
 
 /// The end of the middleware chain: the session's own dispatch.
 pub(crate) trait Endpoint: Send + Sync {
-    fn call(&self, request: Request) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>>;
+    fn call(&self, request: Request) -> BoxFuture<'_, Result<RawJson, ErrorObject>>;
 }
 
 /// The rest of the middleware chain. It can be run several times (a middleware may issue more
@@ -336,7 +336,7 @@ impl std::fmt::Debug for Next<'_> {
 
 impl<'a> Next<'a> {
     /// Passes the request to the next middleware, or to the server at the end of the chain.
-    pub async fn run(self, request: Request) -> Result<Box<RawValue>, ErrorObject> {
+    pub async fn run(self, request: Request) -> Result<RawJson, ErrorObject> {
         match self.chain.split_first() {
             Some((first, rest)) => {
                 first

@@ -80,7 +80,7 @@ pub use ext::{
     ResourceContentsExt,
 };
 pub use handler::{Middleware, Next, Request, ServerHandler, completion};
-pub use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Id, codes};
+pub use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Id, RawJson, codes};
 pub use mcp_types::ProtocolVersion;
 pub use mcp_types::wire::CacheHint;
 pub use output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult, Structured};

@@ -6,6 +6,7 @@
 //! bounded concurrency, batches, answers to bad input); this module only adds what a session
 //! knows: the negotiated revision and the client, the logging level and the subscriptions.
 
+use mcp_jsonrpc::RawJson;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -22,7 +23,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{BoxFuture, ClientChannel, ClientScope, LogThreshold, Resume};
-use crate::dispatch::{Origin, dispatch, empty, encode};
+use crate::dispatch::{Origin, dispatch, empty, encode, encode_params};
 use crate::error::{CallError, ServeError, not_initialized};
 use crate::handler::{Endpoint, Next, Request};
 use crate::registry::ServerEvent;
@@ -63,11 +64,7 @@ struct InitializeParams {
 }
 
 impl Session {
-    fn initialize(
-        &self,
-        raw: Option<&RawValue>,
-        peer: &Peer,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    fn initialize(&self, raw: Option<&RawValue>, peer: &Peer) -> Result<RawJson, ErrorObject> {
         let p: InitializeParams = serde_json::from_str(raw.map_or("{}", RawValue::get))
             .map_err(ErrorObject::invalid_params)?;
         // Answer with the client's revision when it is one of ours, else with our newest.
@@ -210,7 +207,7 @@ struct StatelessEndpoint<'a> {
 }
 
 impl Endpoint for StatelessEndpoint<'_> {
-    fn call(&self, request: Request) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>> {
+    fn call(&self, request: Request) -> BoxFuture<'_, Result<RawJson, ErrorObject>> {
         Box::pin(serve::serve(self.server, self.rpc, request))
     }
 }
@@ -231,7 +228,7 @@ fn serve_session(
     peer: Peer,
     cancel: CancellationToken,
     request: Request,
-) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>> {
+) -> BoxFuture<'_, Result<RawJson, ErrorObject>> {
     match route(session, peer, cancel, request) {
         Route::Answered(answer) => Box::pin(std::future::ready(answer)),
         // Boxed: held in place, dispatch's future would make every request's future too large
@@ -248,7 +245,7 @@ fn serve_session_owned(
     peer: Peer,
     cancel: CancellationToken,
     request: Request,
-) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+) -> BoxFuture<'static, Result<RawJson, ErrorObject>> {
     Box::pin(async move {
         match route(&session, peer, cancel, request) {
             Route::Answered(answer) => answer,
@@ -259,7 +256,7 @@ fn serve_session_owned(
 
 /// Where a session's request goes: answered by the session itself, or dispatched.
 enum Route<'a> {
-    Answered(Result<Box<RawValue>, ErrorObject>),
+    Answered(Result<RawJson, ErrorObject>),
     Dispatch(Origin<'a>, Request),
 }
 
@@ -291,7 +288,7 @@ fn route(session: &Session, peer: Peer, cancel: CancellationToken, request: Requ
 }
 
 impl Endpoint for SessionEndpoint<'_> {
-    fn call(&self, request: Request) -> BoxFuture<'_, Result<Box<RawValue>, ErrorObject>> {
+    fn call(&self, request: Request) -> BoxFuture<'_, Result<RawJson, ErrorObject>> {
         serve_session(
             self.session,
             self.rpc.peer().clone(),
@@ -349,7 +346,7 @@ impl SessionHandler {
         self,
         request: mcp_jsonrpc::Request,
         cx: mcp_jsonrpc::RequestContext,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+    ) -> BoxFuture<'static, Result<RawJson, ErrorObject>> {
         if self.0.server.inner.middleware.is_empty() {
             if !serve::may_be_stateless(&request.method, request.params.as_deref()) {
                 // Certainly a session's request (no `_meta` to make it stateless): served as
@@ -375,7 +372,7 @@ impl Handler for SessionHandler {
         &self,
         request: mcp_jsonrpc::Request,
         cx: mcp_jsonrpc::RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<RawJson, ErrorObject> {
         let session = &*self.0;
         // A request carrying the stateless revision's `_meta` is served on its own, whatever
         // the connection did before; anything else belongs to the session.
@@ -469,7 +466,7 @@ async fn fan_out(session: Arc<Session>, peer: Peer) {
                     meta: None,
                     uri: uri.clone(),
                 };
-                match encode(params, scope.version) {
+                match encode_params(params, scope.version) {
                     Ok(raw) => peer
                         .notify("notifications/resources/updated", Some(raw))
                         .await

@@ -61,7 +61,7 @@ impl Handler for Recorder {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
         self.record(&request.method, request.params.as_deref());
         // The engine applies the peer's `notifications/cancelled` to the request's token (and
         // drops this future); record it as a pseudo-notification so tests can wait for it.
@@ -73,7 +73,7 @@ impl Handler for Recorder {
             recorder.record(&format!("cancelled {method}"), None);
         });
         match &self.answer {
-            Some(answer) => Ok(mcp_jsonrpc::to_raw(answer).unwrap()),
+            Some(answer) => Ok(mcp_jsonrpc::RawJson::serialize(answer).unwrap()),
             None => std::future::pending().await,
         }
     }

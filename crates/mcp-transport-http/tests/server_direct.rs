@@ -44,13 +44,14 @@ fn handler(seen: Shared) -> DirectHandler {
             let params: Value = request.params_as().unwrap_or(Value::Null);
             let notify = |i: u32| common::progress(cx.peer().clone(), i);
             match request.method.as_str() {
-                "echo" => Ok(
-                    mcp_jsonrpc::to_raw(&json!({"who": params["who"], "via": "direct"})).unwrap(),
-                ),
+                "echo" => Ok(mcp_jsonrpc::RawJson::serialize(
+                    &json!({"who": params["who"], "via": "direct"}),
+                )
+                .unwrap()),
                 "progress" => {
                     notify(1).await;
                     notify(2).await;
-                    Ok(mcp_jsonrpc::to_raw(&json!({"done": true})).unwrap())
+                    Ok(mcp_jsonrpc::RawJson::serialize(&json!({"done": true})).unwrap())
                 }
                 "slow" => {
                     // The future is dropped when the request is abandoned; its token fires.
@@ -71,7 +72,10 @@ fn handler(seen: Shared) -> DirectHandler {
                         .await
                         .unwrap_err();
                     assert!(matches!(err, CallError::Closed(_)));
-                    Ok(mcp_jsonrpc::to_raw(&json!({"refused": err.to_string()})).unwrap())
+                    Ok(
+                        mcp_jsonrpc::RawJson::serialize(&json!({"refused": err.to_string()}))
+                            .unwrap(),
+                    )
                 }
                 other => Err(ErrorObject::method_not_found(other)),
             }

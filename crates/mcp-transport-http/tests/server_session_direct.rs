@@ -23,7 +23,6 @@ use mcp_jsonrpc::{
     Connection, DirectHandler, Engine, ErrorObject, Handler, RequestContext, RequestOptions,
 };
 use mcp_transport_http::server::{HttpServerConfig, SseStreamControl, StreamableHttpService};
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -39,8 +38,8 @@ struct Seen {
 
 type Shared = Arc<Mutex<Seen>>;
 
-fn raw(v: Value) -> Box<RawValue> {
-    mcp_jsonrpc::to_raw(&v).unwrap()
+fn raw(v: Value) -> mcp_jsonrpc::RawJson {
+    mcp_jsonrpc::RawJson::serialize(&v).unwrap()
 }
 
 /// The engine's handler: answers `initialize`, and anything else with `via: engine`.
@@ -51,7 +50,7 @@ impl Handler for EngineSide {
         &self,
         request: mcp_jsonrpc::Request,
         _cx: RequestContext,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
         self.0
             .lock()
             .unwrap()

@@ -21,7 +21,6 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
-use serde_json::value::RawValue;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::queue::{RequestRx, Tx, request_queue};
@@ -30,11 +29,12 @@ use crate::connection::{Extensions, Outbound};
 use crate::error::ErrorObject;
 use crate::id::Id;
 use crate::message::Request;
+use crate::raw::RawJson;
 
 /// A request handler a service offers to its transport: called once per request, in the
 /// transport's task, with a context made by [`Detached::context`].
 pub type DirectHandler = Arc<
-    dyn Fn(Request, RequestContext) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>
+    dyn Fn(Request, RequestContext) -> BoxFuture<'static, Result<RawJson, ErrorObject>>
         + Send
         + Sync,
 >;
@@ -421,9 +421,9 @@ mod tests {
     async fn a_slot_keeps_the_first_handler() {
         let slot = DirectSlot::new();
         let first: DirectHandler =
-            Arc::new(|_r, _cx| Box::pin(async { Ok(crate::to_raw(&1).unwrap()) }));
+            Arc::new(|_r, _cx| Box::pin(async { Ok(RawJson::serialize(&1).unwrap()) }));
         let second: DirectHandler =
-            Arc::new(|_r, _cx| Box::pin(async { Ok(crate::to_raw(&2).unwrap()) }));
+            Arc::new(|_r, _cx| Box::pin(async { Ok(RawJson::serialize(&2).unwrap()) }));
         assert!(slot.offer(first));
         assert!(!slot.clone().offer(second));
         let (cx, _rx) = Detached::new().context(

@@ -31,6 +31,7 @@ use crate::connection::{Connection, Extensions, InboundStream, Incoming, Outboun
 use crate::error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError};
 use crate::id::Id;
 use crate::message::{Frame, Inbound, Message, Notification, Request, Response};
+use crate::raw::RawJson;
 
 /// Frames read per poll before yielding to the runtime.
 const READ_BUDGET: usize = 64;
@@ -560,7 +561,12 @@ impl<H: Handler> DriverState<H> {
         let entry = lock(&self.shared.pending).remove(&id);
         match entry {
             Some(entry) => {
-                let _ = entry.tx.send(response.result.map_err(CallError::Rpc));
+                let _ = entry.tx.send(
+                    response
+                        .result
+                        .map(RawJson::into_raw_value)
+                        .map_err(CallError::Rpc),
+                );
             }
             None => tracing::debug!(%id, "response for an unknown request id ignored"),
         }

@@ -27,6 +27,7 @@ use crate::connection::{Connection, Extensions};
 use crate::error::{ErrorObject, TransportError};
 use crate::id::{Id, IdMap};
 use crate::message::{Notification, Request};
+use crate::raw::RawJson;
 
 /// The method of the cancellation notification.
 pub const CANCELLED_METHOD: &str = "notifications/cancelled";
@@ -61,7 +62,7 @@ pub trait Handler: Send + Sync + 'static {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> impl Future<Output = Result<Box<RawValue>, ErrorObject>> + Send {
+    ) -> impl Future<Output = Result<RawJson, ErrorObject>> + Send {
         let _ = cx;
         async move { Err(ErrorObject::method_not_found(&request.method)) }
     }
@@ -84,7 +85,7 @@ impl<H: Handler> Handler for Arc<H> {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> impl Future<Output = Result<Box<RawValue>, ErrorObject>> + Send {
+    ) -> impl Future<Output = Result<RawJson, ErrorObject>> + Send {
         (**self).handle_request(request, cx)
     }
 
@@ -208,14 +209,15 @@ impl Default for Config {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// use mcp_jsonrpc::{Engine, Handler, Request, RequestContext, RequestOptions, ErrorObject, memory_pair};
-/// use serde_json::value::RawValue;
+/// use mcp_jsonrpc::{
+///     Engine, ErrorObject, Handler, RawJson, Request, RequestContext, RequestOptions, memory_pair,
+/// };
 ///
 /// struct Echo;
 /// impl Handler for Echo {
-///     async fn handle_request(&self, req: Request, _cx: RequestContext) -> Result<Box<RawValue>, ErrorObject> {
+///     async fn handle_request(&self, req: Request, _cx: RequestContext) -> Result<RawJson, ErrorObject> {
 ///         match req.method.as_str() {
-///             "echo" => Ok(req.params.unwrap_or_else(|| mcp_jsonrpc::to_raw(&()).unwrap())),
+///             "echo" => Ok(req.params.map_or_else(|| RawJson::serialize(&()).unwrap(), RawJson::from)),
 ///             other => Err(ErrorObject::method_not_found(other)),
 ///         }
 ///     }

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use mcp_jsonrpc::{ErrorObject, Id, Peer};
+use mcp_jsonrpc::{ErrorObject, Id, Peer, RawJson};
 use mcp_types::wire::tasks::{LISTEN_TASK_IDS, NOTIFICATION_STATUS};
 use mcp_types::wire::{self, RequestMeta, ResultType, TASKS_EXTENSION};
 use mcp_types::{
@@ -153,7 +153,7 @@ pub(crate) async fn listen(
     params: Option<&Value>,
     meta: &RequestMeta,
     owner: Option<&str>,
-) -> Result<Box<serde_json::value::RawValue>, ErrorObject> {
+) -> Result<RawJson, ErrorObject> {
     let requested_tasks = requested_task_ids(params)?;
     let params: SubscriptionsListenRequestParams =
         serde_json::from_value(params.cloned().unwrap_or(Value::Null))
@@ -262,7 +262,7 @@ pub(crate) async fn listen(
         None,
     )
     .map_err(ErrorObject::internal_error)?;
-    mcp_jsonrpc::to_raw(&map).map_err(ErrorObject::internal_error)
+    RawJson::serialize(&map).map_err(ErrorObject::internal_error)
 }
 
 #[cfg(test)]

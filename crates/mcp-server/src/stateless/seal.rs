@@ -265,8 +265,9 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
 /// asks of servers that authenticate their callers.
 ///
 /// ```
-/// use mcp_server::{BoxFuture, ErrorObject, Middleware, Next, Request, RequestStateSubject};
-/// use serde_json::value::RawValue;
+/// use mcp_server::{
+///     BoxFuture, ErrorObject, Middleware, Next, RawJson, Request, RequestStateSubject,
+/// };
 ///
 /// #[derive(Clone)]
 /// struct User(String); // what an authentication layer attached
@@ -278,7 +279,7 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
 ///         &'a self,
 ///         mut request: Request,
 ///         next: Next<'a>,
-///     ) -> BoxFuture<'a, Result<Box<RawValue>, ErrorObject>> {
+///     ) -> BoxFuture<'a, Result<RawJson, ErrorObject>> {
 ///         if let Some(user) = request.extensions.get::<User>().cloned() {
 ///             request.extensions.insert(RequestStateSubject(user.0));
 ///         }

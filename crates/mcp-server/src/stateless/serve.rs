@@ -7,6 +7,7 @@
 //! `serverInfo`, caching hints) and multi round-trip requests end in the handler's result, an
 //! `input_required` result or an error, as their [`Exchange`] decides.
 
+use mcp_jsonrpc::RawJson;
 use std::sync::Arc;
 
 use mcp_jsonrpc::ErrorObject;
@@ -135,9 +136,9 @@ fn internal(e: impl std::fmt::Display) -> ErrorObject {
 fn lower(
     server: &Server,
     method: &str,
-    raw: &RawValue,
+    raw: &RawJson,
     kind: ResultType,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<RawJson, ErrorObject> {
     if kind == ResultType::Complete {
         if let Some(lowered) = lower_complete_in_place(server, method, raw) {
             return Ok(lowered);
@@ -150,24 +151,24 @@ fn lower(
 fn lower_via_value(
     server: &Server,
     method: &str,
-    raw: &RawValue,
+    raw: &RawJson,
     kind: ResultType,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<RawJson, ErrorObject> {
     let mut value: Value = serde_json::from_str(raw.get()).map_err(internal)?;
     let Value::Object(map) = &mut value else {
-        return Ok(raw.to_owned());
+        return Ok(raw.clone());
     };
     let inner = &server.inner;
     let hint = inner.options.cache.for_method(method);
     wire::lower_result(method, map, kind, Some(&inner.info), hint).map_err(internal)?;
-    mcp_jsonrpc::to_raw(map).map_err(internal)
+    RawJson::serialize(map).map_err(internal)
 }
 
 /// [`lower`] for a complete result without members the lowering would have to merge with
 /// (`_meta`, `resultType`, caching hints): the envelope members are written in front of the
 /// result's own, with no decoding. `None` when the text might hold any of those members (an
 /// escape could spell one), so the general path decides.
-fn lower_complete_in_place(server: &Server, method: &str, raw: &RawValue) -> Option<Box<RawValue>> {
+fn lower_complete_in_place(server: &Server, method: &str, raw: &RawJson) -> Option<RawJson> {
     const MERGED: [&str; 4] = ["\"_meta\"", "\"resultType\"", "\"ttlMs\"", "\"cacheScope\""];
     let text = raw.get();
     let members = text.strip_prefix('{')?;
@@ -194,7 +195,7 @@ fn lower_complete_in_place(server: &Server, method: &str, raw: &RawValue) -> Opt
         out.push(',');
     }
     out.push_str(members);
-    RawValue::from_string(out).ok()
+    RawJson::from_string(out).ok()
 }
 
 /// Whether the server's capabilities cover a method: without `tools` (`prompts`, `resources`,
@@ -215,7 +216,7 @@ struct IsError {
     is_error: Option<bool>,
 }
 
-fn is_error_result(raw: &RawValue) -> bool {
+fn is_error_result(raw: &RawJson) -> bool {
     let text = raw.get();
     if !text.contains("isError") && !text.contains('\\') {
         return false;
@@ -285,7 +286,7 @@ pub(crate) async fn serve(
     server: &Server,
     rpc: &mcp_jsonrpc::RequestContext,
     request: Request,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<RawJson, ErrorObject> {
     let lifted = lift(&request.method, request.params.as_deref())?;
     serve_lifted(server, rpc.clone(), request, lifted).await
 }
@@ -308,7 +309,7 @@ pub(crate) async fn serve_lifted<S: std::borrow::Borrow<Server>>(
     rpc: mcp_jsonrpc::RequestContext,
     request: Request,
     lifted: Lifted,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<RawJson, ErrorObject> {
     let server: &Server = server.borrow();
     let Lifted {
         params,
@@ -359,7 +360,7 @@ pub(crate) async fn serve_lifted<S: std::borrow::Borrow<Server>>(
 
 /// `server/discover`: the stateless revisions served, the capabilities derived from what is
 /// registered, the instructions; cacheable.
-fn discover(server: &Server, version: ProtocolVersion) -> Result<Box<RawValue>, ErrorObject> {
+fn discover(server: &Server, version: ProtocolVersion) -> Result<RawJson, ErrorObject> {
     let inner = &server.inner;
     let mut capabilities = inner.handler.capabilities();
     capabilities.project(version);
@@ -375,7 +376,7 @@ fn discover(server: &Server, version: ProtocolVersion) -> Result<Box<RawValue>, 
             .collect(),
         ttl_ms: i64::try_from(hint.ttl_ms).unwrap_or(i64::MAX),
     };
-    let raw = mcp_jsonrpc::to_raw(&result).map_err(internal)?;
+    let raw = RawJson::serialize(&result).map_err(internal)?;
     lower(server, "server/discover", &raw, ResultType::Complete)
 }
 
@@ -451,7 +452,7 @@ async fn call(
     params: Option<Value>,
     arguments: Option<Box<str>>,
     meta: Box<RequestMeta>,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<RawJson, ErrorObject> {
     let inner = &server.inner;
     let version = meta.protocol_version;
     let method: Arc<str> = Arc::from(request.method.as_str());
@@ -590,7 +591,7 @@ async fn call(
             Verdict::Complete => {}
             Verdict::InputRequired(mut ask) => {
                 ask.project(version);
-                let raw = mcp_jsonrpc::to_raw(&ask).map_err(internal)?;
+                let raw = RawJson::serialize(&ask).map_err(internal)?;
                 return lower(server, &method, &raw, ResultType::InputRequired);
             }
             Verdict::Error(e) => return Err(rpc_error(e)),
@@ -605,7 +606,7 @@ async fn call(
 /// What a stateless request's handler produced: an encoded result, or a tool's typed result
 /// still to be lowered and encoded.
 enum Done {
-    Encoded(Box<RawValue>),
+    Encoded(RawJson),
     Tool(CallToolResult),
 }
 
@@ -616,7 +617,7 @@ fn lower_tool(
     server: &Server,
     mut result: CallToolResult,
     version: ProtocolVersion,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<RawJson, ErrorObject> {
     result.project(version);
     // Every member, named: a member the model gains must be added to `LoweredTool` (this
     // pattern stops compiling until it is).
@@ -637,7 +638,7 @@ fn lower_tool(
         result_type: ResultType::Complete.as_str(),
         structured_content: structured_content.as_ref(),
     };
-    mcp_jsonrpc::to_raw(&lowered).map_err(internal)
+    RawJson::serialize(&lowered).map_err(internal)
 }
 
 /// A tool's result on the stateless wire: the members of [`CallToolResult`] with `resultType`
@@ -751,8 +752,8 @@ mod lower_tests {
             .unwrap()
     }
 
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_owned()).unwrap()
+    fn raw(text: &str) -> RawJson {
+        RawJson::from_string(text.to_owned()).unwrap()
     }
 
     #[test]
@@ -865,7 +866,7 @@ mod lower_tool_tests {
             )
             .unwrap();
             let typed = lower_tool(&server, result, v).unwrap();
-            let parse = |raw: &RawValue| serde_json::from_str::<Value>(raw.get()).unwrap();
+            let parse = |raw: &RawJson| serde_json::from_str::<Value>(raw.get()).unwrap();
             assert_eq!(parse(&typed), parse(&general), "{}", typed.get());
         }
     }

@@ -1,6 +1,7 @@
 //! Serving the tasks extension on the stateless revision: a `tools/call` that may become a
 //! task, and `tasks/get`, `tasks/update` and `tasks/cancel`.
 
+use mcp_jsonrpc::RawJson;
 use std::sync::{Arc, Weak};
 
 use mcp_jsonrpc::ErrorObject;
@@ -10,7 +11,6 @@ use mcp_types::wire::tasks::{
 use mcp_types::wire::{self, ResultType, TASKS_EXTENSION};
 use mcp_types::{ClientCapabilities, JsonObject, ProtocolVersion};
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
@@ -24,7 +24,7 @@ use crate::handler::Request;
 use crate::server::Server;
 use crate::stateless::rpc_error;
 
-type JobResult = Result<Box<RawValue>, ErrorObject>;
+type JobResult = Result<RawJson, ErrorObject>;
 
 fn internal(e: impl std::fmt::Display) -> ErrorObject {
     ErrorObject::internal_error(e)
@@ -274,16 +274,16 @@ fn lower(
     method: &str,
     value: Value,
     kind: ResultType,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<RawJson, ErrorObject> {
     let Value::Object(mut map) = value else {
         return Err(internal("a task result is not an object"));
     };
     wire::lower_result(method, &mut map, kind, Some(&server.inner.info), None).map_err(internal)?;
-    mcp_jsonrpc::to_raw(&map).map_err(internal)
+    RawJson::serialize(&map).map_err(internal)
 }
 
 /// The `CreateTaskResult` that answers the call that became `task`.
-pub(crate) fn created(server: &Server, task: &TaskRecord) -> Result<Box<RawValue>, ErrorObject> {
+pub(crate) fn created(server: &Server, task: &TaskRecord) -> Result<RawJson, ErrorObject> {
     let value = serde_json::to_value(CreateTaskResult::from(task.task())).map_err(internal)?;
     lower(server, "tools/call", value, ResultType::Task)
 }
@@ -309,7 +309,7 @@ pub(crate) fn handle(
     params: Option<&Value>,
     capabilities: &ClientCapabilities,
     owner: Option<&str>,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<RawJson, ErrorObject> {
     if !served(server) {
         return Err(ErrorObject::method_not_found(method));
     }
@@ -402,7 +402,7 @@ mod tests {
     #[test]
     fn outcomes_are_lowered_for_the_revision() {
         let v = ProtocolVersion::V2026_07_28;
-        let raw = mcp_jsonrpc::to_raw(&json!({"content": [], "isError": true})).unwrap();
+        let raw = RawJson::serialize(&json!({"content": [], "isError": true})).unwrap();
         let Outcome::Completed(map) = outcome(Ok(raw), v) else {
             panic!("a result completes")
         };
@@ -415,7 +415,7 @@ mod tests {
         };
         assert_eq!(e.code, mcp_types::error_codes::INVALID_PARAMS);
         assert_eq!(e.data, Some(json!({"uri": "test://x"})));
-        let not_an_object = mcp_jsonrpc::to_raw(&json!([1])).unwrap();
+        let not_an_object = RawJson::serialize(&json!([1])).unwrap();
         assert!(matches!(outcome(Ok(not_an_object), v), Outcome::Failed(_)));
     }
 

@@ -79,11 +79,11 @@ impl ToolHeaders {
     }
 
     /// Learns from the result of a response with `id` if it answers a `tools/list`.
-    pub(crate) fn learn(&mut self, id: &Id, result: &RawValue) {
+    pub(crate) fn learn(&mut self, id: &Id, result: &str) {
         if !self.lists.remove(id) {
             return;
         }
-        let list: ListProbe = match serde_json::from_str(result.get()) {
+        let list: ListProbe = match serde_json::from_str(result) {
             Ok(list) => list,
             Err(error) => {
                 tracing::debug!(%error, "tools/list result without a readable tool list");
@@ -187,9 +187,9 @@ mod tests {
         .unwrap();
         let raw = RawValue::from_string(result).unwrap();
         // A response to something else teaches nothing.
-        known.learn(&Id::Number(4), &raw);
+        known.learn(&Id::Number(4), raw.get());
         assert!(known.tools.is_empty());
-        known.learn(&list, &raw);
+        known.learn(&list, raw.get());
         assert_eq!(
             known.tools.len(),
             1,

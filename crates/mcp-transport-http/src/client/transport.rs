@@ -177,7 +177,7 @@ impl Shared {
             ..
         }) = &msg
         {
-            self.tool_headers().learn(id, raw);
+            self.tool_headers().learn(id, raw.get());
         }
         if let Message::Response(resp) = &msg {
             let mut st = self.state();
@@ -189,7 +189,7 @@ impl Shared {
                         #[serde(rename = "protocolVersion")]
                         protocol_version: Option<String>,
                     }
-                    match mcp_jsonrpc::from_raw::<InitProbe>(raw) {
+                    match raw.parse::<InitProbe>() {
                         Ok(InitProbe {
                             protocol_version: Some(v),
                         }) if HeaderValue::from_str(&v).is_ok() => {

@@ -22,9 +22,8 @@ use futures_util::FutureExt;
 use http::{Response, StatusCode};
 use mcp_jsonrpc::{
     Cancellable, Detached, DirectHandler, ErrorObject, Extensions, Frame, Id, Message, Outbound,
-    RelatedReceiver,
+    RawJson, RelatedReceiver,
 };
-use serde_json::value::RawValue;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -48,7 +47,7 @@ pub(crate) enum Refused {
     Closed,
 }
 
-type Outcome = Result<Result<Box<RawValue>, ErrorObject>, Box<dyn std::any::Any + Send>>;
+type Outcome = Result<Result<RawJson, ErrorObject>, Box<dyn std::any::Any + Send>>;
 
 impl Direct {
     pub(crate) fn new(config: &HttpServerConfig) -> Self {
@@ -253,7 +252,7 @@ pub(crate) fn refused(refused: Refused) -> Response<HttpBody> {
 }
 
 /// What a [`DirectHandler`] returns.
-type HandlerFuture = futures_util::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
+type HandlerFuture = futures_util::future::BoxFuture<'static, Result<RawJson, ErrorObject>>;
 
 /// A session request's handler, caught if it panics, watched for the request's cancellation
 /// once it has had to wait (see [`Cancellable`]).
