@@ -73,7 +73,6 @@ impl Direct {
         // `HeldPermit` below.
         let permit = self.permits.try_acquire().map_err(|_| Refused::Busy)?;
         let id = request.id.clone();
-        let method = request.method.clone();
         // A token of its own, not a child of the connection's: a child is linked into (and out
         // of) its parent under the parent's lock, one lock every concurrent request would
         // share. The connection's closing is watched below instead, and cancels this token
@@ -93,7 +92,7 @@ impl Direct {
                 biased;
                 outcome = &mut run => {
                     abandon.disarm();
-                    let response = answer(id, &method, outcome);
+                    let response = answer(id, outcome);
                     // What the handler sent before answering goes first, in order.
                     while let Some(m) = related.try_recv() {
                         if how.sse_allowed {
@@ -128,7 +127,6 @@ impl Direct {
             tx,
             Running {
                 id,
-                method,
                 closed: closed.clone(),
                 abandon,
                 _permit: HeldPermit::from(permit, &self.permits),
@@ -146,7 +144,6 @@ impl Direct {
 /// A request whose answer became an SSE stream.
 struct Running {
     id: Id,
-    method: String,
     /// The shared connection's token: its closing ends the stream.
     closed: CancellationToken,
     abandon: DropGuard,
@@ -187,7 +184,7 @@ async fn stream(
                 while let Some(m) = related.try_recv() {
                     push_events(&mut events, &m);
                 }
-                let response = answer(running.id, &running.method, outcome);
+                let response = answer(running.id, outcome);
                 events.push(event(&Message::Response(response)));
                 for e in events {
                     if tx.send(e).await.is_err() {
@@ -213,10 +210,11 @@ async fn stream(
     }
 }
 
-/// The response to send for a handler's outcome.
-fn answer(id: Id, method: &str, outcome: Outcome) -> mcp_jsonrpc::Response {
+/// The response to send for a handler's outcome. A panic is logged with the request's id, as
+/// the engine logs one (the panic hook has reported what panicked and where).
+fn answer(id: Id, outcome: Outcome) -> mcp_jsonrpc::Response {
     let result = outcome.unwrap_or_else(|_| {
-        tracing::error!(%method, %id, "request handler panicked");
+        tracing::error!(%id, "request handler panicked");
         Err(ErrorObject::internal_error("the request handler failed"))
     });
     mcp_jsonrpc::Response {
@@ -261,6 +259,13 @@ type SessionRun = Cancellable<futures_util::future::CatchUnwind<AssertUnwindSafe
 /// Serves one request of a session in the POST's task; `request` is known not to be
 /// `initialize` and the slot's engine is running. Resolves to how the POST is answered (`None`
 /// once the session is gone) with the slot's guard, as [`Hub::post`] would.
+///
+/// The hub's slot (its routes, its decision channel, its lock) is opened only when the request
+/// needs one: an SSE answer is forced, or the handler sent something before its response or
+/// has to wait. A handler that answers on its first poll with nothing sent before (most do)
+/// is answered with JSON without the slot: its id is still checked against the requests in
+/// flight on the session's engine, which also cancels it on the client's
+/// `notifications/cancelled`.
 pub(crate) async fn serve_session(
     hub: &Arc<Hub>,
     config: &HttpServerConfig,
@@ -268,14 +273,20 @@ pub(crate) async fn serve_session(
     request: mcp_jsonrpc::Request,
     mut extensions: Extensions,
     how: &Dispatch,
-) -> Result<(Option<Decision>, SlotGuard), PostError> {
+) -> Result<(Option<Decision>, Option<SlotGuard>), PostError> {
     let id = request.id.clone();
-    let (mut decision, guard) = hub.open_direct(&id, how.sse_allowed, how.force_sse)?;
+    let mut slot = if how.force_sse {
+        Some(hub.open_direct(&id, how.sse_allowed, how.force_sse)?)
+    } else if hub.is_closed() {
+        return Err(PostError::Closed);
+    } else {
+        None
+    };
     extensions.insert(SseStreamControl {
         hub: Arc::downgrade(hub),
         request: id.clone(),
     });
-    let (cx, related) =
+    let (cx, mut related) =
         match hub
             .direct_slot()
             .engine_context(id.clone(), extensions, config.stream_buffer)
@@ -287,22 +298,47 @@ pub(crate) async fn serve_session(
             }
             Err(_) => return Err(PostError::Closed),
         };
-    let method = request.method.clone();
     let mut handler_run = SessionRun::new(AssertUnwindSafe(handler(request, cx)).catch_unwind());
     // The first poll here, without a waker that matters (the select below polls it again):
     // a handler that answers at once is done without its token ever being watched.
     let first = (&mut handler_run).now_or_never();
+    if slot.is_none() {
+        if let Some(outcome) = first {
+            if let Some(m) = related.try_recv() {
+                // Sent before its response: routed through the slot, opened now.
+                let (decision, guard) = hub.open_direct(&id, how.sse_allowed, false)?;
+                let mut run = SessionRequest {
+                    hub: Arc::clone(hub),
+                    id,
+                    run: None,
+                    related: Some(related),
+                };
+                hub.deliver(m).await;
+                if let Some(decided) = run.finish(outcome).await {
+                    return Ok((Some(decided), Some(guard)));
+                }
+                return wait_for(hub, decision, guard).await;
+            }
+            // The request leaves the engine's in-flight map before its response is sent.
+            drop(related);
+            // `None`: cancelled (it cannot be before its token is watched), nothing to send.
+            return Ok((outcome.and_then(|o| lone_answer(hub, answer(id, o))), None));
+        }
+        slot = Some(hub.open_direct(&id, how.sse_allowed, false)?);
+    }
+    let Some((mut decision, guard)) = slot else {
+        return Err(PostError::Closed);
+    };
     let mut run = SessionRequest {
         hub: Arc::clone(hub),
         id,
-        method,
         run: None,
         related: Some(related),
     };
     match first {
         Some(outcome) => {
             if let Some(decided) = run.finish(outcome).await {
-                return Ok((Some(decided), guard));
+                return Ok((Some(decided), Some(guard)));
             }
         }
         None => {
@@ -318,7 +354,7 @@ pub(crate) async fn serve_session(
             outcome = fut => {
                 run.run = None;
                 if let Some(decided) = run.finish(outcome).await {
-                    return Ok((Some(decided), guard));
+                    return Ok((Some(decided), Some(guard)));
                 }
                 break;
             }
@@ -330,15 +366,37 @@ pub(crate) async fn serve_session(
             },
             // Decided before the result (an SSE stream): the POST answers now, the handler runs
             // on (dropping `run` moves it to a task of its own).
-            d = &mut decision => return Ok((d.ok(), guard)),
-            () = closed.cancelled() => return Ok((None, guard)),
+            d = &mut decision => return Ok((d.ok(), Some(guard))),
+            () = closed.cancelled() => return Ok((None, Some(guard))),
         }
     }
+    wait_for(hub, decision, guard).await
+}
+
+/// Waits for the decision of a slot whose response went through the hub.
+async fn wait_for(
+    hub: &Hub,
+    decision: tokio::sync::oneshot::Receiver<Decision>,
+    guard: SlotGuard,
+) -> Result<(Option<Decision>, Option<SlotGuard>), PostError> {
     let decided = tokio::select! {
         d = decision => d.ok(),
-        () = closed.cancelled() => None,
+        () = hub.closed().cancelled() => None,
     };
-    Ok((decided, guard))
+    Ok((decided, Some(guard)))
+}
+
+/// The JSON answer of a session request served without a slot (`None` once the session is
+/// closing). Nothing was routed for it, so nothing can be queued before it.
+fn lone_answer(hub: &Hub, response: mcp_jsonrpc::Response) -> Option<Decision> {
+    if hub.is_closed() {
+        return None;
+    }
+    let code = response.result.as_ref().err().map(|e| e.code);
+    Some(Decision::Json(
+        body::message_bytes(&Message::Response(response)),
+        code,
+    ))
 }
 
 /// A session request being served. Dropped before its handler answered (the POST was
@@ -348,7 +406,6 @@ pub(crate) async fn serve_session(
 struct SessionRequest {
     hub: Arc<Hub>,
     id: Id,
-    method: String,
     run: Option<SessionRun>,
     related: Option<RelatedReceiver>,
 }
@@ -364,7 +421,7 @@ impl SessionRequest {
         }
         // The request leaves the engine's in-flight map before its id is free in the hub.
         self.related = None;
-        let response = answer(self.id.clone(), &self.method, outcome?);
+        let response = answer(self.id.clone(), outcome?);
         match self.hub.complete_direct(response) {
             Ok(decided) => Some(decided),
             Err(outbound) => {
@@ -386,7 +443,6 @@ impl Drop for SessionRequest {
         let rest = SessionRequest {
             hub: Arc::clone(&self.hub),
             id: self.id.clone(),
-            method: std::mem::take(&mut self.method),
             run: None,
             related: self.related.take(),
         };

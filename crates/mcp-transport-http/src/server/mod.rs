@@ -95,6 +95,10 @@ impl SseStreamControl {
     /// Closes the request's stream for polling. Returns `false` when that is not possible: no
     /// event store, a client that does not accept SSE, or a finished request.
     pub async fn close_for_polling(&self) -> bool {
+        // A session request's slot may be opened only once its handler first waits (see
+        // `direct::serve_session`): yielding first makes this the handler's first wait, so the
+        // slot exists before the hub looks for it.
+        tokio::task::yield_now().await;
         match self.hub.upgrade() {
             Some(hub) => Arc::clone(&hub).poll_close(&self.request).await,
             None => false,

@@ -963,7 +963,7 @@ impl Inner {
                     d = decision => d.ok(),
                     () = closed.cancelled() => None,
                 };
-                self.answer(hub, decided, guard, (count, busy), &how, shared)
+                self.answer(hub, decided, Some(guard), (count, busy), &how, shared)
             }
         }
     }
@@ -974,14 +974,16 @@ impl Inner {
         &self,
         hub: &Arc<Hub>,
         decided: Option<Decision>,
-        guard: SlotGuard,
+        guard: Option<SlotGuard>,
         keep: (StreamCount<&Hub>, BusyGuard<&Hub>),
         how: &Dispatch,
         shared: bool,
     ) -> (Response<HttpBody>, bool) {
         match decided {
             Some(Decision::Json(bytes, code)) => {
-                guard.disarm();
+                if let Some(guard) = guard {
+                    guard.disarm();
+                }
                 let status = if how.map_status {
                     stateless::status_for(code)
                 } else {
