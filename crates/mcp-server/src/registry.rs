@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use base64::Engine as _;
@@ -1016,26 +1017,57 @@ where
 
 /// The live registry: readers take a cheap `Arc` snapshot, writers replace it.
 pub(crate) struct Registry {
+    /// The snapshot the server was built with: read with no lock and no reference counted
+    /// until the first change.
+    built: Arc<Snapshot>,
+    /// Set before the first change is published: from then on `current` is read.
+    changed: AtomicBool,
     current: RwLock<Arc<Snapshot>>,
     events: tokio::sync::broadcast::Sender<ServerEvent>,
+}
+
+/// A tool entry found by [`Registry::tool`]: borrowed from the snapshot the server was built
+/// with, or shared with a later one.
+pub(crate) enum ToolRef<'a> {
+    Built(&'a ToolEntry),
+    Shared(Arc<ToolEntry>),
+}
+
+impl std::ops::Deref for ToolRef<'_> {
+    type Target = ToolEntry;
+
+    fn deref(&self) -> &ToolEntry {
+        match self {
+            ToolRef::Built(entry) => entry,
+            ToolRef::Shared(entry) => entry,
+        }
+    }
 }
 
 impl Registry {
     pub(crate) fn new(snapshot: Snapshot, event_capacity: usize) -> Self {
         let (events, _) = tokio::sync::broadcast::channel(event_capacity);
+        let built = Arc::new(snapshot);
         Self {
-            current: RwLock::new(Arc::new(snapshot)),
+            current: RwLock::new(Arc::clone(&built)),
+            built,
+            changed: AtomicBool::new(false),
             events,
         }
     }
 
     /// The tool called `name`; an unknown name is `-32602`.
-    pub(crate) fn tool(&self, name: &str) -> Result<Arc<ToolEntry>, ErrorObject> {
-        // Looked up under the read lock: the snapshot itself is not cloned (every call would
-        // count references on the one snapshot all connections share).
-        let found = {
+    ///
+    /// Until the registry first changes (most servers never change theirs), the tool is
+    /// borrowed from the snapshot the server was built with: no lock word and no reference
+    /// count shared by every request is written, so requests on other threads do not contend.
+    /// After a change it is looked up under the read lock (the snapshot itself is not cloned).
+    pub(crate) fn tool(&self, name: &str) -> Result<ToolRef<'_>, ErrorObject> {
+        let found = if self.changed.load(Ordering::Acquire) {
             let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
-            current.tool(name).cloned()
+            current.tool(name).cloned().map(ToolRef::Shared)
+        } else {
+            self.built.tool(name).map(|entry| ToolRef::Built(entry))
         };
         found.ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {name}")))
     }
@@ -1053,6 +1085,9 @@ impl Registry {
         event: Option<ServerEvent>,
         change: impl FnOnce(&mut Snapshot) -> R,
     ) -> R {
+        // Before the new snapshot is published: a lookup that still reads `built` is one that
+        // happened before the change.
+        self.changed.store(true, Ordering::Release);
         let result = {
             let mut guard = match self.current.write() {
                 Ok(g) => g,

@@ -273,6 +273,40 @@ async fn requests_to_the_client_carry_the_projected_params() {
     serving.await.unwrap();
 }
 
+/// Tools are found in the snapshot the server was built with until the registry first
+/// changes, then in the current one: a tool added later is found, a removed one is gone.
+#[tokio::test]
+async fn tools_added_and_removed_after_build_are_found_and_gone() {
+    let srv = server(ServerOptions::default());
+    let (peer, serving) = start(srv.clone(), Recorder::default()).await;
+    initialize(&peer, json!({})).await;
+    let unknown = |e: CallError| matches!(e, CallError::Rpc(e) if e.code == -32602);
+    assert!(unknown(
+        call(&peer, "tools/call", json!({"name": "late"}))
+            .await
+            .unwrap_err()
+    ));
+    call(&peer, "tools/call", json!({"name": "add_tool"}))
+        .await
+        .unwrap();
+    let late = call(&peer, "tools/call", json!({"name": "late"}))
+        .await
+        .unwrap();
+    assert_eq!(late["content"][0]["text"], "late");
+    assert!(srv.remove_tool("add_tool"));
+    let gone = call(&peer, "tools/call", json!({"name": "add_tool"}))
+        .await
+        .unwrap_err();
+    assert!(unknown(gone));
+    // The added tool is still found after a later change.
+    let late = call(&peer, "tools/call", json!({"name": "late"}))
+        .await
+        .unwrap();
+    assert_eq!(late["content"][0]["text"], "late");
+    peer.close();
+    serving.await.unwrap();
+}
+
 #[tokio::test]
 async fn list_changes_and_resource_updates_reach_the_session() {
     let client = Recorder::default();
