@@ -42,6 +42,7 @@ mod serve;
 mod service;
 mod stateless;
 mod store;
+mod tracker;
 
 use std::sync::Arc;
 

@@ -5,11 +5,11 @@ use std::net::SocketAddr;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use super::security::LocalAddr;
 use super::service::StreamableHttpService;
+use super::tracker::Tracker;
 
 impl StreamableHttpService {
     /// Binds `addr` and serves until the process ends (Ctrl-C starts a graceful shutdown).
@@ -40,7 +40,7 @@ impl StreamableHttpService {
             .max_buf_size(header_limit.max(8192) + 8192)
             .http2()
             .max_header_list_size(u32::try_from(header_limit).unwrap_or(u32::MAX));
-        let graceful = GracefulShutdown::new();
+        let connections = Tracker::default();
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -70,7 +70,7 @@ impl StreamableHttpService {
                         async move { Ok::<_, std::convert::Infallible>(service.handle(req).await) }
                     });
                     let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
-                    let conn = graceful.watch(conn);
+                    let conn = connections.watch(conn);
                     tokio::spawn(async move {
                         if let Err(e) = conn.await {
                             tracing::debug!(%peer, error = %e, "connection ended with an error");
@@ -84,7 +84,7 @@ impl StreamableHttpService {
         tracing::info!("shutting down: waiting for requests in flight");
         self.begin_shutdown();
         let deadline = self.config().shutdown_timeout;
-        if tokio::time::timeout(deadline, graceful.shutdown())
+        if tokio::time::timeout(deadline, connections.shutdown())
             .await
             .is_err()
         {

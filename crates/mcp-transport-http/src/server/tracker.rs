@@ -1,0 +1,201 @@
+//! The connections a listener serves, asked to finish when the server shuts down.
+//!
+//! hyper-util's `GracefulShutdown` watches one channel shared by every connection: each poll
+//! of each connection polls that channel's notification, under its lock, so concurrent
+//! requests on different threads contend for it. Here every connection has a flag and a waker
+//! of its own; the shared set is locked only when a connection opens or closes, and by the
+//! shutdown.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+
+use futures_util::task::AtomicWaker;
+use hyper_util::server::graceful::GracefulConnection;
+use tokio::sync::Notify;
+
+/// The open connections of one listener.
+#[derive(Default)]
+pub(crate) struct Tracker {
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    /// Fires when the last connection closes after the shutdown began.
+    drained: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    next: u64,
+    open: HashMap<u64, Arc<Signal>>,
+    shutting_down: bool,
+}
+
+/// One connection's shutdown request.
+#[derive(Default)]
+struct Signal {
+    asked: AtomicBool,
+    waker: AtomicWaker,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Tracker {
+    /// Serves `conn` as one of the tracked connections: once the shutdown begins, it is asked
+    /// to finish (HTTP/1.1: after the request in progress; HTTP/2: a GOAWAY).
+    pub(crate) fn watch<C: GracefulConnection>(&self, conn: C) -> Watched<C> {
+        let signal = Arc::new(Signal::default());
+        let key = {
+            let mut st = self.shared.lock();
+            let key = st.next;
+            st.next += 1;
+            if st.shutting_down {
+                signal.asked.store(true, Ordering::Release);
+            }
+            st.open.insert(key, Arc::clone(&signal));
+            key
+        };
+        Watched {
+            conn: Box::pin(conn),
+            signal,
+            asked: false,
+            _entry: Entry {
+                shared: Arc::clone(&self.shared),
+                key,
+            },
+        }
+    }
+
+    /// Asks every connection to finish and waits until all have closed.
+    pub(crate) async fn shutdown(&self) {
+        {
+            let mut st = self.shared.lock();
+            st.shutting_down = true;
+            for signal in st.open.values() {
+                signal.asked.store(true, Ordering::Release);
+                signal.waker.wake();
+            }
+        }
+        loop {
+            let drained = self.shared.drained.notified();
+            if self.shared.lock().open.is_empty() {
+                return;
+            }
+            drained.await;
+        }
+    }
+}
+
+/// A tracked connection (see [`Tracker::watch`]).
+pub(crate) struct Watched<C> {
+    conn: Pin<Box<C>>,
+    signal: Arc<Signal>,
+    /// `graceful_shutdown` was called.
+    asked: bool,
+    /// Held for its `Drop`: removes the connection from the set.
+    _entry: Entry,
+}
+
+/// Removes a connection from the set when it is dropped.
+struct Entry {
+    shared: Arc<Shared>,
+    key: u64,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        let empty = {
+            let mut st = self.shared.lock();
+            st.open.remove(&self.key);
+            st.shutting_down && st.open.is_empty()
+        };
+        if empty {
+            self.shared.drained.notify_waiters();
+        }
+    }
+}
+
+impl<C: GracefulConnection> Future for Watched<C> {
+    type Output = C::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<C::Output> {
+        let this = &mut *self;
+        if !this.asked {
+            // Registered before the flag is read: a shutdown between the two wakes this task.
+            this.signal.waker.register(cx.waker());
+            if this.signal.asked.load(Ordering::Acquire) {
+                this.asked = true;
+                this.conn.as_mut().graceful_shutdown();
+            }
+        }
+        this.conn.as_mut().poll(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A connection that ends once asked to finish.
+    struct Conn {
+        asked: bool,
+    }
+
+    impl Future for Conn {
+        type Output = Result<(), std::io::Error>;
+
+        fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+            if self.asked {
+                Poll::Ready(Ok(()))
+            } else {
+                Poll::Pending
+            }
+        }
+    }
+
+    impl GracefulConnection for Conn {
+        type Error = std::io::Error;
+
+        fn graceful_shutdown(mut self: Pin<&mut Self>) {
+            self.asked = true;
+        }
+    }
+
+    #[tokio::test]
+    async fn shutdown_asks_every_connection_and_waits_for_them() {
+        let tracker = Tracker::default();
+        let a = tokio::spawn(tracker.watch(Conn { asked: false }));
+        let b = tokio::spawn(tracker.watch(Conn { asked: false }));
+        tokio::task::yield_now().await;
+        assert!(!a.is_finished() && !b.is_finished());
+        tokio::time::timeout(Duration::from_secs(5), tracker.shutdown())
+            .await
+            .expect("every connection closes");
+        assert!(a.await.unwrap().is_ok());
+        assert!(b.await.unwrap().is_ok());
+        assert!(tracker.shared.lock().open.is_empty());
+        // A connection opened after the shutdown began is asked at once.
+        let late = tracker.watch(Conn { asked: false });
+        assert!(late.await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn shutdown_with_no_connection_returns_at_once() {
+        let tracker = Tracker::default();
+        drop(tracker.watch(Conn { asked: true }));
+        tokio::time::timeout(Duration::from_secs(5), tracker.shutdown())
+            .await
+            .expect("nothing to wait for");
+    }
+}
