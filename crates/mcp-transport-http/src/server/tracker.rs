@@ -17,6 +17,18 @@ use futures_util::task::AtomicWaker;
 use hyper_util::server::graceful::GracefulConnection;
 use tokio::sync::Notify;
 
+/// A connection that can be asked to finish: hyper's, through `GracefulConnection`.
+pub(crate) trait Finish: Future {
+    /// Asks the connection to finish what it is doing and close.
+    fn finish(self: Pin<&mut Self>);
+}
+
+impl<C: GracefulConnection> Finish for C {
+    fn finish(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
 /// The open connections of one listener.
 #[derive(Default)]
 pub(crate) struct Tracker {
@@ -53,7 +65,7 @@ impl Shared {
 impl Tracker {
     /// Serves `conn` as one of the tracked connections: once the shutdown begins, it is asked
     /// to finish (HTTP/1.1: after the request in progress; HTTP/2: a GOAWAY).
-    pub(crate) fn watch<C: GracefulConnection>(&self, conn: C) -> Watched<C> {
+    pub(crate) fn watch<C: Finish>(&self, conn: C) -> Watched<C> {
         let signal = Arc::new(Signal::default());
         let key = {
             let mut st = self.shared.lock();
@@ -125,7 +137,7 @@ impl Drop for Entry {
     }
 }
 
-impl<C: GracefulConnection> Future for Watched<C> {
+impl<C: Finish> Future for Watched<C> {
     type Output = C::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<C::Output> {
@@ -135,7 +147,7 @@ impl<C: GracefulConnection> Future for Watched<C> {
             this.signal.waker.register(cx.waker());
             if this.signal.asked.load(Ordering::Acquire) {
                 this.asked = true;
-                this.conn.as_mut().graceful_shutdown();
+                this.conn.as_mut().finish();
             }
         }
         this.conn.as_mut().poll(cx)
@@ -164,10 +176,8 @@ mod tests {
         }
     }
 
-    impl GracefulConnection for Conn {
-        type Error = std::io::Error;
-
-        fn graceful_shutdown(mut self: Pin<&mut Self>) {
+    impl Finish for Conn {
+        fn finish(mut self: Pin<&mut Self>) {
             self.asked = true;
         }
     }
