@@ -72,7 +72,8 @@ impl From<Message> for Outbound {
 ///
 /// It holds a handful of values at most, so it is a small array searched in order (the first
 /// four in the map's own allocation), shared copy-on-write: cloning it (every handler context
-/// does) copies no entries.
+/// does) copies no entries. A transport that attaches several values to every request inserts
+/// them as one [`ExtensionGroup`]: one allocation instead of one per value.
 #[derive(Clone, Default)]
 pub struct Extensions {
     entries: Option<Arc<Entries>>,
@@ -87,6 +88,10 @@ const INLINE: usize = 4;
 struct Entries {
     inline: [Option<Entry>; INLINE],
     more: Vec<Entry>,
+    /// The first group, in the map's own allocation (a transport inserts one).
+    group: Option<Arc<dyn ExtensionGroup>>,
+    /// Later groups, the latest last.
+    more_groups: Vec<Arc<dyn ExtensionGroup>>,
 }
 
 impl Entries {
@@ -99,8 +104,56 @@ impl Entries {
     }
 
     fn len(&self) -> usize {
-        self.iter().count()
+        self.iter().count() + self.groups().count()
     }
+
+    /// The groups, the latest first.
+    fn groups(&self) -> impl Iterator<Item = &Arc<dyn ExtensionGroup>> {
+        self.more_groups.iter().rev().chain(&self.group)
+    }
+}
+
+/// Values inserted into [`Extensions`] together, with one allocation
+/// ([`Extensions::insert_group`]); each member is found by its own type, as if inserted on its
+/// own.
+///
+/// ```
+/// use std::any::{Any, TypeId};
+/// use mcp_jsonrpc::{ExtensionGroup, Extensions};
+///
+/// #[derive(Debug, PartialEq)]
+/// struct User(&'static str);
+/// #[derive(Debug, PartialEq)]
+/// struct Tenant(u32);
+///
+/// struct Caller {
+///     user: User,
+///     tenant: Tenant,
+/// }
+///
+/// impl ExtensionGroup for Caller {
+///     fn member(&self, id: TypeId) -> Option<&(dyn Any + Send + Sync)> {
+///         if id == TypeId::of::<User>() {
+///             Some(&self.user)
+///         } else if id == TypeId::of::<Tenant>() {
+///             Some(&self.tenant)
+///         } else {
+///             None
+///         }
+///     }
+/// }
+///
+/// let mut ext = Extensions::new();
+/// ext.insert_group(Caller { user: User("ada"), tenant: Tenant(7) });
+/// assert_eq!(ext.get::<User>(), Some(&User("ada")));
+/// assert_eq!(ext.get::<Tenant>(), Some(&Tenant(7)));
+/// // A value inserted later replaces the member.
+/// ext.insert(Tenant(8));
+/// assert_eq!(ext.get::<Tenant>(), Some(&Tenant(8)));
+/// ```
+pub trait ExtensionGroup: Send + Sync + 'static {
+    /// The member of type `id`, if the group holds one.
+    fn member(&self, id: TypeId) -> Option<&(dyn Any + Send + Sync)>;
 }
 
 impl Extensions {
@@ -109,7 +162,8 @@ impl Extensions {
         Self::default()
     }
 
-    /// Inserts a value, replacing any previous value of the same type.
+    /// Inserts a value, replacing any previous value of the same type (one of a group's
+    /// members included).
     pub fn insert<T: Any + Send + Sync>(&mut self, value: T) {
         let id = TypeId::of::<T>();
         let entries = Arc::make_mut(self.entries.get_or_insert_with(Arc::default));
@@ -124,21 +178,44 @@ impl Extensions {
         }
     }
 
+    /// Inserts the members of `group`, replacing any previous values of their types.
+    pub fn insert_group<G: ExtensionGroup>(&mut self, group: G) {
+        let entries = Arc::make_mut(self.entries.get_or_insert_with(Arc::default));
+        // Single values are found before groups: drop those the group replaces.
+        for slot in &mut entries.inline {
+            if slot
+                .as_ref()
+                .is_some_and(|(id, _)| group.member(*id).is_some())
+            {
+                *slot = None;
+            }
+        }
+        entries.more.retain(|(id, _)| group.member(*id).is_none());
+        let group: Arc<dyn ExtensionGroup> = Arc::new(group);
+        match &entries.group {
+            None => entries.group = Some(group),
+            Some(_) => entries.more_groups.push(group),
+        }
+    }
+
     /// The value of type `T`, if present.
     pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
         let id = TypeId::of::<T>();
-        self.entries
-            .as_ref()?
-            .iter()
-            .find(|(key, _)| *key == id)
-            .and_then(|(_, v)| v.downcast_ref::<T>())
+        let entries = self.entries.as_ref()?;
+        match entries.iter().find(|(key, _)| *key == id) {
+            Some((_, value)) => value.downcast_ref::<T>(),
+            None => entries
+                .groups()
+                .find_map(|group| group.member(id))
+                .and_then(|value| value.downcast_ref::<T>()),
+        }
     }
 
     /// Whether the map is empty.
     pub fn is_empty(&self) -> bool {
         self.entries
             .as_ref()
-            .is_none_or(|e| e.iter().next().is_none())
+            .is_none_or(|e| e.iter().next().is_none() && e.group.is_none())
     }
 }
 
@@ -466,5 +543,49 @@ mod extensions_tests {
         assert_eq!(before.get::<N<6>>(), None);
         assert_eq!(ext.get::<N<2>>(), Some(&N(20)));
         assert_eq!(ext.get::<N<6>>(), Some(&N(6)));
+    }
+
+    use std::any::{Any, TypeId};
+
+    use super::ExtensionGroup;
+
+    /// Two members and what they answer to.
+    struct Pair(N<0>, N<1>);
+
+    impl ExtensionGroup for Pair {
+        fn member(&self, id: TypeId) -> Option<&(dyn Any + Send + Sync)> {
+            if id == TypeId::of::<N<0>>() {
+                Some(&self.0)
+            } else if id == TypeId::of::<N<1>>() {
+                Some(&self.1)
+            } else {
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn the_latest_value_of_a_type_wins_between_groups_and_single_values() {
+        let mut ext = Extensions::new();
+        ext.insert(N::<0>(100));
+        ext.insert(N::<2>(2));
+        ext.insert_group(Pair(N(0), N(1)));
+        assert!(!ext.is_empty());
+        // The group replaced the single value of a member's type, and nothing else.
+        assert_eq!(ext.get::<N<0>>(), Some(&N(0)));
+        assert_eq!(ext.get::<N<1>>(), Some(&N(1)));
+        assert_eq!(ext.get::<N<2>>(), Some(&N(2)));
+        assert_eq!(format!("{ext:?}"), "Extensions { len: 2 }");
+        let before = ext.clone();
+        ext.insert(N::<1>(11));
+        assert_eq!(ext.get::<N<1>>(), Some(&N(11)));
+        assert_eq!(before.get::<N<1>>(), Some(&N(1)));
+        ext.insert_group(Pair(N(20), N(21)));
+        assert_eq!(ext.get::<N<0>>(), Some(&N(20)));
+        assert_eq!(ext.get::<N<1>>(), Some(&N(21)));
+        let mut only = Extensions::new();
+        only.insert_group(Pair(N(0), N(1)));
+        assert!(!only.is_empty());
+        assert_eq!(only.get::<N<3>>(), None);
     }
 }

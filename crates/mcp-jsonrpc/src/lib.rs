@@ -100,7 +100,8 @@ mod message;
 mod raw;
 
 pub use connection::{
-    Connection, Extensions, InboundStream, Incoming, Outbound, OutboundSink, memory_pair,
+    Connection, ExtensionGroup, Extensions, InboundStream, Incoming, Outbound, OutboundSink,
+    memory_pair,
 };
 pub use engine::{
     CANCELLED_METHOD, Cancellable, Detached, DirectHandler, DirectSlot, Driver, Engine,

@@ -282,10 +282,12 @@ pub(crate) async fn serve_session(
     } else {
         None
     };
-    extensions.insert(SseStreamControl {
-        hub: Arc::downgrade(hub),
-        request: id.clone(),
-    });
+    if extensions.get::<SseStreamControl>().is_none() {
+        extensions.insert(SseStreamControl {
+            hub: Arc::downgrade(hub),
+            request: id.clone(),
+        });
+    }
     let (cx, mut related) =
         match hub
             .direct_slot()

@@ -1,5 +1,6 @@
 //! The service: classifies each HTTP request once and hands it to the right connection.
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
@@ -16,7 +17,7 @@ use http::request::Parts;
 use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Body;
-use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Inbound, Message, codes};
+use mcp_jsonrpc::{Connection, ErrorObject, ExtensionGroup, Extensions, Inbound, Message, codes};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +33,7 @@ use super::stateless::{self, PROTOCOL_VERSION, header};
 use super::store::{
     EventStore, InMemoryEventStore, InMemorySessionStore, SessionRecord, SessionStore,
 };
-use super::{SessionId, security};
+use super::{McpParamHeaders, SessionId, SseStreamControl, security};
 
 /// `Mcp-Session-Id`.
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -417,6 +418,35 @@ fn base_extensions(granted: Option<&Granted>) -> Extensions {
     granted.map(Granted::extensions).unwrap_or_default()
 }
 
+/// What the transport attaches to a POST's requests, inserted as one extension group: the
+/// HTTP request's parts, and the session, the stream control or the parameter headers when
+/// there are any.
+struct PostValues {
+    parts: Parts,
+    session: Option<SessionId>,
+    params: Option<McpParamHeaders>,
+    control: Option<SseStreamControl>,
+}
+
+impl ExtensionGroup for PostValues {
+    fn member(&self, id: TypeId) -> Option<&(dyn Any + Send + Sync)> {
+        fn some<T: Any + Send + Sync>(value: Option<&T>) -> Option<&(dyn Any + Send + Sync)> {
+            value.map(|v| v as &(dyn Any + Send + Sync))
+        }
+        if id == TypeId::of::<Parts>() {
+            Some(&self.parts)
+        } else if id == TypeId::of::<SessionId>() {
+            some(self.session.as_ref())
+        } else if id == TypeId::of::<McpParamHeaders>() {
+            some(self.params.as_ref())
+        } else if id == TypeId::of::<SseStreamControl>() {
+            some(self.control.as_ref())
+        } else {
+            None
+        }
+    }
+}
+
 /// How a POST is answered (through a hub or directly).
 pub(super) struct Dispatch {
     /// The client accepts `text/event-stream` and the service may use it.
@@ -784,9 +814,22 @@ impl Inner {
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
             }
+            // One allocation for the values every request of the POST carries. A lone request's
+            // stream control is in it too (a request routed through the hub gets its own).
+            let control = match posting.messages.as_slice() {
+                [Message::Request(r)] if !posting.batch => Some(SseStreamControl {
+                    hub: Arc::downgrade(&hub),
+                    request: r.id.clone(),
+                }),
+                _ => None,
+            };
             let mut base = base_extensions(granted);
-            base.insert(SessionId(sid));
-            base.insert(parts);
+            base.insert_group(PostValues {
+                session: Some(SessionId(sid)),
+                params: None,
+                control,
+                parts,
+            });
             return self.dispatch(&hub, posting, base, dispatch(false)).await.0;
         }
         let single = match posting.messages.as_slice() {
@@ -807,8 +850,12 @@ impl Inner {
             };
             let hub = self.shared_hub();
             let mut base = base_extensions(granted);
-            base.insert(params);
-            base.insert(parts);
+            base.insert_group(PostValues {
+                session: None,
+                params: Some(params),
+                control: None,
+                parts,
+            });
             if let (Some(handler), Message::Request(_)) = (hub.direct_handler(), message) {
                 let mut messages = posting.messages;
                 let Some(Message::Request(request)) = messages.pop() else {
