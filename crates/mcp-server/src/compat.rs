@@ -16,10 +16,9 @@
 //! It is off by default; enable it with
 //! `ServerBuilder::middleware(LegacyMethods)`.
 
-use mcp_jsonrpc::RawJson;
 use std::collections::HashMap;
 
-use mcp_jsonrpc::ErrorObject;
+use mcp_jsonrpc::{ErrorObject, RawJson};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 

@@ -5,12 +5,11 @@
 //! result is projected to the request's revision with the generated [`Project`] trait and
 //! encoded once.
 
-use mcp_jsonrpc::RawJson;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mcp_jsonrpc::ErrorObject;
+use mcp_jsonrpc::{ErrorObject, RawJson};
 use mcp_types::methods::{self, MethodKind};
 use mcp_types::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, ContentBlock, EmptyResult,

@@ -1,9 +1,8 @@
 //! The low-level handler trait and middleware.
 
-use mcp_jsonrpc::RawJson;
 use std::sync::Arc;
 
-use mcp_jsonrpc::{ErrorObject, Extensions, Id};
+use mcp_jsonrpc::{ErrorObject, Extensions, Id, RawJson};
 use mcp_types::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
     CompleteResultCompletion, GetPromptRequestParams, GetPromptResult, ListPromptsResult,

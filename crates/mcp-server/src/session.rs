@@ -6,7 +6,6 @@
 //! bounded concurrency, batches, answers to bad input); this module only adds what a session
 //! knows: the negotiated revision and the client, the logging level and the subscriptions.
 
-use mcp_jsonrpc::RawJson;
 use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
@@ -17,7 +16,8 @@ use std::task::{Context, Poll, Wake, Waker};
 use futures_util::task::AtomicWaker;
 
 use mcp_jsonrpc::{
-    Connection, ErrorObject, Handler, Notification, NotificationContext, Peer, RequestOptions,
+    Connection, ErrorObject, Handler, Notification, NotificationContext, Peer, RawJson,
+    RequestOptions,
 };
 use mcp_types::methods;
 use mcp_types::{

@@ -7,10 +7,9 @@
 //! `serverInfo`, caching hints) and multi round-trip requests end in the handler's result, an
 //! `input_required` result or an error, as their [`Exchange`] decides.
 
-use mcp_jsonrpc::RawJson;
 use std::sync::Arc;
 
-use mcp_jsonrpc::ErrorObject;
+use mcp_jsonrpc::{ErrorObject, RawJson};
 use mcp_types::wire::{self, RequestMeta, ResultType, RetryInput};
 use mcp_types::{
     CallToolResult, DiscoverResult, Implementation, Project, ProtocolVersion, ServerCapabilities,

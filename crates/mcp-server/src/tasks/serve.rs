@@ -1,10 +1,9 @@
 //! Serving the tasks extension on the stateless revision: a `tools/call` that may become a
 //! task, and `tasks/get`, `tasks/update` and `tasks/cancel`.
 
-use mcp_jsonrpc::RawJson;
 use std::sync::{Arc, Weak};
 
-use mcp_jsonrpc::ErrorObject;
+use mcp_jsonrpc::{ErrorObject, RawJson};
 use mcp_types::wire::tasks::{
     CreateTaskResult, METHOD_CANCEL, METHOD_GET, METHOD_UPDATE, TaskIdParams, UpdateTaskParams,
 };
