@@ -167,7 +167,8 @@ impl LogThreshold {
 #[derive(Debug)]
 pub(crate) struct ClientScope {
     pub(crate) version: ProtocolVersion,
-    pub(crate) info: Implementation,
+    /// `None`: the client did not say (a stateless request may leave it out).
+    pub(crate) info: Option<Implementation>,
     pub(crate) capabilities: ClientCapabilities,
     pub(crate) log: LogThreshold,
 }
@@ -207,7 +208,7 @@ impl fmt::Debug for RequestContext {
         f.debug_struct("RequestContext")
             .field("request_id", &self.request_id)
             .field("protocol_version", &self.scope.version)
-            .field("client", &self.scope.info.name)
+            .field("client", &self.client_info().name)
             .finish_non_exhaustive()
     }
 }
@@ -250,9 +251,14 @@ impl RequestContext {
         self.scope.version
     }
 
-    /// The client's name and version, as it sent them.
+    /// The client's name and version, as it sent them (`unknown` for both when a stateless
+    /// request carries no `clientInfo`).
     pub fn client_info(&self) -> &Implementation {
-        &self.scope.info
+        static UNKNOWN: std::sync::OnceLock<Implementation> = std::sync::OnceLock::new();
+        self.scope
+            .info
+            .as_ref()
+            .unwrap_or_else(|| UNKNOWN.get_or_init(|| Implementation::new("unknown", "unknown")))
     }
 
     /// The capabilities the client declared.

@@ -80,7 +80,7 @@ impl Session {
         let options = &self.server.inner.options;
         let scope = Arc::new(ClientScope {
             version,
-            info: p.client_info,
+            info: Some(p.client_info),
             capabilities: p.capabilities.unwrap_or_default(),
             log: LogThreshold::new(options.default_log_level),
         });

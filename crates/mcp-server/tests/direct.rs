@@ -15,6 +15,9 @@ struct EchoArgs {
     text: String,
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
 async fn echo(_cx: ToolContext, args: EchoArgs) -> String {
     args.text
 }
@@ -77,5 +80,65 @@ async fn a_stateless_call_is_answered_through_a_small_future() {
     assert_eq!(result["resultType"], "complete");
     // The session was never initialized: the general path answers as a session would.
     assert!(general.await.is_err());
+    serving.abort();
+}
+
+/// A stateless request names its client in `_meta` or not at all: the tool sees the name it
+/// sent, or `unknown`.
+#[tokio::test]
+async fn a_stateless_client_without_client_info_is_unknown() {
+    let server = Server::builder(Implementation::new("direct", "1.0.0"))
+        .tool(
+            Tool::new("who"),
+            |cx: ToolContext, _args: NoArgs| async move {
+                let info = cx.client_info();
+                format!("{} {}", info.name, info.version)
+            },
+        )
+        .build()
+        .unwrap();
+    let slot = DirectSlot::new();
+    let (_client_side, server_side) = memory_pair(8);
+    let connection = server_side.with_direct_slot(slot.clone());
+    let serving = tokio::spawn({
+        let server = server.clone();
+        async move { server.serve(connection).await }
+    });
+    let handler = loop {
+        if let Some(h) = slot.handler() {
+            break h.clone();
+        }
+        tokio::task::yield_now().await;
+    };
+    let call = |id: i64, meta: serde_json::Value| {
+        let request = Request::with_params(
+            id,
+            "tools/call",
+            &json!({"name": "who", "arguments": {}, "_meta": meta}),
+        )
+        .unwrap();
+        handler(request, context(id))
+    };
+    let named = call(
+        1,
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "ada", "version": "2"}
+        }),
+    );
+    let anonymous = call(
+        2,
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }),
+    );
+    let text = |raw: mcp_jsonrpc::RawJson| {
+        let v: serde_json::Value = raw.parse().unwrap();
+        v["content"][0]["text"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(text(named.await.unwrap()), "ada 2");
+    assert_eq!(text(anonymous.await.unwrap()), "unknown unknown");
     serving.abort();
 }

@@ -217,7 +217,7 @@ mod tests {
             subject: None,
             scope: Arc::new(ClientScope {
                 version: ProtocolVersion::V2026_07_28,
-                info: Implementation::new("c", "1"),
+                info: Some(Implementation::new("c", "1")),
                 capabilities: ClientCapabilities::default(),
                 log: LogThreshold::new(None),
             }),

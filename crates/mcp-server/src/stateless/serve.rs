@@ -11,9 +11,7 @@ use std::sync::Arc;
 
 use mcp_jsonrpc::{ErrorObject, RawJson};
 use mcp_types::wire::{self, RequestMeta, ResultType, RetryInput};
-use mcp_types::{
-    CallToolResult, DiscoverResult, Implementation, Project, ProtocolVersion, ServerCapabilities,
-};
+use mcp_types::{CallToolResult, DiscoverResult, Project, ProtocolVersion, ServerCapabilities};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -480,9 +478,9 @@ async fn call(
     let progress_token = meta.progress_token;
     let scope = Arc::new(ClientScope {
         version,
-        info: meta
-            .client_info
-            .unwrap_or_else(|| Implementation::new("unknown", "unknown")),
+        // Left out, the client is reported as `unknown` (`RequestContext::client_info`), with no
+        // string made per request.
+        info: meta.client_info,
         capabilities: meta.client_capabilities,
         log: LogThreshold::new(meta.log_level),
     });
