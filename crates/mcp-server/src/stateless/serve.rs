@@ -836,7 +836,7 @@ mod tests {
 #[cfg(test)]
 mod lower_tool_tests {
     use super::*;
-    use mcp_types::ContentBlock;
+    use mcp_types::{ContentBlock, Implementation};
 
     /// The typed lowering of a tool's result writes what the general lowering writes.
     #[test]
