@@ -33,26 +33,39 @@ fn context(id: i64) -> mcp_jsonrpc::RequestContext {
         .0
 }
 
-#[tokio::test]
-async fn a_stateless_call_is_answered_through_a_small_future() {
-    let server = Server::builder(Implementation::new("direct", "1.0.0"))
-        .tool(Tool::new("echo"), echo)
-        .build()
-        .unwrap();
+/// Serves `server` on an in-memory connection with a direct slot; resolves to the handler the
+/// server offers there (the slot is filled when serving starts), the serving task and the
+/// connection's other end (kept open while it is held).
+async fn serve_direct(
+    server: &Server,
+) -> (
+    mcp_jsonrpc::DirectHandler,
+    tokio::task::JoinHandle<Result<(), mcp_server::ServeError>>,
+    mcp_jsonrpc::Connection,
+) {
     let slot = DirectSlot::new();
-    let (_client_side, server_side) = memory_pair(8);
+    let (client_side, server_side) = memory_pair(8);
     let connection = server_side.with_direct_slot(slot.clone());
     let serving = tokio::spawn({
         let server = server.clone();
         async move { server.serve(connection).await }
     });
-    // The slot is filled when serving starts.
     let handler = loop {
         if let Some(h) = slot.handler() {
             break h.clone();
         }
         tokio::task::yield_now().await;
     };
+    (handler, serving, client_side)
+}
+
+#[tokio::test]
+async fn a_stateless_call_is_answered_through_a_small_future() {
+    let server = Server::builder(Implementation::new("direct", "1.0.0"))
+        .tool(Tool::new("echo"), echo)
+        .build()
+        .unwrap();
+    let (handler, serving, _client_side) = serve_direct(&server).await;
 
     let stateless = Request::with_params(
         1,
@@ -97,19 +110,7 @@ async fn a_stateless_client_without_client_info_is_unknown() {
         )
         .build()
         .unwrap();
-    let slot = DirectSlot::new();
-    let (_client_side, server_side) = memory_pair(8);
-    let connection = server_side.with_direct_slot(slot.clone());
-    let serving = tokio::spawn({
-        let server = server.clone();
-        async move { server.serve(connection).await }
-    });
-    let handler = loop {
-        if let Some(h) = slot.handler() {
-            break h.clone();
-        }
-        tokio::task::yield_now().await;
-    };
+    let (handler, serving, _client_side) = serve_direct(&server).await;
     let call = |id: i64, meta: serde_json::Value| {
         let request = Request::with_params(
             id,
