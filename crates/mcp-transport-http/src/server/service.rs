@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockWriteGuard, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
@@ -110,7 +110,7 @@ impl StreamableHttpServiceBuilder {
                 event_store: self.event_store,
                 session_store: self.session_store,
                 auth: self.auth,
-                sessions: Mutex::default(),
+                sessions: RwLock::default(),
                 shared: Mutex::default(),
                 shutting_down: CancellationToken::new(),
                 reaper: AtomicBool::new(false),
@@ -146,7 +146,9 @@ struct Inner {
     auth: Option<Auth>,
     /// Keyed by the ids this service drew at random, so a fast unkeyed hash is safe: a
     /// client can look ids up but cannot choose the ones stored.
-    sessions: Mutex<Sessions>,
+    /// Read by every request of every session, written when one opens or closes: readers do
+    /// not wait for each other.
+    sessions: RwLock<Sessions>,
     shared: Mutex<Option<Arc<Hub>>>,
     shutting_down: CancellationToken,
     reaper: AtomicBool,
@@ -581,8 +583,10 @@ impl StreamableHttpService {
 }
 
 impl Inner {
-    fn lock_sessions(&self) -> MutexGuard<'_, Sessions> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock_sessions(&self) -> RwLockWriteGuard<'_, Sessions> {
+        self.sessions
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn lock_shared(&self) -> MutexGuard<'_, Option<Arc<Hub>>> {
@@ -616,14 +620,21 @@ impl Inner {
     /// reported as absent: the specification's session-hijacking mitigation keys sessions by
     /// `<user_id>:<session_id>`, under which another user's session id finds nothing (`404`).
     fn session(&self, id: &str, identity: Option<&str>) -> Option<Arc<Hub>> {
-        let mut sessions = self.lock_sessions();
-        let hub = sessions.get(id)?.clone();
+        let hub = self
+            .sessions
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)?
+            .clone();
         if hub.is_closed() {
-            sessions.remove(id);
+            let mut sessions = self.lock_sessions();
+            // Still the closed one (not a session opened since under the same id).
+            if sessions.get(id).is_some_and(|h| Arc::ptr_eq(h, &hub)) {
+                sessions.remove(id);
+            }
             return None;
         }
         if !hub.owned_by(identity) {
-            drop(sessions);
             tracing::warn!(session = %id, "a session id was used by another principal: refused");
             return None;
         }
