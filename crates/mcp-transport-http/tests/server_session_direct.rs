@@ -32,6 +32,8 @@ struct Seen {
     via_engine: Vec<String>,
     /// Methods whose direct handler saw its cancellation.
     cancelled: Vec<String>,
+    /// Methods whose direct handler started.
+    started: Vec<String>,
     /// Methods whose direct handler ran to its end.
     finished: Vec<String>,
 }
@@ -75,6 +77,7 @@ fn direct(seen: Shared) -> DirectHandler {
         let seen = seen.clone();
         Box::pin(async move {
             let method = request.method.clone();
+            seen.lock().unwrap().started.push(method.clone());
             let progress = |i: u32| common::progress(cx.peer().clone(), i);
             let out = match method.as_str() {
                 "echo" => raw(json!({"via": "direct"})),
@@ -281,6 +284,29 @@ async fn the_clients_cancellation_reaches_the_direct_handler() {
             s.cancelled == ["slow"]
         })
         .await;
+}
+
+/// A request id may not be reused while a request with it is in flight on the session: the
+/// second POST is refused (`-32600`, HTTP 400), the first is answered as if alone, and the id
+/// is free again once it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_in_flight_on_the_session_is_refused() {
+    let server = TestServer::start().await;
+    let first = tokio::spawn(server.client.request(server.post_request(&rpc(8, "hold"))));
+    server
+        .until("the first request is in flight", |s| {
+            s.started.contains(&"hold".to_owned())
+        })
+        .await;
+    let second = server.post(&rpc(8, "echo")).await;
+    assert_eq!(second.status(), StatusCode::BAD_REQUEST);
+    let refused = json_body(second).await;
+    assert_eq!(refused["id"], 8);
+    assert_eq!(refused["error"]["code"], -32600);
+    let answered = json_body(first.await.unwrap().unwrap()).await;
+    assert_eq!(answered["result"]["held"], true);
+    let again = json_body(server.post(&rpc(8, "echo")).await).await;
+    assert_eq!(again["result"]["via"], "direct");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
