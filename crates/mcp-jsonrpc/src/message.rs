@@ -482,9 +482,8 @@ impl Frame {
         match self {
             Frame::Single(m) => m.encode_into(dst),
             Frame::Batch(b) => {
-                // Element by element, as single messages are written: raw params and results
-                // are copied, not parsed again by the serializer.
-                dst.reserve(b.iter().map(|m| m.encoded_len() + 1).sum::<usize>() + 1);
+                // Element by element, as single messages are written (each reserves its own
+                // length): raw params and results are copied, not parsed again.
                 dst.put_u8(b'[');
                 for (i, m) in b.iter().enumerate() {
                     if i > 0 {

@@ -265,29 +265,26 @@ type SessionRun = Cancellable<futures_util::future::CatchUnwind<AssertUnwindSafe
 /// has to wait. A handler that answers on its first poll with nothing sent before (most do)
 /// is answered with JSON without the slot: its id is still checked against the requests in
 /// flight on the session's engine, which also cancels it on the client's
-/// `notifications/cancelled`.
+/// `notifications/cancelled`. `extensions` carry the request's [`SseStreamControl`] (the POST
+/// attaches it with its other values).
 pub(crate) async fn serve_session(
     hub: &Arc<Hub>,
     config: &HttpServerConfig,
     handler: &DirectHandler,
     request: mcp_jsonrpc::Request,
-    mut extensions: Extensions,
+    extensions: Extensions,
     how: &Dispatch,
 ) -> Result<(Option<Decision>, Option<SlotGuard>), PostError> {
     let id = request.id.clone();
-    let mut slot = if how.force_sse {
+    let slot = if how.force_sse {
         Some(hub.open_direct(&id, how.sse_allowed, how.force_sse)?)
     } else if hub.is_closed() {
         return Err(PostError::Closed);
     } else {
         None
     };
-    if extensions.get::<SseStreamControl>().is_none() {
-        extensions.insert(SseStreamControl {
-            hub: Arc::downgrade(hub),
-            request: id.clone(),
-        });
-    }
+    // Attached by the POST with its other values (one allocation for them all).
+    debug_assert!(extensions.get::<SseStreamControl>().is_some());
     let (cx, mut related) =
         match hub
             .direct_slot()
@@ -304,32 +301,25 @@ pub(crate) async fn serve_session(
     // The first poll here, without a waker that matters (the select below polls it again):
     // a handler that answers at once is done without its token ever being watched.
     let first = (&mut handler_run).now_or_never();
-    if slot.is_none() {
-        if let Some(outcome) = first {
-            if let Some(m) = related.try_recv() {
-                // Sent before its response: routed through the slot, opened now.
-                let (decision, guard) = hub.open_direct(&id, how.sse_allowed, false)?;
-                let mut run = SessionRequest {
-                    hub: Arc::clone(hub),
-                    id,
-                    run: None,
-                    related: Some(related),
-                };
-                hub.deliver(m).await;
-                if let Some(decided) = run.finish(outcome).await {
-                    return Ok((Some(decided), Some(guard)));
-                }
-                return wait_for(hub, decision, guard).await;
-            }
-            // The request leaves the engine's in-flight map before its response is sent.
+    // What the handler sent before its response, taken to see whether there is any.
+    let mut sent = None;
+    if slot.is_none() && first.is_some() {
+        sent = related.try_recv();
+        if sent.is_none() {
+            // Answered with nothing before: no slot. The request leaves the engine's in-flight
+            // map before its response is sent. (`None` inside: cancelled, which it cannot be
+            // before its token is watched; nothing to send.)
             drop(related);
-            // `None`: cancelled (it cannot be before its token is watched), nothing to send.
-            return Ok((outcome.and_then(|o| lone_answer(hub, answer(id, o))), None));
+            let answered = first
+                .flatten()
+                .and_then(|outcome| lone_answer(hub, answer(id, outcome)));
+            return Ok((answered, None));
         }
-        slot = Some(hub.open_direct(&id, how.sse_allowed, false)?);
     }
-    let Some((mut decision, guard)) = slot else {
-        return Err(PostError::Closed);
+    let (mut decision, guard) = match slot {
+        Some(opened) => opened,
+        // The handler waits or sent something: routed through a slot, opened now.
+        None => hub.open_direct(&id, how.sse_allowed, false)?,
     };
     let mut run = SessionRequest {
         hub: Arc::clone(hub),
@@ -337,6 +327,9 @@ pub(crate) async fn serve_session(
         run: None,
         related: Some(related),
     };
+    if let Some(m) = sent {
+        hub.deliver(m).await;
+    }
     match first {
         Some(outcome) => {
             if let Some(decided) = run.finish(outcome).await {
@@ -372,18 +365,9 @@ pub(crate) async fn serve_session(
             () = closed.cancelled() => return Ok((None, Some(guard))),
         }
     }
-    wait_for(hub, decision, guard).await
-}
-
-/// Waits for the decision of a slot whose response went through the hub.
-async fn wait_for(
-    hub: &Hub,
-    decision: tokio::sync::oneshot::Receiver<Decision>,
-    guard: SlotGuard,
-) -> Result<(Option<Decision>, Option<SlotGuard>), PostError> {
     let decided = tokio::select! {
         d = decision => d.ok(),
-        () = hub.closed().cancelled() => None,
+        () = closed.cancelled() => None,
     };
     Ok((decided, Some(guard)))
 }
@@ -394,11 +378,7 @@ fn lone_answer(hub: &Hub, response: mcp_jsonrpc::Response) -> Option<Decision> {
     if hub.is_closed() {
         return None;
     }
-    let code = response.result.as_ref().err().map(|e| e.code);
-    Some(Decision::Json(
-        body::message_bytes(&Message::Response(response)),
-        code,
-    ))
+    Some(Decision::json(response))
 }
 
 /// A session request being served. Dropped before its handler answered (the POST was

@@ -55,6 +55,14 @@ pub(crate) enum Decision {
     },
 }
 
+impl Decision {
+    /// The JSON answer made of one response.
+    pub(crate) fn json(response: mcp_jsonrpc::Response) -> Self {
+        let code = response.result.as_ref().err().map(|e| e.code);
+        Decision::Json(message_bytes(&Message::Response(response)), code)
+    }
+}
+
 enum Mode {
     /// No frame yet: the POST handler waits for the decision.
     Deciding {
@@ -632,11 +640,7 @@ impl Hub {
             }
         }
         self.touch();
-        let code = response.result.as_ref().err().map(|e| e.code);
-        Ok(Decision::Json(
-            message_bytes(&Message::Response(response)),
-            code,
-        ))
+        Ok(Decision::json(response))
     }
 
     /// Delivers a frame of a request served directly (its response, or what its handler sent),
