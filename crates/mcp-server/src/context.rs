@@ -84,9 +84,11 @@ pub(crate) trait ClientChannel: Send + Sync + 'static {
 
     /// Handles an [`InputRequired`] the handler returned: a session asks the client and asks for
     /// a replay; the stateless revision records it and the request answers `input_required`.
+    /// `scope` is the request's (the session's client, whose capabilities the asks need).
     fn input_required(
         &self,
         ask: InputRequired,
+        scope: &Arc<ClientScope>,
         cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Resume, ErrorObject>>;
 
@@ -665,7 +667,9 @@ impl RequestContext {
     }
 
     pub(crate) async fn provide_input(&self, ask: InputRequired) -> Result<Resume, ErrorObject> {
-        self.channel.input_required(ask, &self.cancel).await
+        self.channel
+            .input_required(ask, &self.scope, &self.cancel)
+            .await
     }
 
     pub(crate) fn take_pending(&self) -> Option<InputRequired> {

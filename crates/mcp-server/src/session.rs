@@ -107,7 +107,6 @@ impl Session {
 /// tagged with the inbound request they belong to (so HTTP puts them on that POST's stream).
 struct SessionChannel {
     peer: Peer,
-    scope: Arc<ClientScope>,
     /// Answers gathered for an [`InputRequired`](crate::InputRequired) handler; made on the
     /// first ask (most requests never ask).
     inputs: OnceLock<Arc<SessionInputs>>,
@@ -181,11 +180,12 @@ impl ClientChannel for SessionChannel {
     fn input_required(
         &self,
         ask: InputRequired,
+        scope: &Arc<ClientScope>,
         cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Resume, ErrorObject>> {
         Box::pin(shim::fulfil(
             self.peer.clone(),
-            Arc::clone(&self.scope),
+            Arc::clone(scope),
             Arc::clone(self.inputs()),
             ask,
             cancel.clone(),
@@ -282,7 +282,6 @@ fn route(session: &Session, peer: Peer, cancel: CancellationToken, request: Requ
         scope: Arc::clone(scope),
         channel: Arc::new(SessionChannel {
             peer,
-            scope: Arc::clone(scope),
             inputs: OnceLock::new(),
             max_input_rounds: options.max_input_rounds,
             replay: options.force_input_replay,

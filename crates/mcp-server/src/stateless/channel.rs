@@ -188,6 +188,7 @@ impl ClientChannel for StatelessChannel {
     fn input_required(
         &self,
         ask: InputRequired,
+        _scope: &Arc<ClientScope>,
         _cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Resume, ErrorObject>> {
         let result = match self.exchange.needed() {

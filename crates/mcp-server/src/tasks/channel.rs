@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::store::{Asked, TaskRecord};
-use crate::context::{BoxFuture, ClientChannel, Resume};
+use crate::context::{BoxFuture, ClientChannel, ClientScope, Resume};
 use crate::error::CallError;
 use crate::stateless::channel::input_request;
 use crate::stateless::mrtr::InputRequired;
@@ -143,10 +143,11 @@ impl ClientChannel for TaskChannel {
     fn input_required(
         &self,
         ask: InputRequired,
+        scope: &Arc<ClientScope>,
         cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Resume, ErrorObject>> {
         let Some(task) = self.task() else {
-            return self.inner.input_required(ask, cancel);
+            return self.inner.input_required(ask, scope, cancel);
         };
         let (requests, state) = ask.into_parts();
         let mut waits = Vec::new();
