@@ -11,7 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use futures_util::task::AtomicWaker;
 use hyper_util::server::graceful::GracefulConnection;
@@ -81,6 +81,7 @@ impl Tracker {
             conn: Box::pin(conn),
             signal,
             asked: false,
+            registered: None,
             _entry: Entry {
                 shared: Arc::clone(&self.shared),
                 key,
@@ -114,6 +115,8 @@ pub(crate) struct Watched<C> {
     signal: Arc<Signal>,
     /// `graceful_shutdown` was called.
     asked: bool,
+    /// The waker last registered with the signal.
+    registered: Option<Waker>,
     /// Held for its `Drop`: removes the connection from the set.
     _entry: Entry,
 }
@@ -144,7 +147,16 @@ impl<C: Finish> Future for Watched<C> {
         let this = &mut *self;
         if !this.asked {
             // Registered before the flag is read: a shutdown between the two wakes this task.
-            this.signal.waker.register(cx.waker());
+            // Again only when polled by another task's waker (the registered one stays valid):
+            // no atomic write per poll.
+            if !this
+                .registered
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()))
+            {
+                this.signal.waker.register(cx.waker());
+                this.registered = Some(cx.waker().clone());
+            }
             if this.signal.asked.load(Ordering::Acquire) {
                 this.asked = true;
                 this.conn.as_mut().finish();
@@ -198,6 +210,46 @@ mod tests {
         // A connection opened after the shutdown began is asked at once.
         let late = tracker.watch(Conn { asked: false });
         assert!(late.await.is_ok());
+    }
+
+    /// Counts its wakes.
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn shutdown_wakes_the_task_that_polled_last() {
+        let tracker = Tracker::default();
+        let mut conn = Box::pin(tracker.watch(Conn { asked: false }));
+        let first = Arc::new(Count(0.into()));
+        let second = Arc::new(Count(0.into()));
+        for count in [&first, &first, &second] {
+            let waker = Waker::from(Arc::clone(count));
+            assert!(
+                conn.as_mut()
+                    .poll(&mut Context::from_waker(&waker))
+                    .is_pending()
+            );
+        }
+        // Asks at once, then waits for the connection to close.
+        let mut shutdown = std::pin::pin!(tracker.shutdown());
+        let noop = &mut Context::from_waker(Waker::noop());
+        assert!(shutdown.as_mut().poll(noop).is_pending());
+        assert_eq!(
+            second.0.load(Ordering::SeqCst),
+            1,
+            "the last poller is woken"
+        );
+        assert_eq!(first.0.load(Ordering::SeqCst), 0, "not an earlier one");
+        assert!(conn.as_mut().await.is_ok());
+        drop(conn);
+        tokio::time::timeout(Duration::from_secs(5), shutdown)
+            .await
+            .expect("the connection closed");
     }
 
     #[tokio::test]
