@@ -270,7 +270,8 @@ impl HttpServerConfig {
     }
 
     /// How long a session may stay idle (no request in flight, no stream open) before it is
-    /// ended (default 30 minutes; `None`: never).
+    /// ended (default 30 minutes; `None`: never). Sessions are checked every quarter of it
+    /// (at least every 50 ms, at most every 30 s), so one ends up to that much later.
     pub fn session_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.session_idle_timeout = timeout;
         self

@@ -11,7 +11,7 @@
 //! itself (no event, nothing stored, one task hand-off less per request).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -241,9 +241,11 @@ pub(crate) struct Hub {
     /// Set just before `closed` fires: what [`is_closed`](Self::is_closed) reads, without
     /// the lock tokio-util takes to read a token (every request of the session reads it).
     closing: AtomicBool,
-    /// When the hub last stopped being busy (or was created).
-    activity: Mutex<Instant>,
-    busy: AtomicUsize,
+    /// What the idle sweep last saw of `busy`, and since when (see [`idle_for`](Self::idle_for)).
+    activity: Mutex<Seen>,
+    /// Low 32 bits: the busy guards alive; high 32 bits: the guards ever made (wrapping), so a
+    /// sweep tells a hub that stayed idle from one that was busy in between.
+    busy: AtomicU64,
     streams: AtomicUsize,
     /// Where the server of the connection offers its direct handler (the shared stateless
     /// connection and sessions).
@@ -303,8 +305,11 @@ impl Hub {
             state: Mutex::new(state),
             closed: CancellationToken::new(),
             closing: AtomicBool::new(false),
-            activity: Mutex::new(Instant::now()),
-            busy: AtomicUsize::new(0),
+            activity: Mutex::new(Seen {
+                busy: 0,
+                since: Instant::now(),
+            }),
+            busy: AtomicU64::new(0),
             streams: AtomicUsize::new(0),
             direct: mcp_jsonrpc::DirectSlot::new(),
             pump: out_tx.downgrade(),
@@ -371,30 +376,37 @@ impl Hub {
         self.lock().protocol_version.clone()
     }
 
-    /// Keeps the hub busy (not idle) while the guard is alive; the idle time counts from the
-    /// moment the last guard drops. (Recording the time only then keeps the clock and the
-    /// lock off the path of every request while others are in flight.)
+    /// Keeps the hub busy (not idle) while the guard is alive (see [`idle_for`](Self::idle_for)).
+    /// One atomic add when made and one when dropped: no clock and no lock on the path of a
+    /// request.
     ///
     /// The guard borrows the hub (no count of the hub's references, which every request of the
     /// session would share); [`BusyGuard::held`] makes one that outlives the borrow.
     pub(crate) fn busy(&self) -> BusyGuard<&Hub> {
-        self.busy.fetch_add(1, Ordering::SeqCst);
+        self.busy.fetch_add(BUSY_MADE | 1, Ordering::SeqCst);
         BusyGuard { hub: self }
     }
 
+    /// Counts as activity for [`idle_for`](Self::idle_for): something was sent.
     fn touch(&self) {
-        *self.activity.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        self.busy.fetch_add(BUSY_MADE, Ordering::Relaxed);
     }
 
-    /// Whether the hub has been idle (nothing in flight, nothing open) for longer than `idle`.
+    /// Whether the hub has been idle (nothing in flight, nothing open) for longer than `idle`,
+    /// as far as the calls to this method saw: the idle time counts from the first call that
+    /// found the hub idle with no guard made since the call before. Called periodically (the
+    /// idle sweep), a hub is found idle at most one period after the last guard dropped.
     pub(crate) fn idle_for(&self, idle: Duration) -> bool {
-        self.busy.load(Ordering::SeqCst) == 0
-            && self
-                .activity
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .elapsed()
-                > idle
+        let busy = self.busy.load(Ordering::SeqCst);
+        let mut seen = self.activity.lock().unwrap_or_else(PoisonError::into_inner);
+        if busy & BUSY_ALIVE != 0 || busy != seen.busy {
+            *seen = Seen {
+                busy,
+                since: Instant::now(),
+            };
+            return false;
+        }
+        seen.since.elapsed() > idle
     }
 
     /// The number of open streams (SSE responses and POSTs waiting for an answer).
@@ -1302,20 +1314,21 @@ impl BusyGuard<&Hub> {
 
 impl<H: std::ops::Deref<Target = Hub>> Drop for BusyGuard<H> {
     fn drop(&mut self) {
-        // Whoever takes the count to zero records the time first, so a sweep that sees the
-        // hub idle also sees since when.
-        let busy = &self.hub.busy;
-        let mut count = busy.load(Ordering::SeqCst);
-        while count > 0 {
-            if count == 1 {
-                self.hub.touch();
-            }
-            match busy.compare_exchange(count, count - 1, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => break,
-                Err(now) => count = now,
-            }
-        }
+        self.hub.busy.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// [`Hub::busy`]'s count of guards made, one unit of it.
+const BUSY_MADE: u64 = 1 << 32;
+/// [`Hub::busy`]'s count of guards alive.
+const BUSY_ALIVE: u64 = BUSY_MADE - 1;
+
+/// The idle sweep's last look at a hub.
+struct Seen {
+    /// [`Hub::busy`] then.
+    busy: u64,
+    /// When it was first seen so.
+    since: Instant,
 }
 
 /// Counts an open stream while alive; `H` as for [`BusyGuard`].
@@ -1411,26 +1424,41 @@ mod tests {
         Hub::new(kind, Arc::new(HttpServerConfig::default()), None)
     }
 
+    /// Moves the sweep's last look an hour back.
+    fn an_hour_ago(hub: &Hub) {
+        hub.activity.lock().unwrap().since = Instant::now() - Duration::from_secs(3600);
+    }
+
+    fn alive(hub: &Hub) -> u64 {
+        hub.busy.load(Ordering::SeqCst) & BUSY_ALIVE
+    }
+
     #[tokio::test]
-    async fn idle_time_counts_from_the_last_busy_guard_dropped() {
+    async fn idle_time_counts_from_the_first_look_after_the_last_activity() {
         let (hub, _connection) = session();
         let minute = Duration::from_secs(60);
-        *hub.activity.lock().unwrap() = Instant::now() - Duration::from_secs(3600);
+        assert!(!hub.idle_for(minute), "just made");
+        an_hour_ago(&hub);
         assert!(hub.idle_for(minute), "unused for an hour");
         let guards: Vec<BusyGuard> = (0..16).map(|_| hub.busy().held(&hub)).collect();
+        an_hour_ago(&hub);
         assert!(!hub.idle_for(minute), "busy");
-        // Dropped from many threads at once: whichever is last records the time.
+        // Dropped from many threads at once.
         std::thread::scope(|s| {
             for guard in guards {
                 s.spawn(move || drop(guard));
             }
         });
-        assert_eq!(hub.busy.load(Ordering::SeqCst), 0);
-        assert!(
-            !hub.idle_for(minute),
-            "idle only since the last guard dropped"
-        );
-        assert!(hub.idle_for(Duration::ZERO) || hub.activity.lock().unwrap().elapsed().is_zero());
+        assert_eq!(alive(&hub), 0);
+        an_hour_ago(&hub);
+        assert!(!hub.idle_for(minute), "busy at the last look");
+        an_hour_ago(&hub);
+        assert!(hub.idle_for(minute), "idle ever since");
+        // A request that came and went between two looks is activity too.
+        drop(hub.busy());
+        assert!(!hub.idle_for(minute), "used since the last look");
+        an_hour_ago(&hub);
+        assert!(hub.idle_for(minute));
     }
 
     #[tokio::test]
@@ -1438,26 +1466,13 @@ mod tests {
         let (hub, _connection) = session();
         let busy = hub.busy();
         let streams = hub.stream_guard();
-        assert_eq!(
-            (hub.busy.load(Ordering::SeqCst), hub.open_streams()),
-            (1, 1)
-        );
+        assert_eq!((alive(&hub), hub.open_streams()), (1, 1));
         let held = (busy.held(&hub), streams.held(&hub));
-        assert_eq!(
-            (hub.busy.load(Ordering::SeqCst), hub.open_streams()),
-            (1, 1),
-            "counted once"
-        );
+        assert_eq!((alive(&hub), hub.open_streams()), (1, 1), "counted once");
         drop(held);
-        assert_eq!(
-            (hub.busy.load(Ordering::SeqCst), hub.open_streams()),
-            (0, 0)
-        );
+        assert_eq!((alive(&hub), hub.open_streams()), (0, 0));
         drop((hub.busy(), hub.stream_guard()));
-        assert_eq!(
-            (hub.busy.load(Ordering::SeqCst), hub.open_streams()),
-            (0, 0)
-        );
+        assert_eq!((alive(&hub), hub.open_streams()), (0, 0));
     }
 
     #[tokio::test]
