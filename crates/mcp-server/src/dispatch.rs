@@ -109,10 +109,10 @@ fn params<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<T, ErrorO
 }
 
 /// [`tool_arguments`] sharing text already held elsewhere (no copy).
-pub(crate) fn shared_tool_arguments(text: Option<&Arc<str>>) -> Option<Arguments> {
+pub(crate) fn shared_tool_arguments(text: Option<&Arc<str>>) -> Option<Arguments<'static>> {
     match text {
         None => tool_arguments(None),
-        Some(a) if a.starts_with('{') => Some(Arguments::Raw(Arc::clone(a))),
+        Some(a) if a.starts_with('{') => Some(Arguments::Shared(Arc::clone(a))),
         Some(_) => None,
     }
 }
@@ -176,10 +176,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// A tool call's arguments as the builder's router takes them: absent is `{}`; `None` when
 /// they are not an object.
-pub(crate) fn tool_arguments(text: Option<&str>) -> Option<Arguments> {
+pub(crate) fn tool_arguments(text: Option<&str>) -> Option<Arguments<'_>> {
     match text {
-        None => Some(Arguments::Raw(Arc::from("{}"))),
-        Some(a) if a.starts_with('{') => Some(Arguments::Raw(Arc::from(a))),
+        None => Some(Arguments::Text("{}")),
+        Some(a) if a.starts_with('{') => Some(Arguments::Text(a)),
         Some(_) => None,
     }
 }
@@ -200,7 +200,7 @@ pub(crate) async fn call_tool_read(
     origin: Origin<'_>,
     request: Request,
     name: &str,
-    arguments: Arguments,
+    arguments: Arguments<'_>,
     progress_token: Option<ProgressToken>,
 ) -> Result<CallToolResult, ErrorObject> {
     let version = origin.scope.version;

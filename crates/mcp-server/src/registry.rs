@@ -348,34 +348,53 @@ pub struct NoArgs {}
 
 /// A tool call's arguments: the JSON text of the request's `arguments` object (the server's
 /// own dispatch; a typed handler deserializes its type straight from it) or an object a
-/// [`ServerHandler`](crate::ServerHandler) caller already parsed. Cheap to clone, so a stateless
-/// request that runs again decodes the same arguments without copying them.
+/// [`ServerHandler`](crate::ServerHandler) caller already parsed.
+///
+/// The text is borrowed from the request where it can be: a handler that runs once decodes
+/// its type before its future is made, so nothing is copied. A run that may be replayed keeps
+/// [`into_shared`](Self::into_shared) arguments, cheap to clone, decoded again per run.
 #[derive(Debug, Clone)]
-pub(crate) enum Arguments {
-    /// The text of a JSON object.
-    Raw(Arc<str>),
+pub(crate) enum Arguments<'a> {
+    /// The text of a JSON object, borrowed.
+    Text(&'a str),
+    /// The text of a JSON object, shared.
+    Shared(Arc<str>),
     /// A parsed object.
     Parsed(Arc<Value>),
 }
 
-impl Arguments {
+impl Arguments<'_> {
     fn deserialize<A: DeserializeOwned>(&self) -> Result<A, serde_json::Error> {
         match self {
-            Arguments::Raw(text) => serde_json::from_str(text),
+            Arguments::Text(text) => serde_json::from_str(text),
+            Arguments::Shared(text) => serde_json::from_str(text),
             Arguments::Parsed(value) => A::deserialize(&**value),
         }
     }
 
     /// The arguments as a parsed object (parsed now when they are text).
-    fn parsed(self) -> Result<Arc<Value>, serde_json::Error> {
+    fn parsed(&self) -> Result<Arc<Value>, serde_json::Error> {
         match self {
-            Arguments::Raw(text) => serde_json::from_str(&text).map(Arc::new),
-            Arguments::Parsed(value) => Ok(value),
+            Arguments::Text(text) => serde_json::from_str(text).map(Arc::new),
+            Arguments::Shared(text) => serde_json::from_str(text).map(Arc::new),
+            Arguments::Parsed(value) => Ok(Arc::clone(value)),
+        }
+    }
+
+    /// Arguments that outlive the request's text (copied once if borrowed).
+    fn into_shared(self) -> Arguments<'static> {
+        match self {
+            Arguments::Text(text) => Arguments::Shared(Arc::from(text)),
+            Arguments::Shared(text) => Arguments::Shared(text),
+            Arguments::Parsed(value) => Arguments::Parsed(value),
         }
     }
 }
 
-type ToolFn = dyn Fn(RequestContext, Arguments) -> BoxFuture<'static, Result<CallToolResult, ErrorObject>>
+type ToolFn = dyn for<'a> Fn(
+        RequestContext,
+        Arguments<'a>,
+    ) -> BoxFuture<'static, Result<CallToolResult, ErrorObject>>
     + Send
     + Sync;
 type ResourceFn = dyn Fn(RequestContext) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
@@ -465,14 +484,14 @@ impl ToolEntry {
             let typed = Arc::new((f, input.clone()));
             Arc::new(
                 move |cx: RequestContext,
-                      args: Arguments|
+                      args: Arguments<'_>|
                       -> BoxFuture<'static, Result<CallToolResult, ErrorObject>> {
                     if !O::may_ask() && !cx.records_asks() {
                         // One run: the arguments are decoded and the handler called here, and
                         // only its future is boxed; nothing is kept for a replay that cannot
                         // happen (no context, arguments or handler cloned).
                         let (f, input) = &*typed;
-                        return match decode_arguments::<A>(args, input) {
+                        return match decode_arguments::<A>(&args, input) {
                             Ok(parsed) => {
                                 let run = f(cx, parsed);
                                 Box::pin(async move { only_run(run.await.into_tool_reply()) })
@@ -482,13 +501,14 @@ impl ToolEntry {
                     }
                     let typed = Arc::clone(&typed);
                     // Shared by the runs (a stateless request may be replayed) and decoded from
-                    // the request's text (or by reference): no copy of the argument tree per run.
+                    // the shared text (or by reference): no copy of the argument tree per run.
+                    let args = args.into_shared();
                     Box::pin(until_complete(cx, move |cx| {
                         let typed = Arc::clone(&typed);
                         let args = args.clone();
                         async move {
                             let (f, input) = &*typed;
-                            match decode_arguments::<A>(args, input) {
+                            match decode_arguments::<A>(&args, input) {
                                 Ok(parsed) => f(cx, parsed).await.into_tool_reply(),
                                 Err(invalid) => Reply::Done(Ok(invalid)),
                             }
@@ -527,7 +547,7 @@ impl ToolEntry {
         };
         let output = output_schema.or_else(O::output_schema);
         let f = Arc::new(f);
-        let handler: Arc<ToolFn> = Arc::new(move |cx, args: Arguments| {
+        let handler: Arc<ToolFn> = Arc::new(move |cx, args: Arguments<'_>| {
             let f = Arc::clone(&f);
             let args = args.parsed();
             Box::pin(until_complete(cx, move |cx| {
@@ -651,7 +671,7 @@ impl ToolEntry {
     pub(crate) async fn call(
         &self,
         cx: RequestContext,
-        args: Arguments,
+        args: Arguments<'_>,
     ) -> Result<CallToolResult, ErrorObject> {
         let check = self.input.needs_check();
         #[cfg(feature = "http")]
@@ -868,7 +888,7 @@ impl PromptEntry {
 /// correct them), explained by the entry's input schema when it names the offending field
 /// (serde may not).
 fn decode_arguments<A: DeserializeOwned>(
-    args: Arguments,
+    args: &Arguments<'_>,
     input: &CompiledSchema,
 ) -> Result<A, CallToolResult> {
     args.deserialize().map_err(|e| {
