@@ -19,7 +19,6 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Body;
 use mcp_jsonrpc::{Connection, ErrorObject, ExtensionGroup, Extensions, Inbound, Message, codes};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::auth::{Auth, Authenticator, Granted};
 use super::body::{self, HttpBody, SseBody, encode_event};
@@ -112,7 +111,7 @@ impl StreamableHttpServiceBuilder {
                 auth: self.auth,
                 sessions: RwLock::default(),
                 shared: Mutex::default(),
-                shutting_down: CancellationToken::new(),
+                shutting_down: AtomicBool::new(false),
                 reaper: AtomicBool::new(false),
             }),
         }
@@ -150,7 +149,9 @@ struct Inner {
     /// not wait for each other.
     sessions: RwLock<Sessions>,
     shared: Mutex<Option<Arc<Hub>>>,
-    shutting_down: CancellationToken,
+    /// [`StreamableHttpService::begin_shutdown`] was called: a flag, not a token, as every
+    /// request reads it (tokio-util locks a token to read it).
+    shutting_down: AtomicBool,
     reaper: AtomicBool,
     direct: Direct,
 }
@@ -493,7 +494,7 @@ impl StreamableHttpService {
     /// Starts a graceful shutdown: new requests get 503, standalone and 2024-11-05 streams
     /// close; requests in flight keep their streams until they are answered.
     pub fn begin_shutdown(&self) {
-        self.inner.shutting_down.cancel();
+        self.inner.shutting_down.store(true, Ordering::Release);
         let hubs: Vec<_> = self.inner.lock_sessions().values().cloned().collect();
         for hub in hubs {
             match hub.kind {
@@ -525,7 +526,7 @@ impl StreamableHttpService {
         let (mut parts, body) = request.into_parts();
         let inner = &self.inner;
         let config = &inner.config;
-        if inner.shutting_down.is_cancelled() {
+        if inner.shutting_down.load(Ordering::Acquire) {
             return error_status(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the server is shutting down",
