@@ -885,3 +885,28 @@ async fn graceful_shutdown_finishes_requests_in_flight() {
     assert_eq!(last["result"]["slept"], true);
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+#[tokio::test]
+async fn requests_after_the_shutdown_began_get_503() {
+    let seen: Shared = Arc::default();
+    let service = StreamableHttpService::builder(move |conn| echo_server(conn, seen.clone()))
+        .config(HttpServerConfig::default())
+        .build();
+    let post = || {
+        Request::post("/mcp")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(Full::new(Bytes::from(
+                rpc(0, "initialize", json!({"protocolVersion": "2025-06-18"})).to_string(),
+            )))
+            .unwrap()
+    };
+    assert_eq!(service.handle(post()).await.status(), StatusCode::OK);
+    service.begin_shutdown();
+    assert_eq!(
+        service.handle(post()).await.status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    service.close_all();
+}
