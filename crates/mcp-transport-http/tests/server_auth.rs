@@ -403,6 +403,75 @@ async fn a_session_answers_only_the_principal_that_created_it() {
     assert_eq!(resp.status(), StatusCode::OK);
 }
 
+/// One HTTP/1.1 connection to the server: its requests go in order, on that connection.
+struct OneConnection {
+    addr: SocketAddr,
+    send: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+}
+
+impl OneConnection {
+    async fn open(addr: SocketAddr) -> OneConnection {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (send, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        OneConnection { addr, send }
+    }
+
+    async fn post(&mut self, token: &str, session: &str, body: Value) -> StatusCode {
+        let request = Request::post("/mcp")
+            .header("host", self.addr.to_string())
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", V)
+            .header("authorization", format!("Bearer {token}"))
+            .header("mcp-session-id", session)
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap();
+        let response = self.send.send_request(request).await.unwrap();
+        let status = response.status();
+        // Read to the end, so the connection serves the next request.
+        response.into_body().collect().await.unwrap();
+        status
+    }
+}
+
+#[tokio::test]
+async fn a_connection_that_used_a_session_gets_no_more_than_a_new_one_would() {
+    let s = TestServer::start(HttpServerConfig::default()).await;
+    let sid = s.initialize("alice-key").await;
+    let mut conn = OneConnection::open(s.addr).await;
+    assert_eq!(
+        conn.post("alice-key", &sid, call(1, "whoami")).await,
+        StatusCode::OK
+    );
+    // The same connection, another principal: the session is still not Bob's.
+    assert_eq!(
+        conn.post("bob-key", &sid, call(2, "whoami")).await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        conn.post("alice-key", &sid, call(3, "whoami")).await,
+        StatusCode::OK
+    );
+    // Ended elsewhere: gone for this connection too.
+    let resp = s
+        .request("DELETE", "/mcp", Some("alice-key"), Some(&sid), None)
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        conn.post("alice-key", &sid, call(4, "whoami")).await,
+        StatusCode::NOT_FOUND
+    );
+    assert!(
+        s.seen()
+            .iter()
+            .all(|m| m.caller.as_ref().unwrap().name == "alice")
+    );
+}
+
 #[tokio::test]
 async fn legacy_sessions_are_bound_too() {
     let s =

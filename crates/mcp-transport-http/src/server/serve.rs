@@ -2,13 +2,14 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 
 use super::security::LocalAddr;
-use super::service::StreamableHttpService;
+use super::service::{ConnectionCache, StreamableHttpService};
 use super::tracker::Tracker;
 
 impl StreamableHttpService {
@@ -57,7 +58,10 @@ impl StreamableHttpService {
                     if let Err(e) = stream.set_nodelay(true) {
                         tracing::debug!(error = %e, "could not set TCP_NODELAY");
                     }
-                    let service = self.clone();
+                    // Each request holds the connection's own state, not the service: the
+                    // count of references it updates is this connection's, not one every
+                    // connection shares.
+                    let state = Arc::new((self.clone(), ConnectionCache::default()));
                     // Only a listener off loopback changes what `HostPolicy::Auto` allows: a
                     // loopback one needs nothing, and every request is spared a map of
                     // extensions (three allocations).
@@ -66,8 +70,11 @@ impl StreamableHttpService {
                         if report {
                             req.extensions_mut().insert(LocalAddr(local));
                         }
-                        let service = service.clone();
-                        async move { Ok::<_, std::convert::Infallible>(service.handle(req).await) }
+                        let state = Arc::clone(&state);
+                        async move {
+                            let (service, cache) = &*state;
+                            Ok::<_, std::convert::Infallible>(service.handle_on(req, Some(cache)).await)
+                        }
                     });
                     let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
                     let conn = connections.watch(conn);

@@ -523,6 +523,21 @@ impl StreamableHttpService {
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
+        self.handle_on(request, None).await
+    }
+
+    /// [`handle`](Self::handle) for a request of a connection that keeps a
+    /// [`ConnectionCache`] (the listener's connections do).
+    pub(crate) async fn handle_on<B>(
+        &self,
+        request: Request<B>,
+        cache: Option<&ConnectionCache>,
+    ) -> Response<HttpBody>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
         let (mut parts, body) = request.into_parts();
         let inner = &self.inner;
         let config = &inner.config;
@@ -575,12 +590,47 @@ impl StreamableHttpService {
             (Route::LegacySse, _) => method_not_allowed("GET"),
             (Route::LegacyMessages, Method::POST) => inner.legacy_post(parts, body, granted).await,
             (Route::LegacyMessages, _) => method_not_allowed("POST"),
-            (Route::Mcp, Method::POST) => inner.post(parts, body, granted).await,
+            (Route::Mcp, Method::POST) => inner.post(parts, body, granted, cache).await,
             (Route::Mcp, Method::GET) => inner.get(parts, granted.as_ref()).await,
             (Route::Mcp, Method::DELETE) => inner.delete(&parts, granted.as_ref()),
             (Route::Mcp, _) => method_not_allowed("GET, POST, DELETE"),
         }
     }
+}
+
+/// What one connection keeps between its requests: the session its last request used, so
+/// the next request on that session skips the sessions map (its lock and a count of the
+/// session's references, both shared by every connection).
+#[derive(Default)]
+pub(crate) struct ConnectionCache {
+    last: Mutex<Option<CachedSession>>,
+}
+
+impl ConnectionCache {
+    /// The cached session if it is `id` (anything else cached is dropped: the request's own
+    /// session replaces it when the request is done).
+    fn take(&self, id: &str) -> Option<CachedSession> {
+        let cached = self
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
+        (*cached.id == *id).then_some(cached)
+    }
+
+    /// Keeps `session` for the connection's next request (a closed one is not kept). A request
+    /// that ends early (its POST abandoned) gives nothing back: the next one looks it up.
+    fn put(&self, session: CachedSession) {
+        if !session.hub.is_closed() {
+            *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(session);
+        }
+    }
+}
+
+/// A session hub and its id, as a connection's cache keeps them.
+pub(crate) struct CachedSession {
+    id: Box<str>,
+    hub: Arc<Hub>,
 }
 
 impl Inner {
@@ -640,6 +690,23 @@ impl Inner {
             return None;
         }
         Some(hub)
+    }
+
+    /// [`session`](Self::session), taken from the connection's cache when its last request
+    /// used the same session (the caller gives it back, see [`ConnectionCache::put`]).
+    fn session_on(
+        &self,
+        id: &str,
+        identity: Option<&str>,
+        cache: Option<&ConnectionCache>,
+    ) -> Option<CachedSession> {
+        if let Some(cached) = cache.and_then(|c| c.take(id)) {
+            if !cached.hub.is_closed() && cached.hub.owned_by(identity) {
+                return Some(cached);
+            }
+        }
+        let hub = self.session(id, identity)?;
+        Some(CachedSession { id: id.into(), hub })
     }
 
     /// Registers a new session hub, or answers 503 at the session limit.
@@ -760,6 +827,7 @@ impl Inner {
         parts: Parts,
         body: B,
         granted: Option<Granted>,
+        cache: Option<&ConnectionCache>,
     ) -> Response<HttpBody>
     where
         B: Body + Send + 'static,
@@ -819,10 +887,11 @@ impl Inner {
                     "Bad Request: this server does not use sessions",
                 );
             }
-            let hub = match self.session(&sid, identity(granted)) {
-                Some(h) if matches!(h.kind, HubKind::Session { .. }) => h,
+            let session = match self.session_on(&sid, identity(granted), cache) {
+                Some(s) if matches!(s.hub.kind, HubKind::Session { .. }) => s,
                 _ => return session_not_found(),
             };
+            let hub = &session.hub;
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
             }
@@ -830,7 +899,7 @@ impl Inner {
             // stream control is in it too (a request routed through the hub gets its own).
             let control = match posting.messages.as_slice() {
                 [Message::Request(r)] if !posting.batch => Some(SseStreamControl {
-                    hub: Arc::downgrade(&hub),
+                    hub: Arc::downgrade(hub),
                     request: r.id.clone(),
                 }),
                 _ => None,
@@ -842,7 +911,11 @@ impl Inner {
                 control,
                 parts,
             });
-            return self.dispatch(&hub, posting, base, dispatch(false)).await.0;
+            let answer = self.dispatch(hub, posting, base, dispatch(false)).await.0;
+            if let Some(cache) = cache {
+                cache.put(session);
+            }
+            return answer;
         }
         let single = match posting.messages.as_slice() {
             [m] if !posting.batch => Some(m),
