@@ -18,6 +18,9 @@ use super::mrtr::{Ask, Exchange, InputRequired, MrtrLimits};
 use crate::context::{BoxFuture, ClientChannel, ClientScope, Resume};
 use crate::error::CallError;
 
+/// A request's method: the protocol's own names are static, a custom one is copied.
+pub(crate) type MethodName = std::borrow::Cow<'static, str>;
+
 /// The channel of one stateless request.
 pub(crate) struct StatelessChannel {
     /// The connection's peer, related to the request (notifications go on its stream).
@@ -26,7 +29,7 @@ pub(crate) struct StatelessChannel {
     /// `resources/read` only; other requests cannot ask for input).
     pub(crate) exchange: RequestExchange,
     /// The request's method, for the error when it cannot ask.
-    pub(crate) method: Arc<str>,
+    pub(crate) method: MethodName,
 }
 
 /// A stateless request's [`Exchange`]. A request that carries answers or state from an earlier
@@ -44,7 +47,7 @@ pub(crate) struct RequestExchange {
 
 /// The makings of a first attempt's exchange.
 pub(crate) struct FirstAttempt {
-    pub(crate) method: Arc<str>,
+    pub(crate) method: MethodName,
     pub(crate) params: Option<Value>,
     pub(crate) arguments: Option<Arc<str>>,
     pub(crate) subject: Option<String>,
@@ -212,7 +215,7 @@ mod tests {
 
     fn first_attempt() -> FirstAttempt {
         FirstAttempt {
-            method: Arc::from("tools/call"),
+            method: MethodName::Borrowed("tools/call"),
             params: Some(serde_json::json!({"name": "echo"})),
             arguments: Some(Arc::from(r#"{"text":"hi"}"#)),
             subject: None,
@@ -254,7 +257,7 @@ mod tests {
         let channel = StatelessChannel {
             peer: cx.peer().clone(),
             exchange: RequestExchange::later(first_attempt()),
-            method: Arc::from("tools/call"),
+            method: MethodName::Borrowed("tools/call"),
         };
         assert!(channel.input_response("k").is_none());
         assert!(channel.input_state().is_none());

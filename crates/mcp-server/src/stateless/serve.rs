@@ -15,7 +15,7 @@ use mcp_types::{CallToolResult, DiscoverResult, Project, ProtocolVersion, Server
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::channel::{FirstAttempt, RequestExchange, StatelessChannel};
+use super::channel::{FirstAttempt, MethodName, RequestExchange, StatelessChannel};
 use super::listen;
 use super::mrtr::{Exchange, HandlerOutcome, Verdict};
 use super::rpc_error;
@@ -225,7 +225,7 @@ fn is_error_result(raw: &RawJson) -> bool {
 /// value), the tool arguments (as text) and the lifted `_meta`.
 pub(crate) struct Lifted {
     params: Option<Value>,
-    arguments: Option<Box<str>>,
+    arguments: Option<Arc<str>>,
     meta: Box<RequestMeta>,
 }
 
@@ -253,7 +253,7 @@ pub(crate) fn lift(method: &str, raw: Option<&RawValue>) -> Result<Lifted, Error
             let meta = lifted(RequestMeta::lift_meta_raw(envelope.meta, supported))?;
             (
                 Some(envelope.to_value()?),
-                envelope.arguments.map(|a| Box::<str>::from(a.get())),
+                envelope.arguments.map(|a| Arc::<str>::from(a.get())),
                 meta,
             )
         }
@@ -264,7 +264,7 @@ pub(crate) fn lift(method: &str, raw: Option<&RawValue>) -> Result<Lifted, Error
             let meta = lifted(RequestMeta::lift(params.as_ref(), supported))?;
             let arguments = match &mut params {
                 Some(Value::Object(p)) if !whole => {
-                    p.remove("arguments").map(|a| a.to_string().into())
+                    p.remove("arguments").map(|a| Arc::from(a.to_string()))
                 }
                 _ => None,
             };
@@ -447,12 +447,16 @@ async fn call(
     rpc: &mcp_jsonrpc::RequestContext,
     request: Request,
     params: Option<Value>,
-    arguments: Option<Box<str>>,
+    arguments: Option<Arc<str>>,
     meta: Box<RequestMeta>,
 ) -> Result<RawJson, ErrorObject> {
     let inner = &server.inner;
     let version = meta.protocol_version;
-    let method: Arc<str> = Arc::from(request.method.as_str());
+    // The protocol's own names are static: no copy of the name per request.
+    let method: MethodName = match mcp_types::methods::lookup(&request.method) {
+        Some(info) => MethodName::Borrowed(info.name),
+        None => MethodName::Owned(request.method.clone()),
+    };
     if !serves(&inner.handler.capabilities(), &method) {
         return Err(ErrorObject::method_not_found(&method));
     }
@@ -464,8 +468,8 @@ async fn call(
     let sealer = wire::supports_input_required(&method, version)
         .then(|| inner.sealer.get().map_err(internal))
         .transpose()?;
-    // The arguments' text, shared by the tool call and the exchange's binding.
-    let arguments: Option<Arc<str>> = arguments.map(Arc::from);
+    // The arguments' text (read once, by `lift`) is shared by the tool call and the
+    // exchange's binding.
     // `tools/call` on the builder's router, outside a task: the tool runs with what `lift`
     // read (no second pass over the params), and its typed result is lowered as it is
     // encoded (one serialization). Anything unusual takes the general dispatch.
@@ -491,7 +495,7 @@ async fn call(
             if retry.is_empty() {
                 // A first attempt: the exchange is made if the handler asks for input.
                 RequestExchange::later(FirstAttempt {
-                    method: Arc::clone(&method),
+                    method: method.clone(),
                     params,
                     arguments,
                     subject: owner.clone(),
@@ -527,7 +531,7 @@ async fn call(
     let channel = Arc::new(StatelessChannel {
         peer: rpc.peer().clone(),
         exchange,
-        method: Arc::clone(&method),
+        method: method.clone(),
     });
     // The exchange, as the handler leaves it.
     let after = Arc::clone(&channel);
