@@ -254,6 +254,9 @@ pub(crate) async fn dispatch(
         }
         "tools/list" => {
             let p: PaginatedRequestParams = params(raw)?;
+            if server.inner.builtin_router && p.cursor.is_none() {
+                return server.inner.first_tools_page(version);
+            }
             let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.list_tools(p, cx).await?, version)
         }

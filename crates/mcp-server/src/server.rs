@@ -2,16 +2,16 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use mcp_jsonrpc::{ErrorObject, Extensions};
+use mcp_jsonrpc::{ErrorObject, Extensions, RawJson};
 use mcp_types::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteRequestParamsRef,
     CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation, JsonObject,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    LoggingLevel, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,
-    ServerCapabilities, ServerCapabilitiesPrompts, ServerCapabilitiesResources,
+    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResult, ServerCapabilities, ServerCapabilitiesPrompts, ServerCapabilitiesResources,
     ServerCapabilitiesTools, SubscribeRequestParams,
 };
 use schemars::JsonSchema;
@@ -20,6 +20,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::context::{BoxFuture, RequestContext, StateMap};
+use crate::dispatch;
 use crate::error::{BuildError, resource_not_found};
 use crate::handler::{
     Middleware, ServerHandler, completion, no_prompts, no_resources, no_templates, no_tools,
@@ -234,6 +235,93 @@ pub(crate) struct ServerInner {
     pub(crate) tasks: Arc<TaskStore>,
     /// Names the caller of a request from its extensions.
     pub(crate) subject: Option<Arc<SubjectFn>>,
+    /// The builder's router: the first page of `tools/list` as last encoded, per revision.
+    pub(crate) tools_list: ToolsListCache,
+}
+
+impl ServerInner {
+    /// The builder's router: the first page of `tools/list` for `version`, encoded once per
+    /// registry snapshot and revision (hosts list tools often; a server may have many).
+    pub(crate) fn first_tools_page(
+        &self,
+        version: ProtocolVersion,
+    ) -> Result<RawJson, ErrorObject> {
+        let snapshot = self.registry.snapshot();
+        if let Some(hit) = self.tools_list.get(&snapshot, version) {
+            return Ok(hit);
+        }
+        let encoded = dispatch::encode(
+            tools_page(&snapshot, None, self.options.page_size)?,
+            version,
+        )?;
+        self.tools_list.put(&snapshot, version, &encoded);
+        Ok(encoded)
+    }
+}
+
+/// The last encoded first page of `tools/list` per revision, for one registry snapshot.
+#[derive(Default)]
+pub(crate) struct ToolsListCache {
+    cached: Mutex<Option<CachedTools>>,
+}
+
+struct CachedTools {
+    /// Weak, so the snapshot's memory (and its address) is not reused while it is the key.
+    snapshot: Weak<Snapshot>,
+    pages: Vec<(ProtocolVersion, RawJson)>,
+}
+
+impl ToolsListCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<CachedTools>> {
+        self.cached
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn get(&self, snapshot: &Arc<Snapshot>, version: ProtocolVersion) -> Option<RawJson> {
+        let cached = self.lock();
+        let cached = cached.as_ref()?;
+        if !std::ptr::eq(cached.snapshot.as_ptr(), Arc::as_ptr(snapshot)) {
+            return None;
+        }
+        cached
+            .pages
+            .iter()
+            .find(|(v, _)| *v == version)
+            .map(|(_, page)| page.clone())
+    }
+
+    fn put(&self, snapshot: &Arc<Snapshot>, version: ProtocolVersion, page: &RawJson) {
+        let mut cached = self.lock();
+        let same = cached
+            .as_ref()
+            .is_some_and(|c| std::ptr::eq(c.snapshot.as_ptr(), Arc::as_ptr(snapshot)));
+        if !same {
+            *cached = Some(CachedTools {
+                snapshot: Arc::downgrade(snapshot),
+                pages: Vec::new(),
+            });
+        }
+        if let Some(c) = cached.as_mut() {
+            if !c.pages.iter().any(|(v, _)| *v == version) {
+                c.pages.push((version, page.clone()));
+            }
+        }
+    }
+}
+
+/// A page of the registered tools, from `cursor` on.
+fn tools_page(
+    snapshot: &Snapshot,
+    cursor: Option<&str>,
+    page_size: usize,
+) -> Result<ListToolsResult, ErrorObject> {
+    let (items, next_cursor) = registry::page(&snapshot.tools, cursor, page_size)?;
+    Ok(ListToolsResult {
+        next_cursor,
+        tools: items.iter().map(|t| t.tool.clone()).collect(),
+        ..no_tools()
+    })
 }
 
 /// Names the caller of a request from what the transport attached to it.
@@ -752,6 +840,7 @@ impl ServerBuilder {
                 subscriptions,
                 tasks,
                 subject: self.subject,
+                tools_list: ToolsListCache::default(),
             }),
         })
     }
@@ -812,13 +901,11 @@ impl ServerHandler for Router {
         params: PaginatedRequestParams,
         _cx: RequestContext,
     ) -> BoxFuture<'_, Result<ListToolsResult, ErrorObject>> {
-        let s = self.registry.snapshot();
-        let r = registry::page(&s.tools, params.cursor.as_deref(), self.page_size);
-        let r = r.map(|(items, next_cursor)| ListToolsResult {
-            next_cursor,
-            tools: items.iter().map(|t| t.tool.clone()).collect(),
-            ..no_tools()
-        });
+        let r = tools_page(
+            &self.registry.snapshot(),
+            params.cursor.as_deref(),
+            self.page_size,
+        );
         Box::pin(async move { r })
     }
 

@@ -101,7 +101,7 @@ fn server(options: ServerOptions) -> Server {
             },
         )
         .tool(
-            Tool::new("add_tool"),
+            Tool::new("add_tool").title("Add a tool"),
             |cx: ToolContext, _args: NoArgs| async move {
                 cx.server()
                     .add_tool(Tool::new("late"), |_cx: ToolContext, _a: NoArgs| async {
@@ -305,6 +305,67 @@ async fn tools_added_and_removed_after_build_are_found_and_gone() {
     assert_eq!(late["content"][0]["text"], "late");
     peer.close();
     serving.await.unwrap();
+}
+
+/// `tools/list` is encoded once per registry snapshot and revision: each revision gets its
+/// own projection whoever listed first, and a change to the registry is listed at once.
+#[tokio::test]
+async fn tools_are_listed_per_revision_and_after_every_change() {
+    let srv = server(ServerOptions::default());
+    let (new, serving_new) = start(srv.clone(), Recorder::default()).await;
+    initialize(&new, json!({})).await;
+    let (old, serving_old) = start(srv.clone(), Recorder::default()).await;
+    let init = call(
+        &old,
+        "initialize",
+        json!({"protocolVersion": "2024-11-05", "capabilities": {},
+               "clientInfo": {"name": "old", "version": "1"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(init["protocolVersion"], "2024-11-05");
+    old.notify_with("notifications/initialized", &json!({}))
+        .await
+        .unwrap();
+    let list = |peer: Peer| async move {
+        let listed = call(&peer, "tools/list", json!({})).await.unwrap();
+        listed["tools"].as_array().unwrap().clone()
+    };
+    let titled = |tools: &[Value]| {
+        tools
+            .iter()
+            .find(|t| t["name"] == "add_tool")
+            .map(|t| t.get("title").cloned())
+    };
+    let names = |tools: &[Value]| {
+        let mut names: Vec<String> = tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    for _ in 0..2 {
+        let listed = list(new.clone()).await;
+        assert_eq!(titled(&listed), Some(Some(json!("Add a tool"))));
+        let listed = list(old.clone()).await;
+        assert_eq!(titled(&listed), Some(None), "2024-11-05 has no tool titles");
+        assert_eq!(names(&listed), ["add_tool", "sample"]);
+    }
+    call(&new, "tools/call", json!({"name": "add_tool"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&list(old.clone()).await),
+        ["add_tool", "late", "sample"]
+    );
+    assert!(srv.remove_tool("late"));
+    assert_eq!(names(&list(new.clone()).await), ["add_tool", "sample"]);
+    assert_eq!(names(&list(old.clone()).await), ["add_tool", "sample"]);
+    new.close();
+    old.close();
+    serving_new.await.unwrap();
+    serving_old.await.unwrap();
 }
 
 #[tokio::test]
