@@ -128,15 +128,20 @@ async fn call(peer: &Peer, method: &str, params: Value) -> Result<Value, CallErr
 }
 
 async fn initialize(peer: &Peer, capabilities: Value) {
+    initialize_as(peer, "2025-11-25", capabilities).await;
+}
+
+/// Opens the session under `version` (which the server must accept).
+async fn initialize_as(peer: &Peer, version: &str, capabilities: Value) {
     let init = call(
         peer,
         "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+        json!({"protocolVersion": version, "capabilities": capabilities,
                "clientInfo": {"name": "t", "version": "1"}}),
     )
     .await
     .unwrap();
-    assert_eq!(init["protocolVersion"], "2025-11-25");
+    assert_eq!(init["protocolVersion"], version);
     peer.notify_with("notifications/initialized", &json!({}))
         .await
         .unwrap();
@@ -315,18 +320,7 @@ async fn tools_are_listed_per_revision_and_after_every_change() {
     let (new, serving_new) = start(srv.clone(), Recorder::default()).await;
     initialize(&new, json!({})).await;
     let (old, serving_old) = start(srv.clone(), Recorder::default()).await;
-    let init = call(
-        &old,
-        "initialize",
-        json!({"protocolVersion": "2024-11-05", "capabilities": {},
-               "clientInfo": {"name": "old", "version": "1"}}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(init["protocolVersion"], "2024-11-05");
-    old.notify_with("notifications/initialized", &json!({}))
-        .await
-        .unwrap();
+    initialize_as(&old, "2024-11-05", json!({})).await;
     let list = |peer: Peer| async move {
         let listed = call(&peer, "tools/list", json!({})).await.unwrap();
         listed["tools"].as_array().unwrap().clone()
