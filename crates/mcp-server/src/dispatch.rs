@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::{ClientChannel, ClientScope, RequestContext};
 use crate::handler::Request;
 use crate::registry::Arguments;
-use crate::server::Server;
+use crate::server::{List, Server};
 
 /// Who a request comes from and how to reach them: the per-request value dispatch works from.
 pub(crate) struct Origin<'a> {
@@ -255,7 +255,7 @@ pub(crate) async fn dispatch(
         "tools/list" => {
             let p: PaginatedRequestParams = params(raw)?;
             if server.inner.builtin_router && p.cursor.is_none() {
-                return server.inner.first_tools_page(version);
+                return server.inner.first_page(List::Tools, version);
             }
             let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.list_tools(p, cx).await?, version)
@@ -284,11 +284,17 @@ pub(crate) async fn dispatch(
         }
         "resources/list" => {
             let p: PaginatedRequestParams = params(raw)?;
+            if server.inner.builtin_router && p.cursor.is_none() {
+                return server.inner.first_page(List::Resources, version);
+            }
             let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.list_resources(p, cx).await?, version)
         }
         "resources/templates/list" => {
             let p: PaginatedRequestParams = params(raw)?;
+            if server.inner.builtin_router && p.cursor.is_none() {
+                return server.inner.first_page(List::Templates, version);
+            }
             let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.list_resource_templates(p, cx).await?, version)
         }
@@ -320,6 +326,9 @@ pub(crate) async fn dispatch(
         }
         "prompts/list" => {
             let p: PaginatedRequestParams = params(raw)?;
+            if server.inner.builtin_router && p.cursor.is_none() {
+                return server.inner.first_page(List::Prompts, version);
+            }
             let cx = cx(progress_token(p.meta.as_ref()));
             encode(h.list_prompts(p, cx).await?, version)
         }

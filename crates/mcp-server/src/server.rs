@@ -235,50 +235,68 @@ pub(crate) struct ServerInner {
     pub(crate) tasks: Arc<TaskStore>,
     /// Names the caller of a request from its extensions.
     pub(crate) subject: Option<Arc<SubjectFn>>,
-    /// The builder's router: the first page of `tools/list` as last encoded, per revision.
-    pub(crate) tools_list: ToolsListCache,
+    /// The builder's router: the first page of each list as last encoded, per revision.
+    pub(crate) lists: ListCache,
 }
 
 impl ServerInner {
-    /// The builder's router: the first page of `tools/list` for `version`, encoded once per
-    /// registry snapshot and revision (hosts list tools often; a server may have many).
-    pub(crate) fn first_tools_page(
+    /// The builder's router: the first page of a list for `version`, encoded once per
+    /// registry snapshot and revision (hosts list often; a server may have many entries).
+    pub(crate) fn first_page(
         &self,
+        list: List,
         version: ProtocolVersion,
     ) -> Result<RawJson, ErrorObject> {
         let snapshot = self.registry.snapshot();
-        if let Some(hit) = self.tools_list.get(&snapshot, version) {
+        if let Some(hit) = self.lists.get(&snapshot, list, version) {
             return Ok(hit);
         }
-        let encoded = dispatch::encode(
-            tools_page(&snapshot, None, self.options.page_size)?,
-            version,
-        )?;
-        self.tools_list.put(&snapshot, version, &encoded);
+        let size = self.options.page_size;
+        let encoded = match list {
+            List::Tools => dispatch::encode(tools_page(&snapshot, None, size)?, version),
+            List::Resources => dispatch::encode(resources_page(&snapshot, None, size)?, version),
+            List::Templates => dispatch::encode(templates_page(&snapshot, None, size)?, version),
+            List::Prompts => dispatch::encode(prompts_page(&snapshot, None, size)?, version),
+        }?;
+        self.lists.put(&snapshot, list, version, &encoded);
         Ok(encoded)
     }
 }
 
-/// The last encoded first page of `tools/list` per revision, for one registry snapshot.
-#[derive(Default)]
-pub(crate) struct ToolsListCache {
-    cached: Mutex<Option<CachedTools>>,
+/// The lists of the builder's router.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum List {
+    Tools,
+    Resources,
+    Templates,
+    Prompts,
 }
 
-struct CachedTools {
+/// The last encoded first page of each list per revision, for one registry snapshot.
+#[derive(Default)]
+pub(crate) struct ListCache {
+    cached: Mutex<Option<CachedPages>>,
+}
+
+struct CachedPages {
     /// Weak, so the snapshot's memory (and its address) is not reused while it is the key.
     snapshot: Weak<Snapshot>,
-    pages: Vec<(ProtocolVersion, RawJson)>,
+    pages: Vec<(List, ProtocolVersion, RawJson)>,
 }
 
-impl ToolsListCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<CachedTools>> {
+impl ListCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<CachedPages>> {
         self.cached
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn get(&self, snapshot: &Arc<Snapshot>, version: ProtocolVersion) -> Option<RawJson> {
+    fn get(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        list: List,
+        version: ProtocolVersion,
+    ) -> Option<RawJson> {
         let cached = self.lock();
         let cached = cached.as_ref()?;
         if !std::ptr::eq(cached.snapshot.as_ptr(), Arc::as_ptr(snapshot)) {
@@ -287,24 +305,24 @@ impl ToolsListCache {
         cached
             .pages
             .iter()
-            .find(|(v, _)| *v == version)
-            .map(|(_, page)| page.clone())
+            .find(|(l, v, _)| *l == list && *v == version)
+            .map(|(_, _, page)| page.clone())
     }
 
-    fn put(&self, snapshot: &Arc<Snapshot>, version: ProtocolVersion, page: &RawJson) {
+    fn put(&self, snapshot: &Arc<Snapshot>, list: List, version: ProtocolVersion, page: &RawJson) {
         let mut cached = self.lock();
         let same = cached
             .as_ref()
             .is_some_and(|c| std::ptr::eq(c.snapshot.as_ptr(), Arc::as_ptr(snapshot)));
         if !same {
-            *cached = Some(CachedTools {
+            *cached = Some(CachedPages {
                 snapshot: Arc::downgrade(snapshot),
                 pages: Vec::new(),
             });
         }
         if let Some(c) = cached.as_mut() {
-            if !c.pages.iter().any(|(v, _)| *v == version) {
-                c.pages.push((version, page.clone()));
+            if !c.pages.iter().any(|(l, v, _)| *l == list && *v == version) {
+                c.pages.push((list, version, page.clone()));
             }
         }
     }
@@ -321,6 +339,48 @@ fn tools_page(
         next_cursor,
         tools: items.iter().map(|t| t.tool.clone()).collect(),
         ..no_tools()
+    })
+}
+
+/// A page of the registered resources, from `cursor` on.
+fn resources_page(
+    snapshot: &Snapshot,
+    cursor: Option<&str>,
+    page_size: usize,
+) -> Result<ListResourcesResult, ErrorObject> {
+    let (items, next_cursor) = registry::page(&snapshot.resources, cursor, page_size)?;
+    Ok(ListResourcesResult {
+        next_cursor,
+        resources: items.iter().map(|r| r.resource.clone()).collect(),
+        ..no_resources()
+    })
+}
+
+/// A page of the registered resource templates, from `cursor` on.
+fn templates_page(
+    snapshot: &Snapshot,
+    cursor: Option<&str>,
+    page_size: usize,
+) -> Result<ListResourceTemplatesResult, ErrorObject> {
+    let (items, next_cursor) = registry::page(&snapshot.templates, cursor, page_size)?;
+    Ok(ListResourceTemplatesResult {
+        next_cursor,
+        resource_templates: items.iter().map(|t| t.template.clone()).collect(),
+        ..no_templates()
+    })
+}
+
+/// A page of the registered prompts, from `cursor` on.
+fn prompts_page(
+    snapshot: &Snapshot,
+    cursor: Option<&str>,
+    page_size: usize,
+) -> Result<ListPromptsResult, ErrorObject> {
+    let (items, next_cursor) = registry::page(&snapshot.prompts, cursor, page_size)?;
+    Ok(ListPromptsResult {
+        next_cursor,
+        prompts: items.iter().map(|p| p.prompt.clone()).collect(),
+        ..no_prompts()
     })
 }
 
@@ -840,7 +900,7 @@ impl ServerBuilder {
                 subscriptions,
                 tasks,
                 subject: self.subject,
-                tools_list: ToolsListCache::default(),
+                lists: ListCache::default(),
             }),
         })
     }
@@ -927,13 +987,11 @@ impl ServerHandler for Router {
         params: PaginatedRequestParams,
         _cx: RequestContext,
     ) -> BoxFuture<'_, Result<ListResourcesResult, ErrorObject>> {
-        let s = self.registry.snapshot();
-        let r = registry::page(&s.resources, params.cursor.as_deref(), self.page_size);
-        let r = r.map(|(items, next_cursor)| ListResourcesResult {
-            next_cursor,
-            resources: items.iter().map(|r| r.resource.clone()).collect(),
-            ..no_resources()
-        });
+        let r = resources_page(
+            &self.registry.snapshot(),
+            params.cursor.as_deref(),
+            self.page_size,
+        );
         Box::pin(async move { r })
     }
 
@@ -942,13 +1000,11 @@ impl ServerHandler for Router {
         params: PaginatedRequestParams,
         _cx: RequestContext,
     ) -> BoxFuture<'_, Result<ListResourceTemplatesResult, ErrorObject>> {
-        let s = self.registry.snapshot();
-        let r = registry::page(&s.templates, params.cursor.as_deref(), self.page_size);
-        let r = r.map(|(items, next_cursor)| ListResourceTemplatesResult {
-            next_cursor,
-            resource_templates: items.iter().map(|t| t.template.clone()).collect(),
-            ..no_templates()
-        });
+        let r = templates_page(
+            &self.registry.snapshot(),
+            params.cursor.as_deref(),
+            self.page_size,
+        );
         Box::pin(async move { r })
     }
 
@@ -995,13 +1051,11 @@ impl ServerHandler for Router {
         params: PaginatedRequestParams,
         _cx: RequestContext,
     ) -> BoxFuture<'_, Result<ListPromptsResult, ErrorObject>> {
-        let s = self.registry.snapshot();
-        let r = registry::page(&s.prompts, params.cursor.as_deref(), self.page_size);
-        let r = r.map(|(items, next_cursor)| ListPromptsResult {
-            next_cursor,
-            prompts: items.iter().map(|p| p.prompt.clone()).collect(),
-            ..no_prompts()
-        });
+        let r = prompts_page(
+            &self.registry.snapshot(),
+            params.cursor.as_deref(),
+            self.page_size,
+        );
         Box::pin(async move { r })
     }
 

@@ -111,7 +111,9 @@ fn server(options: ServerOptions) -> Server {
                 Ok::<_, ToolError>("added")
             },
         )
-        .resource(Resource::new("test://r", "r"), |_cx| async { "body" })
+        .resource(Resource::new("test://r", "r").title("R"), |_cx| async {
+            "body"
+        })
         .build()
         .unwrap()
 }
@@ -312,10 +314,11 @@ async fn tools_added_and_removed_after_build_are_found_and_gone() {
     serving.await.unwrap();
 }
 
-/// `tools/list` is encoded once per registry snapshot and revision: each revision gets its
-/// own projection whoever listed first, and a change to the registry is listed at once.
+/// The lists (`tools/list` here, `resources/list` too) are encoded once per registry snapshot
+/// and revision: each revision gets its own projection whoever listed first, and a change to
+/// the registry is listed at once.
 #[tokio::test]
-async fn tools_are_listed_per_revision_and_after_every_change() {
+async fn lists_are_made_per_revision_and_after_every_change() {
     let srv = server(ServerOptions::default());
     let (new, serving_new) = start(srv.clone(), Recorder::default()).await;
     initialize(&new, json!({})).await;
@@ -356,6 +359,18 @@ async fn tools_are_listed_per_revision_and_after_every_change() {
     assert!(srv.remove_tool("late"));
     assert_eq!(names(&list(new.clone()).await), ["add_tool", "sample"]);
     assert_eq!(names(&list(old.clone()).await), ["add_tool", "sample"]);
+    // The other lists alike (resources here; templates and prompts take the same path).
+    let resources = |peer: Peer| async move {
+        let listed = call(&peer, "resources/list", json!({})).await.unwrap();
+        listed["resources"].as_array().unwrap().clone()
+    };
+    for _ in 0..2 {
+        assert_eq!(resources(new.clone()).await[0]["title"], "R");
+        assert!(resources(old.clone()).await[0].get("title").is_none());
+    }
+    srv.add_resource(Resource::new("test://s", "s"), |_cx| async { "s" })
+        .unwrap();
+    assert_eq!(resources(old.clone()).await.len(), 2);
     new.close();
     old.close();
     serving_new.await.unwrap();
