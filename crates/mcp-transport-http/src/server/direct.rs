@@ -267,19 +267,22 @@ type SessionRun = Cancellable<futures_util::future::CatchUnwind<AssertUnwindSafe
 /// flight on the session's engine, which also cancels it on the client's
 /// `notifications/cancelled`. `extensions` carry the request's [`SseStreamControl`] (the POST
 /// attaches it with its other values).
-pub(crate) async fn serve_session(
-    hub: &Arc<Hub>,
+pub(crate) fn serve_session<'a>(
+    hub: &'a Arc<Hub>,
     config: &HttpServerConfig,
     handler: &DirectHandler,
     request: mcp_jsonrpc::Request,
     extensions: Extensions,
-    how: &Dispatch,
-) -> Result<(Option<Decision>, Option<SlotGuard>), PostError> {
+    how: &'a Dispatch,
+) -> SessionServed<'a> {
     let id = request.id.clone();
     let slot = if how.force_sse {
-        Some(hub.open_direct(&id, how.sse_allowed, how.force_sse)?)
+        match hub.open_direct(&id, how.sse_allowed, how.force_sse) {
+            Ok(opened) => Some(opened),
+            Err(e) => return SessionServed::Now(Err(e)),
+        }
     } else if hub.is_closed() {
-        return Err(PostError::Closed);
+        return SessionServed::Now(Err(PostError::Closed));
     } else {
         None
     };
@@ -293,9 +296,9 @@ pub(crate) async fn serve_session(
             Ok(made) => made,
             // The guard, dropped, closes the slot.
             Err(mcp_jsonrpc::EngineContextError::DuplicateId) => {
-                return Err(PostError::DuplicateId(id));
+                return SessionServed::Now(Err(PostError::DuplicateId(id)));
             }
-            Err(_) => return Err(PostError::Closed),
+            Err(_) => return SessionServed::Now(Err(PostError::Closed)),
         };
     let mut handler_run = SessionRun::new(AssertUnwindSafe(handler(request, cx)).catch_unwind());
     // The first poll here, without a waker that matters (the select below polls it again):
@@ -313,9 +316,57 @@ pub(crate) async fn serve_session(
             let answered = first
                 .flatten()
                 .and_then(|outcome| lone_answer(hub, answer(id, outcome)));
-            return Ok((answered, None));
+            return SessionServed::Now(Ok((answered, None)));
         }
     }
+    SessionServed::Later(Box::pin(serve_in_slot(
+        hub,
+        how,
+        Waiting {
+            id,
+            slot,
+            handler_run,
+            related,
+            first,
+            sent,
+        },
+    )))
+}
+
+/// How a session request is served (see [`serve_session`]): at once, or by a future that waits
+/// for the slot's decision. That future is boxed: held in place, it would make the future of
+/// every POST (which hyper moves per request) a kilobyte larger.
+pub(crate) enum SessionServed<'a> {
+    Now(SessionAnswer),
+    Later(futures_util::future::BoxFuture<'a, SessionAnswer>),
+}
+
+/// How the POST of a session request is answered (`None`: the session is gone), with the
+/// slot's guard when one was opened.
+pub(crate) type SessionAnswer = Result<(Option<Decision>, Option<SlotGuard>), PostError>;
+
+/// A session request that needs the hub's slot, as [`serve_session`] leaves it.
+struct Waiting {
+    id: Id,
+    slot: Option<(tokio::sync::oneshot::Receiver<Decision>, SlotGuard)>,
+    handler_run: SessionRun,
+    related: RelatedReceiver,
+    /// The handler's first poll: `Some` when it answered (`None` inside: cancelled).
+    first: Option<Option<Outcome>>,
+    /// The first message it sent, taken to see whether there was any.
+    sent: Option<Outbound>,
+}
+
+/// The rest of [`serve_session`] for a request routed through the hub's slot.
+async fn serve_in_slot(hub: &Arc<Hub>, how: &Dispatch, waiting: Waiting) -> SessionAnswer {
+    let Waiting {
+        id,
+        slot,
+        mut handler_run,
+        related,
+        first,
+        sent,
+    } = waiting;
     let (mut decision, guard) = match slot {
         Some(opened) => opened,
         // The handler waits or sent something: routed through a slot, opened now.

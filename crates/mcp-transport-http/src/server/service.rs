@@ -588,10 +588,14 @@ impl StreamableHttpService {
         match (route, parts.method.clone()) {
             (Route::LegacySse, Method::GET) => inner.legacy_open(&parts, granted.as_ref()),
             (Route::LegacySse, _) => method_not_allowed("GET"),
-            (Route::LegacyMessages, Method::POST) => inner.legacy_post(parts, body, granted).await,
+            // Boxed, as the rarer paths below: held in place, their futures would make every
+            // POST's future larger (hyper moves it per request).
+            (Route::LegacyMessages, Method::POST) => {
+                Box::pin(inner.legacy_post(parts, body, granted)).await
+            }
             (Route::LegacyMessages, _) => method_not_allowed("POST"),
             (Route::Mcp, Method::POST) => inner.post(parts, body, granted, cache).await,
-            (Route::Mcp, Method::GET) => inner.get(parts, granted.as_ref()).await,
+            (Route::Mcp, Method::GET) => Box::pin(inner.get(parts, granted.as_ref())).await,
             (Route::Mcp, Method::DELETE) => inner.delete(&parts, granted.as_ref()),
             (Route::Mcp, _) => method_not_allowed("GET, POST, DELETE"),
         }
@@ -1059,7 +1063,10 @@ impl Inner {
             Ok((handler, request)) => {
                 // A session's lone request: served in this task, on the session's engine.
                 let served =
-                    direct::serve_session(hub, &self.config, handler, request, base, &how).await;
+                    match direct::serve_session(hub, &self.config, handler, request, base, &how) {
+                        direct::SessionServed::Now(served) => served,
+                        direct::SessionServed::Later(serving) => serving.await,
+                    };
                 return match served {
                     Ok((decided, guard)) => {
                         self.answer(hub, decided, guard, (count, busy), &how, shared)
@@ -1070,16 +1077,18 @@ impl Inner {
             Err(posting) => posting,
         };
         let answers = posting.answers;
-        let posted = hub
-            .post(
-                posting.messages,
-                posting.batch,
-                answers.clone(),
-                base,
-                how.sse_allowed,
-                how.force_sse,
-            )
-            .await;
+        // Boxed: the general path (batches, notifications, `initialize`) is the rarer one, and
+        // held in place its future would make every POST's future larger (hyper moves it per
+        // request).
+        let posted = Box::pin(hub.post(
+            posting.messages,
+            posting.batch,
+            answers.clone(),
+            base,
+            how.sse_allowed,
+            how.force_sse,
+        ))
+        .await;
         match posted {
             Err(e) => (post_error(e, shared), true),
             Ok(Posted::Accepted) if answers.is_empty() => {
