@@ -257,8 +257,9 @@ type HandlerFuture = futures_util::future::BoxFuture<'static, Result<RawJson, Er
 type SessionRun = Cancellable<futures_util::future::CatchUnwind<AssertUnwindSafe<HandlerFuture>>>;
 
 /// Serves one request of a session in the POST's task; `request` is known not to be
-/// `initialize` and the slot's engine is running. Resolves to how the POST is answered (`None`
-/// once the session is gone) with the slot's guard, as [`Hub::post`] would.
+/// `initialize` and the slot's engine is running. Gives how the POST is answered (`None` once
+/// the session is gone), at once or through a future that also yields the slot's guard, as
+/// [`Hub::post`] would; `Err` for what [`Hub::post`] would refuse.
 ///
 /// The hub's slot (its routes, its decision channel, its lock) is opened only when the request
 /// needs one: an SSE answer is forced, or the handler sent something before its response or
@@ -274,15 +275,12 @@ pub(crate) fn serve_session<'a>(
     request: mcp_jsonrpc::Request,
     extensions: Extensions,
     how: &'a Dispatch,
-) -> SessionServed<'a> {
+) -> Result<SessionServed<'a>, PostError> {
     let id = request.id.clone();
     let slot = if how.force_sse {
-        match hub.open_direct(&id, how.sse_allowed, how.force_sse) {
-            Ok(opened) => Some(opened),
-            Err(e) => return SessionServed::Now(Err(e)),
-        }
+        Some(hub.open_direct(&id, how.sse_allowed, how.force_sse)?)
     } else if hub.is_closed() {
-        return SessionServed::Now(Err(PostError::Closed));
+        return Err(PostError::Closed);
     } else {
         None
     };
@@ -296,9 +294,9 @@ pub(crate) fn serve_session<'a>(
             Ok(made) => made,
             // The guard, dropped, closes the slot.
             Err(mcp_jsonrpc::EngineContextError::DuplicateId) => {
-                return SessionServed::Now(Err(PostError::DuplicateId(id)));
+                return Err(PostError::DuplicateId(id));
             }
-            Err(_) => return SessionServed::Now(Err(PostError::Closed)),
+            Err(_) => return Err(PostError::Closed),
         };
     let mut handler_run = SessionRun::new(AssertUnwindSafe(handler(request, cx)).catch_unwind());
     // The first poll here, without a waker that matters (the select below polls it again):
@@ -316,10 +314,10 @@ pub(crate) fn serve_session<'a>(
             let answered = first
                 .flatten()
                 .and_then(|outcome| lone_answer(hub, answer(id, outcome)));
-            return SessionServed::Now(Ok((answered, None)));
+            return Ok(SessionServed::Now(answered));
         }
     }
-    SessionServed::Later(Box::pin(serve_in_slot(
+    Ok(SessionServed::Later(Box::pin(serve_in_slot(
         hub,
         how,
         Waiting {
@@ -330,14 +328,15 @@ pub(crate) fn serve_session<'a>(
             first,
             sent,
         },
-    )))
+    ))))
 }
 
-/// How a session request is served (see [`serve_session`]): at once, or by a future that waits
-/// for the slot's decision. That future is boxed: held in place, it would make the future of
-/// every POST (which hyper moves per request) a kilobyte larger.
+/// How a session request is served (see [`serve_session`]): answered at once without a slot
+/// (`None`: the session is gone), or by a future that waits for the slot's decision. That
+/// future is boxed: held in place, it would make the future of every POST (which hyper moves
+/// per request) a kilobyte larger.
 pub(crate) enum SessionServed<'a> {
-    Now(SessionAnswer),
+    Now(Option<Decision>),
     Later(futures_util::future::BoxFuture<'a, SessionAnswer>),
 }
 

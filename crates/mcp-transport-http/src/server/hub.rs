@@ -242,7 +242,7 @@ pub(crate) struct Hub {
     /// the lock tokio-util takes to read a token (every request of the session reads it).
     closing: AtomicBool,
     /// What the idle sweep last saw of `busy`, and since when (see [`idle_for`](Self::idle_for)).
-    activity: Mutex<Seen>,
+    last_look: Mutex<Seen>,
     /// Low 32 bits: the busy guards alive; high 32 bits: the guards ever made (wrapping), so a
     /// sweep tells a hub that stayed idle from one that was busy in between.
     busy: AtomicU64,
@@ -305,7 +305,7 @@ impl Hub {
             state: Mutex::new(state),
             closed: CancellationToken::new(),
             closing: AtomicBool::new(false),
-            activity: Mutex::new(Seen {
+            last_look: Mutex::new(Seen {
                 busy: 0,
                 since: Instant::now(),
             }),
@@ -398,7 +398,10 @@ impl Hub {
     /// idle sweep), a hub is found idle at most one period after the last guard dropped.
     pub(crate) fn idle_for(&self, idle: Duration) -> bool {
         let busy = self.busy.load(Ordering::SeqCst);
-        let mut seen = self.activity.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = self
+            .last_look
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if busy & BUSY_ALIVE != 0 || busy != seen.busy {
             *seen = Seen {
                 busy,
@@ -1426,7 +1429,7 @@ mod tests {
 
     /// Moves the sweep's last look an hour back.
     fn an_hour_ago(hub: &Hub) {
-        hub.activity.lock().unwrap().since = Instant::now() - Duration::from_secs(3600);
+        hub.last_look.lock().unwrap().since = Instant::now() - Duration::from_secs(3600);
     }
 
     fn alive(hub: &Hub) -> u64 {

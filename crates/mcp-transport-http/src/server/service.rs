@@ -1064,8 +1064,9 @@ impl Inner {
                 // A session's lone request: served in this task, on the session's engine.
                 let served =
                     match direct::serve_session(hub, &self.config, handler, request, base, &how) {
-                        direct::SessionServed::Now(served) => served,
-                        direct::SessionServed::Later(serving) => serving.await,
+                        Ok(direct::SessionServed::Now(decided)) => Ok((decided, None)),
+                        Ok(direct::SessionServed::Later(serving)) => serving.await,
+                        Err(e) => Err(e),
                     };
                 return match served {
                     Ok((decided, guard)) => {
