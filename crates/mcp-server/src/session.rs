@@ -661,11 +661,20 @@ impl Server {
     /// runtime to choose.
     ///
     /// A stdio server has one client, so the runtime is Tokio's current-thread one (I/O and
-    /// timers enabled): requests still run concurrently, with no hand-off between threads, and
-    /// the process starts sooner than with a worker thread per core. Blocking or CPU-heavy work
-    /// belongs on [`tokio::task::spawn_blocking`], as on any runtime. To serve on a runtime of
-    /// your own, `.await` [`serve_stdio`](Self::serve_stdio) instead. Must not be called from
-    /// within an async context (Tokio refuses to start a runtime inside another).
+    /// timers enabled), and the process starts sooner than with a worker thread per core.
+    ///
+    /// On Unix, when stdout is a pipe or a socket (as when a client launches the server),
+    /// stdin is read by a thread of its own with blocking reads, and each request is first run
+    /// right there: a handler that answers at once (most do) is answered from that thread,
+    /// with one read and one write per request and no hand-off to the runtime. A handler that
+    /// waits continues on the runtime, where notifications, the client's responses and
+    /// everything the server sends on its own are handled too (see
+    /// [`mcp_transport_stdio::inline`]). Requests still run concurrently.
+    ///
+    /// Blocking or CPU-heavy work belongs on [`tokio::task::spawn_blocking`], as on any
+    /// runtime. To serve on a runtime of your own, `.await` [`serve_stdio`](Self::serve_stdio)
+    /// instead. Must not be called from within an async context (Tokio refuses to start a
+    /// runtime inside another).
     ///
     /// ```no_run
     /// use mcp_server::{Server, Tool, ToolContext, model::Implementation};
@@ -695,6 +704,30 @@ impl Server {
             .enable_all()
             .build()
             .map_err(mcp_jsonrpc::TransportError::from)?;
+        #[cfg(unix)]
+        {
+            let inline = {
+                let _entered = runtime.enter();
+                mcp_transport_stdio::inline::stdio_inline(self.stdio_options())
+            };
+            if let Some((connection, reader)) = inline {
+                let reader = reader.max_in_flight(self.inner.options.max_concurrent_requests);
+                let handle = runtime.handle().clone();
+                let reading = std::thread::Builder::new()
+                    .name("mcp-stdin".into())
+                    .spawn(move || reader.run(&handle))
+                    .map_err(mcp_jsonrpc::TransportError::from)?;
+                let result = runtime.block_on(self.serve(connection));
+                // The reader ends at the end of input; when the session ended first (closed by
+                // the server, or stdout failed) it may still wait in a read, and is left there.
+                if reading.is_finished() {
+                    if let Ok(Err(error)) = reading.join() {
+                        tracing::debug!(%error, "reading stdin failed");
+                    }
+                }
+                return result;
+            }
+        }
         runtime.block_on(self.serve_stdio())
     }
 

@@ -40,6 +40,8 @@
 
 #[cfg(feature = "child")]
 mod child;
+#[cfg(unix)]
+pub mod inline;
 pub mod streams;
 
 #[cfg(feature = "child")]

@@ -177,7 +177,7 @@ impl AsyncWrite for StdoutStream {
 }
 
 #[cfg(unix)]
-mod imp {
+pub(crate) mod imp {
     //! Reactor-driven duplicates of fd 0 and fd 1.
 
     use std::io;
@@ -207,7 +207,7 @@ mod imp {
 
     /// A non-blocking duplicate of stdout.
     #[derive(Debug)]
-    pub(super) struct Writer {
+    pub(crate) struct Writer {
         io: WriteIo,
         _flag: FlagGuard,
     }
@@ -241,8 +241,13 @@ mod imp {
     }
 
     pub(super) fn writer() -> Option<Writer> {
-        let stdout = std::io::stdout();
-        let (fd, flag, endpoint) = prepare(stdout.as_fd())?;
+        writer_for(std::io::stdout().as_fd())
+    }
+
+    /// A non-blocking duplicate of `fd` (a pipe or a stream socket), registered with the
+    /// reactor; `None` for anything else.
+    pub(crate) fn writer_for(fd: BorrowedFd<'_>) -> Option<Writer> {
+        let (fd, flag, endpoint) = prepare(fd)?;
         let io = match endpoint {
             Endpoint::Pipe => pipe::Sender::from_owned_fd(fd).map(WriteIo::Pipe),
             Endpoint::Socket => socket(fd).map(WriteIo::Socket),
@@ -368,6 +373,15 @@ mod imp {
                 if let Err(error) = restored {
                     tracing::debug!(%error, "restoring blocking mode on a stdio descriptor failed");
                 }
+            }
+        }
+    }
+
+    impl AsFd for Writer {
+        fn as_fd(&self) -> BorrowedFd<'_> {
+            match &self.io {
+                WriteIo::Pipe(p) => p.as_fd(),
+                WriteIo::Socket(s) => s.as_fd(),
             }
         }
     }

@@ -21,10 +21,11 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
+use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::queue::{RequestRx, Tx, request_queue};
-use super::{Config, Peer, RequestContext, Shared};
+use super::{Config, Peer, Queued, RequestContext, Shared};
 use crate::connection::{Extensions, Outbound};
 use crate::error::ErrorObject;
 use crate::id::Id;
@@ -62,8 +63,8 @@ pub struct DirectSlot {
 #[derive(Default)]
 struct SlotInner {
     handler: OnceLock<DirectHandler>,
-    /// The engine serving the connection, once started.
-    engine: OnceLock<Arc<Shared>>,
+    /// The engine serving the connection, once started, with its outbound queue.
+    engine: OnceLock<(Arc<Shared>, mpsc::Sender<Queued>)>,
 }
 
 /// Why [`DirectSlot::engine_context`] made no context.
@@ -115,8 +116,16 @@ impl DirectSlot {
     }
 
     /// Called by the engine that serves the connection.
-    pub(super) fn bind(&self, shared: Arc<Shared>) {
-        let _ = self.inner.engine.set(shared);
+    pub(super) fn bind(&self, shared: Arc<Shared>, tx: mpsc::Sender<Queued>) {
+        let _ = self.inner.engine.set((shared, tx));
+    }
+
+    /// The peer of the engine serving the connection, once started: what it sends is written
+    /// to the connection in order with the engine's other output (for a transport that serves
+    /// a request in a task of its own and writes through the engine, not by itself).
+    pub fn engine_peer(&self) -> Option<Peer> {
+        let (shared, tx) = self.inner.engine.get()?;
+        Some(Peer::new(Arc::clone(shared), Tx::Engine(tx.clone()), None))
     }
 
     /// Whether an engine serves the connection, so [`engine_context`](Self::engine_context)
@@ -143,7 +152,7 @@ impl DirectSlot {
         extensions: Extensions,
         capacity: usize,
     ) -> Result<(RequestContext, RelatedReceiver), EngineContextError> {
-        let shared = self
+        let (shared, _) = self
             .inner
             .engine
             .get()

@@ -305,7 +305,7 @@ impl EngineBuilder {
         let (tx, rx) = mpsc::channel(self.config.queue_capacity);
         let shared = Arc::new(Shared::new(self.config));
         if let Some(slot) = connection.direct_slot() {
-            slot.bind(shared.clone());
+            slot.bind(shared.clone(), tx.clone());
         }
         let peer = Peer::new(shared.clone(), queue::Tx::Engine(tx.clone()), None);
         let state = driver::DriverState::new(shared, connection, Arc::new(handler), tx, rx);

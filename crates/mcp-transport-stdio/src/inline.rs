@@ -1,0 +1,600 @@
+//! stdio served on two threads, with requests run where they are read.
+//!
+//! [`stdio()`](crate::stdio) reads stdin through Tokio's reactor: each message costs the
+//! runtime a wait in `epoll_wait(2)` before its `read(2)`, and the message then goes through the
+//! engine's queues to be answered. When a client sends one request at a time, those costs are
+//! most of what a server spends beyond its handlers.
+//!
+//! Here a thread of its own (the *reader*, [`InlineReader::run`]) reads stdin with plain
+//! blocking `read(2)` calls, and serves each request it reads on the spot through the
+//! connection's [`DirectSlot`]: the request's handler is polled once on the reader thread and
+//! when it answers at once (most do), the answer is written to stdout from there, with one
+//! `write(2)`. Everything else goes to the engine, which runs on the runtime as with any
+//! connection:
+//!
+//! - a request whose handler waits, or sends something before its answer (progress, log
+//!   messages), continues on a task spawned on the runtime, and what it sends and its answer go
+//!   out through the engine's queue in order;
+//! - notifications, responses to the server's own requests, batches, `initialize`, and any
+//!   request read while an earlier forwarded message is still waiting for the engine, are
+//!   forwarded to the engine in wire order;
+//! - the engine's own messages (notifications, requests to the client) are written by the
+//!   runtime.
+//!
+//! Both threads write whole frames to stdout under one lock, so frames never interleave.
+//!
+//! The reader thread cannot be woken while it waits for input: it only reads and serves, and
+//! nothing else ever waits for it. It ends at the end of input, when reading fails, or when the
+//! engine closes and a message arrives; a process whose engine closed first while the client
+//! keeps stdin open leaves it blocked in `read(2)` (a process normally exits at that point).
+//!
+//! stdin is read in whatever mode it is in (it is never switched to non-blocking mode; a
+//! non-blocking one is waited for with `poll(2)`); stdout must be a pipe or a stream socket,
+//! which is driven by the reactor as with [`stdio()`](crate::stdio).
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+
+use bytes::{Buf, BytesMut};
+use futures_core::Stream;
+use futures_util::FutureExt as _;
+use mcp_jsonrpc::codec::{AutoCodec, ContentLengthCodec, Framing, LineCodec};
+use mcp_jsonrpc::{
+    Cancellable, Connection, DirectSlot, EngineContextError, ErrorObject, FrameError, Id, Inbound,
+    Incoming, Message, Outbound, Peer, RawJson, RelatedReceiver, Response, TransportError,
+};
+use tokio::io::AsyncWrite;
+use tokio::runtime::Handle;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::codec::{Decoder, Encoder};
+
+use crate::StdioOptions;
+use crate::streams::imp::{Writer, writer_for};
+
+/// Bytes read from stdin per `read(2)`.
+const READ_CHUNK: usize = 64 * 1024;
+/// Encoded frames the engine may leave in the output buffer before it writes them out.
+const BACKPRESSURE: usize = 64 * 1024;
+
+/// The framing of both directions; clones share what `Auto` detected.
+#[derive(Clone)]
+enum Codec {
+    Line(LineCodec),
+    ContentLength(ContentLengthCodec),
+    Auto(AutoCodec),
+}
+
+impl Codec {
+    fn new(options: &StdioOptions) -> Self {
+        match options.framing {
+            Framing::Line => Codec::Line(LineCodec::with_config(options.codec)),
+            Framing::ContentLength => {
+                Codec::ContentLength(ContentLengthCodec::with_config(options.codec))
+            }
+            Framing::Auto => Codec::Auto(AutoCodec::with_config(options.codec)),
+        }
+    }
+
+    fn encode(&mut self, item: Outbound, dst: &mut BytesMut) -> io::Result<()> {
+        match self {
+            Codec::Line(c) => c.encode(item, dst),
+            Codec::ContentLength(c) => c.encode(item, dst),
+            Codec::Auto(c) => c.encode(item, dst),
+        }
+    }
+
+    fn decode(&mut self, src: &mut BytesMut) -> io::Result<Option<Result<Inbound, FrameError>>> {
+        match self {
+            Codec::Line(c) => c.decode(src),
+            Codec::ContentLength(c) => c.decode(src),
+            Codec::Auto(c) => c.decode(src),
+        }
+    }
+
+    fn decode_eof(
+        &mut self,
+        src: &mut BytesMut,
+    ) -> io::Result<Option<Result<Inbound, FrameError>>> {
+        match self {
+            Codec::Line(c) => c.decode_eof(src),
+            Codec::ContentLength(c) => c.decode_eof(src),
+            Codec::Auto(c) => c.decode_eof(src),
+        }
+    }
+}
+
+/// What both threads share.
+struct Shared {
+    out: Mutex<Out>,
+    /// Forwarded messages the engine has dispatched: it takes the next one only after
+    /// dispatching the last (see [`Forwarded`]).
+    dispatched: AtomicU64,
+}
+
+/// stdout and the frames encoded for it but not written yet.
+struct Out {
+    writer: Writer,
+    buf: BytesMut,
+}
+
+impl Shared {
+    fn out(&self) -> MutexGuard<'_, Out> {
+        self.out.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The reading side of a connection made by [`stdio_inline`] or [`fds_inline`]: run it on a
+/// thread of its own with [`run`](Self::run).
+pub struct InlineReader {
+    input: OwnedFd,
+    /// A duplicate of the output descriptor, waited on when it is full.
+    output: OwnedFd,
+    shared: Arc<Shared>,
+    slot: DirectSlot,
+    codec: Codec,
+    forward: mpsc::Sender<Result<Incoming, TransportError>>,
+    /// Messages forwarded to the engine so far.
+    forwarded: u64,
+    permits: Arc<Semaphore>,
+    related_capacity: usize,
+}
+
+impl std::fmt::Debug for InlineReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InlineReader")
+            .field("forwarded", &self.forwarded)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A connection over this process's stdin and stdout whose reading runs on a thread of its own
+/// (see the [module documentation](self)), or `None` when stdout is not a pipe or a stream
+/// socket (or stdin cannot be duplicated). Must be called inside a Tokio runtime with I/O
+/// enabled; the runtime must keep running (some thread inside `Runtime::block_on`, or a
+/// multi-threaded runtime) for as long as the connection is served.
+pub fn stdio_inline(options: StdioOptions) -> Option<(Connection, InlineReader)> {
+    let input = match std::io::stdin().as_fd().try_clone_to_owned() {
+        Ok(fd) => fd,
+        Err(error) => {
+            tracing::debug!(%error, "duplicating stdin failed");
+            return None;
+        }
+    };
+    let writer = writer_for(std::io::stdout().as_fd())?;
+    made(input, writer, options)
+}
+
+/// [`stdio_inline`] over any pair of descriptors: `input` is read with blocking reads,
+/// `output` (a duplicate of it, switched to non-blocking mode while in use) must be a pipe or
+/// a stream socket. `None` when it is not.
+pub fn fds_inline(
+    input: OwnedFd,
+    output: OwnedFd,
+    options: StdioOptions,
+) -> Option<(Connection, InlineReader)> {
+    let writer = writer_for(output.as_fd())?;
+    made(input, writer, options)
+}
+
+fn made(
+    input: OwnedFd,
+    writer: Writer,
+    options: StdioOptions,
+) -> Option<(Connection, InlineReader)> {
+    let output = match writer.as_fd().try_clone_to_owned() {
+        Ok(fd) => fd,
+        Err(error) => {
+            tracing::debug!(%error, "duplicating the output descriptor failed");
+            return None;
+        }
+    };
+    let codec = Codec::new(&options);
+    let shared = Arc::new(Shared {
+        out: Mutex::new(Out {
+            writer,
+            buf: BytesMut::new(),
+        }),
+        dispatched: AtomicU64::new(0),
+    });
+    let (forward, rx) = mpsc::channel(64);
+    let slot = DirectSlot::new();
+    let inbound = Forwarded {
+        rx,
+        shared: Arc::clone(&shared),
+        taken: 0,
+    };
+    let outbound = OutSink {
+        shared: Arc::clone(&shared),
+        codec: codec.clone(),
+    };
+    let connection = Connection::new(inbound, outbound).with_direct_slot(slot.clone());
+    let reader = InlineReader {
+        input,
+        output,
+        shared,
+        slot,
+        codec,
+        forward,
+        forwarded: 0,
+        permits: Arc::new(Semaphore::new(64)),
+        related_capacity: 16,
+    };
+    Some((connection, reader))
+}
+
+/// How the reader goes on after a message.
+enum Next {
+    Read,
+    Stop,
+}
+
+type Outcome = std::thread::Result<Result<RawJson, ErrorObject>>;
+type Run = Cancellable<
+    futures_util::future::CatchUnwind<
+        AssertUnwindSafe<futures_util::future::BoxFuture<'static, Result<RawJson, ErrorObject>>>,
+    >,
+>;
+
+impl InlineReader {
+    /// At most `n` requests served by the reader wait for their handlers at once (64 by
+    /// default); with all of them waiting, the reader stops reading until one finishes.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.permits = Arc::new(Semaphore::new(n.clamp(1, Semaphore::MAX_PERMITS)));
+        self
+    }
+
+    /// At most `n` messages a waiting handler sends wait to be written before its sends wait
+    /// for room (16 by default).
+    pub fn related_capacity(mut self, n: usize) -> Self {
+        self.related_capacity = n.max(1);
+        self
+    }
+
+    /// Reads and serves until the end of input (`Ok`), a read failure, or the engine's close.
+    /// Call it on a thread of its own, with a handle of the runtime the connection is served
+    /// on: handlers first polled here run inside that runtime's context, and those that wait
+    /// continue on it.
+    pub fn run(mut self, runtime: &Handle) -> io::Result<()> {
+        let _entered = runtime.enter();
+        let mut chunk = vec![0u8; READ_CHUNK];
+        let mut buf = BytesMut::with_capacity(READ_CHUNK);
+        loop {
+            let n = match rustix::io::read(&self.input, &mut chunk[..]) {
+                Ok(n) => n,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::AGAIN) => {
+                    wait_for(&self.input, rustix::event::PollFlags::IN)?;
+                    continue;
+                }
+                Err(e) => {
+                    let e = io::Error::from(e);
+                    self.fail(io::Error::new(e.kind(), e.to_string()));
+                    return Err(e);
+                }
+            };
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            loop {
+                let decoded = match self.codec.decode(&mut buf) {
+                    Ok(Some(item)) => item,
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.fail(io::Error::new(e.kind(), e.to_string()));
+                        return Err(e);
+                    }
+                };
+                if let Next::Stop = self.serve(decoded, runtime) {
+                    return Ok(());
+                }
+            }
+        }
+        // End of input: what is left may still hold a last frame.
+        loop {
+            match self.codec.decode_eof(&mut buf) {
+                Ok(Some(item)) => {
+                    if let Next::Stop = self.serve(item, runtime) {
+                        return Ok(());
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    self.fail(io::Error::new(e.kind(), e.to_string()));
+                    return Err(e);
+                }
+            }
+        }
+        // Dropping `self` closes the forwarding channel: the engine sees the end of input.
+        Ok(())
+    }
+
+    /// Ends the engine's connection with `error`.
+    fn fail(&mut self, error: io::Error) {
+        let _ = self.forward.blocking_send(Err(error.into()));
+    }
+
+    fn forward(&mut self, frame: Result<Inbound, FrameError>) -> Next {
+        self.forwarded += 1;
+        match self.forward.blocking_send(Ok(Incoming::from(frame))) {
+            Ok(()) => Next::Read,
+            // The engine is gone.
+            Err(_) => Next::Stop,
+        }
+    }
+
+    fn serve(&mut self, frame: Result<Inbound, FrameError>, runtime: &Handle) -> Next {
+        let request = match frame {
+            Ok(Inbound::Single(Message::Request(request)))
+                if request.method != "initialize"
+                    && self.slot.has_engine()
+                    && self.shared.dispatched.load(Ordering::Acquire) == self.forwarded =>
+            {
+                request
+            }
+            other => return self.forward(other),
+        };
+        let Some(handler) = self.slot.handler().cloned() else {
+            return self.forward(Ok(Inbound::Single(Message::Request(request))));
+        };
+        let permit = match Arc::clone(&self.permits).try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => match runtime.block_on(Arc::clone(&self.permits).acquire_owned()) {
+                Ok(permit) => permit,
+                Err(_) => return Next::Stop,
+            },
+        };
+        let id = request.id.clone();
+        let (cx, mut related) =
+            match self
+                .slot
+                .engine_context(id.clone(), Default::default(), self.related_capacity)
+            {
+                Ok(made) => made,
+                Err(EngineContextError::DuplicateId) => {
+                    tracing::warn!(%id, "duplicate request id");
+                    let error =
+                        ErrorObject::invalid_request(format!("request id {id} is already in use"));
+                    return self.write(Response::error(Some(id), error));
+                }
+                Err(EngineContextError::NoEngine) => {
+                    return self.forward(Ok(Inbound::Single(Message::Request(request))));
+                }
+                Err(_) => return Next::Stop,
+            };
+        let mut run: Run = Cancellable::new(AssertUnwindSafe(handler(request, cx)).catch_unwind());
+        // The first poll, here: a handler that answers at once with nothing sent before is
+        // answered from this thread. (`None` inside: cancelled, which it cannot be before its
+        // token is watched.)
+        let first = (&mut run).now_or_never();
+        let sent = if first.is_some() {
+            related.try_recv()
+        } else {
+            None
+        };
+        if first.is_some() && sent.is_none() {
+            // The request leaves the engine's in-flight map before its answer is written, so
+            // the client may reuse its id once it has the answer.
+            drop(related);
+            drop(permit);
+            return match first.flatten() {
+                Some(outcome) => self.write(answer_of(id, outcome)),
+                None => Next::Read,
+            };
+        }
+        let Some(peer) = self.slot.engine_peer() else {
+            return Next::Stop;
+        };
+        runtime.spawn(finish(
+            peer,
+            Waiting {
+                id,
+                run,
+                related,
+                first,
+                sent,
+                _permit: permit,
+            },
+        ));
+        Next::Read
+    }
+
+    /// Writes `response` and everything queued before it, waiting for room when stdout is full.
+    fn write(&mut self, response: Response) -> Next {
+        match self.write_out(response) {
+            Ok(()) => Next::Read,
+            Err(e) => {
+                tracing::debug!(error = %e, "writing to stdout failed");
+                self.fail(e);
+                Next::Stop
+            }
+        }
+    }
+
+    fn write_out(&mut self, response: Response) -> io::Result<()> {
+        let mut out = self.shared.out();
+        self.codec
+            .encode(Outbound::new(Message::Response(response)), &mut out.buf)?;
+        loop {
+            if out.buf.is_empty() {
+                return Ok(());
+            }
+            match rustix::io::write(out.writer.as_fd(), &out.buf[..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => out.buf.advance(n),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => {
+                    // Others may write while this thread waits for room.
+                    drop(out);
+                    wait_for(&self.output, rustix::event::PollFlags::OUT)?;
+                    out = self.shared.out();
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+/// Blocks until `fd` is ready for `flags`.
+fn wait_for(fd: &impl AsFd, flags: rustix::event::PollFlags) -> io::Result<()> {
+    let mut fds = [rustix::event::PollFd::new(fd, flags)];
+    loop {
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn answer_of(id: Id, outcome: Outcome) -> Response {
+    let result = outcome.unwrap_or_else(|_| {
+        tracing::error!(%id, "request handler panicked");
+        Err(ErrorObject::internal_error("the request handler failed"))
+    });
+    Response {
+        id: Some(id),
+        result,
+    }
+}
+
+/// A request served by the reader whose handler waits or sent something first.
+struct Waiting {
+    id: Id,
+    run: Run,
+    related: RelatedReceiver,
+    /// The first poll's result: `Some` when it answered (`None` inside: cancelled).
+    first: Option<Option<Outcome>>,
+    /// The first message it sent, taken to see whether there was any.
+    sent: Option<Outbound>,
+    _permit: OwnedSemaphorePermit,
+}
+
+/// Serves the rest of a [`Waiting`] request on the runtime: what its handler sends and then
+/// its answer go out through the engine's queue, in order.
+async fn finish(peer: Peer, waiting: Waiting) {
+    let Waiting {
+        id,
+        mut run,
+        mut related,
+        first,
+        sent,
+        _permit,
+    } = waiting;
+    if let Some(m) = sent {
+        if peer.send(m).await.is_err() {
+            return;
+        }
+    }
+    let outcome = match first {
+        Some(outcome) => outcome,
+        None => {
+            run.watch(related.cancellation());
+            let mut open = true;
+            loop {
+                tokio::select! {
+                    biased;
+                    outcome = &mut run => break outcome,
+                    m = related.recv(), if open => match m {
+                        Some(m) => {
+                            if peer.send(m).await.is_err() {
+                                return;
+                            }
+                        }
+                        None => open = false,
+                    },
+                }
+            }
+        }
+    };
+    // What it sent just before answering goes first.
+    while let Some(m) = related.try_recv() {
+        if peer.send(m).await.is_err() {
+            return;
+        }
+    }
+    drop(related);
+    if let Some(outcome) = outcome {
+        let response = answer_of(id, outcome);
+        let _ = peer.send(Outbound::new(Message::Response(response))).await;
+    }
+}
+
+/// The engine's inbound stream: what the reader forwards.
+struct Forwarded {
+    rx: mpsc::Receiver<Result<Incoming, TransportError>>,
+    shared: Arc<Shared>,
+    taken: u64,
+}
+
+impl Stream for Forwarded {
+    type Item = Result<Incoming, TransportError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // The engine dispatches each message before it asks for the next: everything taken
+        // before this call has been dispatched.
+        self.shared.dispatched.store(self.taken, Ordering::Release);
+        let polled = self.rx.poll_recv(cx);
+        if let Poll::Ready(Some(_)) = &polled {
+            self.taken += 1;
+        }
+        polled
+    }
+}
+
+/// The engine's outbound sink: frames are encoded into the shared buffer and written under its
+/// lock.
+struct OutSink {
+    shared: Arc<Shared>,
+    codec: Codec,
+}
+
+impl OutSink {
+    fn flush(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
+        let mut out = self.shared.out();
+        let out = &mut *out;
+        while !out.buf.is_empty() {
+            match Pin::new(&mut out.writer).poll_write(cx, &out.buf[..]) {
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(io::Error::from(io::ErrorKind::WriteZero).into()));
+                }
+                Poll::Ready(Ok(n)) => out.buf.advance(n),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e.into())),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl futures_sink::Sink<Outbound> for OutSink {
+    type Error = TransportError;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        if self.shared.out().buf.len() < BACKPRESSURE {
+            return Poll::Ready(Ok(()));
+        }
+        self.flush(cx)
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, item: Outbound) -> Result<(), Self::Error> {
+        let this = &mut *self;
+        let mut out = this.shared.out();
+        this.codec.encode(item, &mut out.buf)?;
+        Ok(())
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.flush(cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // stdout stays open: it is shared with the rest of the process.
+        self.flush(cx)
+    }
+}

@@ -1,0 +1,283 @@
+//! The inline reader (`mcp_transport_stdio::inline`) over real pipes: an engine on a runtime
+//! thread, the reader on a thread of its own, and a client writing and reading lines.
+#![cfg(unix)]
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::sync::Arc;
+use std::sync::mpsc as std_mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mcp_jsonrpc::{DirectHandler, Engine, ErrorObject, Handler, RawJson, Request, RequestContext};
+use mcp_transport_stdio::StdioOptions;
+use mcp_transport_stdio::inline::fds_inline;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+const READER: &str = "inline-reader";
+const RUNTIME: &str = "inline-runtime";
+
+/// The methods under test, served alike by the reader and by the engine.
+#[derive(Clone, Default)]
+struct Methods {
+    release: Arc<Notify>,
+}
+
+impl Methods {
+    async fn serve(self, request: Request, cx: RequestContext) -> Result<RawJson, ErrorObject> {
+        let thread = std::thread::current().name().unwrap_or("").to_owned();
+        match request.method.as_str() {
+            // Where the handler was first run.
+            "where" | "initialize" => Ok(raw(&json!({ "thread": thread }))),
+            "notify_then_answer" => {
+                let params = raw(&json!({ "level": "info", "data": "first" }));
+                let _ = cx
+                    .peer()
+                    .notify("notifications/message", Some(params.into_raw_value()))
+                    .await;
+                Ok(raw(&json!("second")))
+            }
+            "wait" => {
+                self.release.notified().await;
+                Ok(raw(&json!("released")))
+            }
+            "release" => {
+                self.release.notify_one();
+                Ok(raw(&json!("ok")))
+            }
+            "panic" => panic!("the handler failed"),
+            "big" => Ok(raw(&json!("x".repeat(1 << 20)))),
+            _ => Err(ErrorObject::method_not_found(&request.method)),
+        }
+    }
+}
+
+impl Handler for Methods {
+    fn handle_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> impl Future<Output = Result<RawJson, ErrorObject>> + Send {
+        self.clone().serve(request, cx)
+    }
+}
+
+fn raw(value: &Value) -> RawJson {
+    RawJson::serialize(value).expect("serializable")
+}
+
+struct Harness {
+    to_server: Option<std::fs::File>,
+    lines: std_mpsc::Receiver<Value>,
+    engine: JoinHandle<Result<(), mcp_jsonrpc::TransportError>>,
+    reader: JoinHandle<std::io::Result<()>>,
+}
+
+impl Harness {
+    fn start() -> Harness {
+        let (server_in, to_server) = rustix::pipe::pipe().expect("pipe");
+        let (from_server, server_out) = rustix::pipe::pipe().expect("pipe");
+        let (to_server, from_server) = (File::from(to_server), File::from(from_server));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let (connection, reader) = {
+            let _entered = runtime.enter();
+            fds_inline(server_in, server_out, StdioOptions::auto())
+                .expect("a pipe is served inline")
+        };
+        let methods = Methods::default();
+        let direct: DirectHandler = {
+            let methods = methods.clone();
+            Arc::new(move |request, cx| Box::pin(methods.clone().serve(request, cx)))
+        };
+        assert!(connection.direct_slot().expect("a slot").offer(direct));
+        let handle = runtime.handle().clone();
+        let engine = std::thread::Builder::new()
+            .name(RUNTIME.into())
+            .spawn(move || {
+                let (_peer, driver) = Engine::builder().start(connection, methods);
+                runtime.block_on(driver)
+            })
+            .expect("thread");
+        let reader = std::thread::Builder::new()
+            .name(READER.into())
+            .spawn(move || reader.run(&handle))
+            .expect("thread");
+        let (tx, lines) = std_mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(from_server).lines() {
+                let Ok(line) = line else { break };
+                let value = serde_json::from_str(&line).expect("a JSON line");
+                if tx.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut harness = Harness {
+            to_server: Some(to_server),
+            lines,
+            engine,
+            reader,
+        };
+        // Forwarded to the engine, like anything read before the engine dispatched what came
+        // earlier; it is served on the runtime.
+        harness.send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize" }));
+        let answer = harness.next();
+        assert_eq!(answer["result"]["thread"], RUNTIME, "{answer}");
+        harness
+    }
+
+    fn send(&mut self, message: Value) {
+        self.send_raw(&format!("{message}\n"));
+    }
+
+    fn send_raw(&mut self, text: &str) {
+        let to_server = self.to_server.as_mut().expect("open");
+        to_server.write_all(text.as_bytes()).expect("write");
+    }
+
+    fn call(&mut self, id: u64, method: &str) {
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method }));
+    }
+
+    fn next(&self) -> Value {
+        self.lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a message within 10 s")
+    }
+
+    /// Ends the input and waits for both threads.
+    fn finish(mut self) {
+        drop(self.to_server.take());
+        let reader = self.reader.join().expect("the reader thread");
+        assert!(reader.is_ok(), "{reader:?}");
+        let engine = self.engine.join().expect("the engine thread");
+        assert!(engine.is_ok(), "{engine:?}");
+    }
+}
+
+#[test]
+fn requests_answered_at_once_are_served_on_the_reader_thread() {
+    let mut h = Harness::start();
+    for id in 1..=3 {
+        h.call(id, "where");
+        let answer = h.next();
+        assert_eq!(answer["id"], id);
+        assert_eq!(answer["result"]["thread"], READER, "{answer}");
+    }
+    h.finish();
+}
+
+#[test]
+fn what_a_handler_sends_before_answering_comes_first() {
+    let mut h = Harness::start();
+    h.call(1, "notify_then_answer");
+    let first = h.next();
+    assert_eq!(first["method"], "notifications/message", "{first}");
+    assert_eq!(first["params"]["data"], "first");
+    let second = h.next();
+    assert_eq!(second["id"], 1, "{second}");
+    assert_eq!(second["result"], "second");
+    h.finish();
+}
+
+#[test]
+fn a_waiting_request_does_not_hold_up_the_next_and_keeps_its_id() {
+    let mut h = Harness::start();
+    h.call(1, "wait");
+    h.call(2, "where");
+    let answer = h.next();
+    assert_eq!(answer["id"], 2, "{answer}");
+    // The waiting request's id is in use until it is answered.
+    h.call(1, "where");
+    let refused = h.next();
+    assert_eq!(refused["id"], 1, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    h.call(3, "release");
+    let mut ids: Vec<(u64, Value)> = (0..2)
+        .map(|_| h.next())
+        .map(|m| (m["id"].as_u64().expect("an id"), m["result"].clone()))
+        .collect();
+    ids.sort_by_key(|(id, _)| *id);
+    assert_eq!(ids, [(1, json!("released")), (3, json!("ok"))]);
+    h.finish();
+}
+
+#[test]
+fn a_cancelled_waiting_request_gets_no_answer() {
+    let mut h = Harness::start();
+    h.call(1, "wait");
+    h.send(json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": 1 }
+    }));
+    // Releasing it after the cancellation must not produce an answer either; the ping-like
+    // request after it shows everything before was handled.
+    h.call(2, "release");
+    let released = h.next();
+    assert_eq!(released["id"], 2, "{released}");
+    h.call(3, "where");
+    let last = h.next();
+    assert_eq!(last["id"], 3, "no answer to the cancelled request: {last}");
+    h.finish();
+}
+
+#[test]
+fn a_panicking_handler_is_answered_with_an_internal_error() {
+    let mut h = Harness::start();
+    h.call(1, "panic");
+    let answer = h.next();
+    assert_eq!(answer["id"], 1);
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    h.call(2, "where");
+    assert_eq!(h.next()["id"], 2);
+    h.finish();
+}
+
+#[test]
+fn answers_larger_than_the_pipe_are_written_whole_and_in_order() {
+    let mut h = Harness::start();
+    h.call(1, "big");
+    h.call(2, "notify_then_answer");
+    h.call(3, "big");
+    let big = h.next();
+    assert_eq!(big["id"], 1);
+    assert_eq!(big["result"].as_str().map(str::len), Some(1 << 20));
+    let mut rest: Vec<Value> = (0..3).map(|_| h.next()).collect();
+    // The notification precedes its own request's answer; the third answer is whole.
+    let notification = rest
+        .iter()
+        .position(|m| m["method"] == "notifications/message")
+        .expect("the notification");
+    let second = rest.iter().position(|m| m["id"] == 2).expect("answer 2");
+    assert!(notification < second);
+    let third = rest.remove(rest.iter().position(|m| m["id"] == 3).expect("answer 3"));
+    assert_eq!(third["result"].as_str().map(str::len), Some(1 << 20));
+    h.finish();
+}
+
+#[test]
+fn bad_frames_are_answered_by_the_engine_and_serving_goes_on() {
+    let mut h = Harness::start();
+    h.send_raw("{not json\n");
+    let answer = h.next();
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert_eq!(answer["id"], Value::Null);
+    h.call(1, "where");
+    assert_eq!(h.next()["id"], 1);
+    h.finish();
+}
+
+#[test]
+fn a_last_request_without_a_newline_is_served_at_the_end_of_input() {
+    let mut h = Harness::start();
+    h.send_raw(r#"{"jsonrpc":"2.0","id":9,"method":"where"}"#);
+    drop(h.to_server.take());
+    let answer = h.next();
+    assert_eq!(answer["id"], 9, "{answer}");
+    h.finish();
+}
