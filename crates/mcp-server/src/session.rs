@@ -578,6 +578,16 @@ impl Server {
     /// # }
     /// ```
     pub async fn serve(&self, connection: Connection) -> Result<(), ServeError> {
+        self.start(connection).await
+    }
+
+    /// Starts serving `connection` now (its engine bound to the connection's direct slot, if
+    /// any) and gives the future that serves it to the end. Must be called inside a Tokio
+    /// runtime.
+    fn start(
+        &self,
+        connection: Connection,
+    ) -> impl Future<Output = Result<(), ServeError>> + Send + 'static {
         let session = Arc::new(Session {
             server: self.clone(),
             scope: OnceLock::new(),
@@ -593,14 +603,16 @@ impl Server {
             }));
         }
         let (peer, mut driver) = self.inner.options.engine().start(connection, handler);
-        let mut events = std::pin::pin!(fan_out(session, peer));
-        let events = WhenWoken::new(events.as_mut());
-        let result = tokio::select! {
-            biased;
-            r = &mut driver => r,
-            () = events => driver.await,
-        };
-        result.map_err(ServeError::from)
+        async move {
+            let mut events = std::pin::pin!(fan_out(session, peer));
+            let events = WhenWoken::new(events.as_mut());
+            let result = tokio::select! {
+                biased;
+                r = &mut driver => r,
+                () = events => driver.await,
+            };
+            result.map_err(ServeError::from)
+        }
     }
 
     /// A function serving one connection per call, for transports that hand out connections:
@@ -709,15 +721,19 @@ impl Server {
             let inline = {
                 let _entered = runtime.enter();
                 mcp_transport_stdio::inline::stdio_inline(self.stdio_options())
+                    .map(|(connection, reader)| (self.start(connection), reader))
             };
-            if let Some((connection, reader)) = inline {
-                let reader = reader.max_in_flight(self.inner.options.max_concurrent_requests);
+            if let Some((serving, reader)) = inline {
+                let mut reader = reader.max_in_flight(self.inner.options.max_concurrent_requests);
                 let handle = runtime.handle().clone();
+                // The first request (`initialize`) is answered from here, before the reader's
+                // thread starts.
+                reader.serve_first(&handle);
                 let reading = std::thread::Builder::new()
                     .name("mcp-stdin".into())
                     .spawn(move || reader.run(&handle))
                     .map_err(mcp_jsonrpc::TransportError::from)?;
-                let result = runtime.block_on(self.serve(connection));
+                let result = runtime.block_on(serving);
                 // The reader ends at the end of input; when the session ended first (closed by
                 // the server, or stdout failed) it may still wait in a read, and is left there.
                 if reading.is_finished() {

@@ -142,6 +142,19 @@ pub struct InlineReader {
     forwarded: u64,
     permits: Arc<Semaphore>,
     related_capacity: usize,
+    /// Bytes read and not decoded yet.
+    buf: BytesMut,
+    /// What each `read(2)` reads into.
+    chunk: Vec<u8>,
+    /// Whether serving may wait (for room in the channel, for a permit).
+    blocking: bool,
+    deferred: Option<Deferred>,
+    /// Input ended.
+    eof: bool,
+    /// Nothing more to read or serve.
+    done: bool,
+    /// Why reading or writing failed.
+    error: Option<io::Error>,
 }
 
 impl std::fmt::Debug for InlineReader {
@@ -223,6 +236,13 @@ fn made(
         forwarded: 0,
         permits: Arc::new(Semaphore::new(64)),
         related_capacity: 16,
+        buf: BytesMut::with_capacity(READ_CHUNK),
+        chunk: vec![0; READ_CHUNK],
+        blocking: true,
+        deferred: None,
+        eof: false,
+        done: false,
+        error: None,
     };
     Some((connection, reader))
 }
@@ -230,7 +250,18 @@ fn made(
 /// How the reader goes on after a message.
 enum Next {
     Read,
+    /// The end: of input, of the engine, or of the transport.
     Stop,
+    /// The first read stopped before something that would wait (kept in `deferred`).
+    Pause,
+}
+
+/// What the first read left because it would have waited.
+enum Deferred {
+    /// A message for the engine that found the channel full.
+    Forward(Result<Incoming, TransportError>),
+    /// A request that found every permit taken.
+    Request(Result<Inbound, FrameError>),
 }
 
 type Outcome = std::thread::Result<Result<RawJson, ErrorObject>>;
@@ -255,84 +286,137 @@ impl InlineReader {
         self
     }
 
+    /// Reads once and serves what arrived, on the calling thread, without ever waiting for the
+    /// runtime, which need not run yet: a server's first answer (to `initialize`) then waits
+    /// neither for the reader thread to start nor for a hand-over to the runtime. What would
+    /// wait (a full channel to the engine, every permit taken) is left to [`run`](Self::run),
+    /// as is everything after the first read.
+    pub fn serve_first(&mut self, runtime: &Handle) {
+        let _entered = runtime.enter();
+        self.blocking = false;
+        if let Next::Stop = self.step(runtime) {
+            self.done = true;
+        }
+        self.blocking = true;
+    }
+
     /// Reads and serves until the end of input (`Ok`), a read failure, or the engine's close.
     /// Call it on a thread of its own, with a handle of the runtime the connection is served
     /// on: handlers first polled here run inside that runtime's context, and those that wait
     /// continue on it.
     pub fn run(mut self, runtime: &Handle) -> io::Result<()> {
         let _entered = runtime.enter();
-        let mut chunk = vec![0u8; READ_CHUNK];
-        let mut buf = BytesMut::with_capacity(READ_CHUNK);
-        loop {
-            let n = match rustix::io::read(&self.input, &mut chunk[..]) {
-                Ok(n) => n,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(rustix::io::Errno::AGAIN) => {
-                    wait_for(&self.input, rustix::event::PollFlags::IN)?;
-                    continue;
-                }
-                Err(e) => {
-                    let e = io::Error::from(e);
-                    self.fail(io::Error::new(e.kind(), e.to_string()));
-                    return Err(e);
-                }
-            };
-            if n == 0 {
-                break;
-            }
-            buf.extend_from_slice(&chunk[..n]);
-            loop {
-                let decoded = match self.codec.decode(&mut buf) {
-                    Ok(Some(item)) => item,
-                    Ok(None) => break,
-                    Err(e) => {
-                        self.fail(io::Error::new(e.kind(), e.to_string()));
-                        return Err(e);
-                    }
-                };
-                if let Next::Stop = self.serve(decoded, runtime) {
-                    return Ok(());
-                }
-            }
+        self.blocking = true;
+        let mut next = match self.deferred.take() {
+            Some(Deferred::Forward(item)) => self.send(item),
+            Some(Deferred::Request(frame)) => self.serve(frame, runtime),
+            None => Next::Read,
+        };
+        if matches!(next, Next::Read) && !self.done {
+            // What the first read left.
+            next = self.drain(runtime);
         }
-        // End of input: what is left may still hold a last frame.
-        loop {
-            match self.codec.decode_eof(&mut buf) {
-                Ok(Some(item)) => {
-                    if let Next::Stop = self.serve(item, runtime) {
-                        return Ok(());
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    self.fail(io::Error::new(e.kind(), e.to_string()));
-                    return Err(e);
-                }
-            }
+        while matches!(next, Next::Read) && !self.done {
+            next = self.step(runtime);
         }
         // Dropping `self` closes the forwarding channel: the engine sees the end of input.
-        Ok(())
+        self.error.take().map_or(Ok(()), Err)
     }
 
-    /// Ends the engine's connection with `error`.
-    fn fail(&mut self, error: io::Error) {
-        let _ = self.forward.blocking_send(Err(error.into()));
+    /// One read, and what it completed served.
+    fn step(&mut self, runtime: &Handle) -> Next {
+        match self.read() {
+            Ok(0) => {
+                self.eof = true;
+                self.drain(runtime)
+            }
+            Ok(_) => self.drain(runtime),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn read(&mut self) -> io::Result<usize> {
+        loop {
+            match rustix::io::read(&self.input, &mut self.chunk[..]) {
+                Ok(n) => {
+                    self.buf.extend_from_slice(&self.chunk[..n]);
+                    return Ok(n);
+                }
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => {
+                    wait_for(&self.input, rustix::event::PollFlags::IN)?
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Serves the complete frames read (at the end of input, the last one too).
+    fn drain(&mut self, runtime: &Handle) -> Next {
+        loop {
+            let decoded = if self.eof {
+                self.codec.decode_eof(&mut self.buf)
+            } else {
+                self.codec.decode(&mut self.buf)
+            };
+            match decoded {
+                Ok(Some(frame)) => match self.serve(frame, runtime) {
+                    Next::Read => {}
+                    other => return other,
+                },
+                Ok(None) if self.eof => {
+                    self.done = true;
+                    return Next::Stop;
+                }
+                Ok(None) => return Next::Read,
+                Err(e) => return self.fail(e),
+            }
+        }
+    }
+
+    /// Ends the engine's connection with `error`, which [`run`](Self::run) returns.
+    fn fail(&mut self, error: io::Error) -> Next {
+        self.done = true;
+        let forwarded = io::Error::new(error.kind(), error.to_string());
+        self.error = Some(error);
+        self.send(Err(forwarded.into()));
+        Next::Stop
+    }
+
+    /// Hands `item` to the engine; `Pause` when the channel is full and waiting is not allowed
+    /// (the item is kept for [`run`](Self::run)).
+    fn send(&mut self, item: Result<Incoming, TransportError>) -> Next {
+        let sent = if self.blocking {
+            self.forward.blocking_send(item).map_err(|_| ())
+        } else {
+            match self.forward.try_send(item) {
+                Ok(()) => Ok(()),
+                Err(mpsc::error::TrySendError::Full(item)) => {
+                    self.deferred = Some(Deferred::Forward(item));
+                    return Next::Pause;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => Err(()),
+            }
+        };
+        match sent {
+            Ok(()) => Next::Read,
+            // The engine is gone.
+            Err(()) => {
+                self.done = true;
+                Next::Stop
+            }
+        }
     }
 
     fn forward(&mut self, frame: Result<Inbound, FrameError>) -> Next {
         self.forwarded += 1;
-        match self.forward.blocking_send(Ok(Incoming::from(frame))) {
-            Ok(()) => Next::Read,
-            // The engine is gone.
-            Err(_) => Next::Stop,
-        }
+        self.send(Ok(Incoming::from(frame)))
     }
 
     fn serve(&mut self, frame: Result<Inbound, FrameError>, runtime: &Handle) -> Next {
         let request = match frame {
             Ok(Inbound::Single(Message::Request(request)))
-                if request.method != "initialize"
-                    && self.slot.has_engine()
+                if self.slot.has_engine()
                     && self.shared.dispatched.load(Ordering::Acquire) == self.forwarded =>
             {
                 request
@@ -344,6 +428,11 @@ impl InlineReader {
         };
         let permit = match Arc::clone(&self.permits).try_acquire_owned() {
             Ok(permit) => permit,
+            Err(_) if !self.blocking => {
+                let frame = Ok(Inbound::Single(Message::Request(request)));
+                self.deferred = Some(Deferred::Request(frame));
+                return Next::Pause;
+            }
             Err(_) => match runtime.block_on(Arc::clone(&self.permits).acquire_owned()) {
                 Ok(permit) => permit,
                 Err(_) => return Next::Stop,
@@ -388,6 +477,7 @@ impl InlineReader {
             };
         }
         let Some(peer) = self.slot.engine_peer() else {
+            self.done = true;
             return Next::Stop;
         };
         runtime.spawn(finish(
@@ -410,8 +500,7 @@ impl InlineReader {
             Ok(()) => Next::Read,
             Err(e) => {
                 tracing::debug!(error = %e, "writing to stdout failed");
-                self.fail(e);
-                Next::Stop
+                self.fail(e)
             }
         }
     }

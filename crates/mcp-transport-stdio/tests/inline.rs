@@ -95,12 +95,13 @@ impl Harness {
         };
         assert!(connection.direct_slot().expect("a slot").offer(direct));
         let handle = runtime.handle().clone();
+        let (_peer, driver) = {
+            let _entered = runtime.enter();
+            Engine::builder().start(connection, methods)
+        };
         let engine = std::thread::Builder::new()
             .name(RUNTIME.into())
-            .spawn(move || {
-                let (_peer, driver) = Engine::builder().start(connection, methods);
-                runtime.block_on(driver)
-            })
+            .spawn(move || runtime.block_on(driver))
             .expect("thread");
         let reader = std::thread::Builder::new()
             .name(READER.into())
@@ -122,11 +123,9 @@ impl Harness {
             engine,
             reader,
         };
-        // Forwarded to the engine, like anything read before the engine dispatched what came
-        // earlier; it is served on the runtime.
         harness.send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize" }));
         let answer = harness.next();
-        assert_eq!(answer["result"]["thread"], RUNTIME, "{answer}");
+        assert_eq!(answer["result"]["thread"], READER, "{answer}");
         harness
     }
 
@@ -280,4 +279,79 @@ fn a_last_request_without_a_newline_is_served_at_the_end_of_input() {
     let answer = h.next();
     assert_eq!(answer["id"], 9, "{answer}");
     h.finish();
+}
+
+#[test]
+fn the_first_read_is_served_before_the_runtime_runs_and_never_waits_for_it() {
+    let (server_in, to_server) = rustix::pipe::pipe().expect("pipe");
+    let (from_server, server_out) = rustix::pipe::pipe().expect("pipe");
+    let (mut to_server, from_server) = (File::from(to_server), File::from(from_server));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let methods = Methods::default();
+    let (connection, mut reader) = {
+        let _entered = runtime.enter();
+        fds_inline(server_in, server_out, StdioOptions::auto()).expect("a pipe")
+    };
+    let direct: DirectHandler = {
+        let methods = methods.clone();
+        Arc::new(move |request, cx| Box::pin(methods.clone().serve(request, cx)))
+    };
+    assert!(connection.direct_slot().expect("a slot").offer(direct));
+    let (_peer, driver) = {
+        let _entered = runtime.enter();
+        Engine::builder().start(connection, methods)
+    };
+    // One write: a request served at once, more notifications than the channel to the engine
+    // holds, and requests behind them (forwarded, since the engine has not dispatched those
+    // notifications yet).
+    let mut first = String::new();
+    first.push_str(&format!(
+        "{}\n",
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "where" })
+    ));
+    for _ in 0..100 {
+        let note = json!({ "jsonrpc": "2.0", "method": "notifications/unknown" });
+        first.push_str(&format!("{note}\n"));
+    }
+    first.push_str(&format!(
+        "{}\n",
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "where" })
+    ));
+    to_server.write_all(first.as_bytes()).expect("write");
+    let handle = runtime.handle().clone();
+    let (done, first_served) = std_mpsc::channel();
+    let serving = std::thread::Builder::new()
+        .name("first-read".into())
+        .spawn(move || {
+            reader.serve_first(&handle);
+            let _ = done.send(());
+            (reader, handle)
+        })
+        .expect("thread");
+    first_served
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the first read is served without the runtime running");
+    let (reader, handle) = serving.join().expect("the thread");
+    let mut lines = BufReader::new(from_server).lines();
+    let mut next = move || -> Value {
+        let line = lines.next().expect("a line").expect("read");
+        serde_json::from_str(&line).expect("JSON")
+    };
+    let answer = next();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["result"]["thread"], "first-read", "{answer}");
+    // The rest is served once the runtime and the reader run.
+    let engine = std::thread::spawn(move || runtime.block_on(driver));
+    let reading = std::thread::Builder::new()
+        .name(READER.into())
+        .spawn(move || reader.run(&handle))
+        .expect("thread");
+    let answer = next();
+    assert_eq!(answer["id"], 2, "{answer}");
+    drop(to_server);
+    assert!(reading.join().expect("reader").is_ok());
+    assert!(engine.join().expect("engine").is_ok());
 }
