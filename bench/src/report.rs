@@ -256,8 +256,9 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
         "- Servers: the SDK (`mcp-server`) with one typed tool `echo` (input `{{text}}`, output one \
          text content block), served the way the SDK's documentation shows: over stdio \
          `sdk-echo-stdio` (`bench/stdio`: `Server::run_stdio`, which runs the server on a \
-         current-thread runtime of its own, with `mcp-server`'s default features, in a binary of \
-         its own), over HTTP `sdk-echo --http` (`StreamableHttpService` on `#[tokio::main]`'s \
+         current-thread runtime of its own and reads stdin on a thread of its own that answers \
+         requests where they are read, with `mcp-server`'s default features, in a binary of its \
+         own), over HTTP `sdk-echo --http` (`StreamableHttpService` on `#[tokio::main]`'s \
          multi-threaded runtime). `limit-stdio` (blocking `BufReader`/`BufWriter`, `serde_json` \
          into borrowed structs, one flush per batch of pending input) and `limit-http` (bare hyper \
          1, HTTP/1.1 keep-alive, `TCP_NODELAY`, `application/json` answers, a session id per \
