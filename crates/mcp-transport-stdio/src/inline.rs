@@ -144,7 +144,7 @@ pub struct InlineReader {
     related_capacity: usize,
     /// Bytes read and not decoded yet.
     buf: BytesMut,
-    /// What each `read(2)` reads into.
+    /// What each `read(2)` reads into (its spare capacity).
     chunk: Vec<u8>,
     /// Whether serving may wait (for room in the channel, for a permit).
     blocking: bool,
@@ -237,7 +237,7 @@ fn made(
         permits: Arc::new(Semaphore::new(64)),
         related_capacity: 16,
         buf: BytesMut::with_capacity(READ_CHUNK),
-        chunk: vec![0; READ_CHUNK],
+        chunk: Vec::with_capacity(READ_CHUNK),
         blocking: true,
         deferred: None,
         eof: false,
@@ -337,9 +337,12 @@ impl InlineReader {
 
     fn read(&mut self) -> io::Result<usize> {
         loop {
-            match rustix::io::read(&self.input, &mut self.chunk[..]) {
+            self.chunk.clear();
+            // Into the vector's spare capacity: nothing is zeroed first, and only the pages a
+            // read fills are touched.
+            match rustix::io::read(&self.input, rustix::buffer::spare_capacity(&mut self.chunk)) {
                 Ok(n) => {
-                    self.buf.extend_from_slice(&self.chunk[..n]);
+                    self.buf.extend_from_slice(&self.chunk);
                     return Ok(n);
                 }
                 Err(rustix::io::Errno::INTR) => {}
