@@ -15,9 +15,9 @@
 //! - a request whose handler waits, or sends something before its answer (progress, log
 //!   messages), continues on a task spawned on the runtime, and what it sends and its answer go
 //!   out through the engine's queue in order;
-//! - notifications, responses to the server's own requests, batches, `initialize`, and any
-//!   request read while an earlier forwarded message is still waiting for the engine, are
-//!   forwarded to the engine in wire order;
+//! - notifications, responses to the server's own requests, batches, requests read before the
+//!   engine started, and any request read while an earlier forwarded message is still waiting
+//!   for the engine, are forwarded to the engine in wire order;
 //! - the engine's own messages (notifications, requests to the client) are written by the
 //!   runtime.
 //!
@@ -31,6 +31,34 @@
 //! stdin is read in whatever mode it is in (it is never switched to non-blocking mode; a
 //! non-blocking one is waited for with `poll(2)`); stdout must be a pipe or a stream socket,
 //! which is driven by the reactor as with [`stdio()`](crate::stdio).
+//!
+//! `mcp-server`'s `Server::run_stdio` does all of the following; by hand, with an engine of
+//! `mcp-jsonrpc` (a service that answers requests in place offers its handler in the
+//! connection's [`DirectSlot`] before starting the engine):
+//!
+//! ```no_run
+//! # fn main() -> std::io::Result<()> {
+//! use mcp_jsonrpc::Engine;
+//! use mcp_transport_stdio::StdioOptions;
+//! use mcp_transport_stdio::inline::stdio_inline;
+//!
+//! let runtime = tokio::runtime::Builder::new_current_thread()
+//!     .enable_all()
+//!     .build()?;
+//! let (driver, mut reader) = {
+//!     let _entered = runtime.enter();
+//!     let (connection, reader) = stdio_inline(StdioOptions::auto())
+//!         .ok_or_else(|| std::io::Error::other("stdout is not a pipe or a socket"))?;
+//!     let (_peer, driver) = Engine::builder().start(connection, ());
+//!     (driver, reader)
+//! };
+//! let handle = runtime.handle().clone();
+//! // The first read is served here, before the reader's thread starts.
+//! reader.serve_first(&handle);
+//! std::thread::spawn(move || reader.run(&handle));
+//! runtime.block_on(driver).map_err(std::io::Error::other)
+//! # }
+//! ```
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
