@@ -278,8 +278,9 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
          `notifications/initialized`) and left idle; the figure is the server's `VmRSS` growth divided \
          by 1000. For 2026-07-28 (stateless) each \"session\" is the `server/discover` + `tools/call` a \
          fresh client sends.\n\
-         - Cold start: spawn of the stdio server to its `initialize` answer, median of {} after one \
-         unmeasured start.\n\
+         - Cold start: spawn of the stdio server to its `initialize` answer, median of {} starts per \
+         round; the limit and the SDK server take turns start by start (each start after an \
+         unmeasured one of the same server), so a slow spell of the machine hits both.\n\
          - Peak RSS is the server's `VmHWM` at the end of the run.\n",
         cases
             .iter()

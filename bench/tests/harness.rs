@@ -298,6 +298,8 @@ fn bench_run_writes_the_report() {
         assert!(md.contains(row), "{row} missing:\n{md}");
     }
     assert!(!md.contains("## Runs that failed"), "{md}");
+    // Both servers' starts, taken in turns, are counted per round.
+    assert!(md.contains("median of 2 starts per round"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

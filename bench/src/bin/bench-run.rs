@@ -13,8 +13,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mcp_bench::args::Args;
 use mcp_bench::fail;
-use mcp_bench::load::{Error, Report, Result};
+use mcp_bench::load::{ColdStartReport, Error, Report, Result};
 use mcp_bench::report::{self, Case, Goal, Outcome, RunInfo, Table};
+use mcp_bench::stats::median;
 
 struct Settings {
     rounds: usize,
@@ -76,6 +77,9 @@ struct Plan {
     argv: [Vec<String>; 2],
     /// Seconds a run may take before it is killed.
     timeout: f64,
+    /// Cold starts: the driver measures one start per run, and the two sides take turns start
+    /// by start, this many times per round.
+    samples: Option<usize>,
 }
 
 fn words(list: &[&str]) -> Vec<String> {
@@ -130,6 +134,7 @@ fn plans(s: &Settings, taskset: bool) -> Vec<Plan> {
                 },
                 argv,
                 timeout,
+                samples: (table == Table::ColdStart).then_some(s.cold_starts),
             });
         };
     let stdio = |drv: &str, inflight, server: &[&str]| {
@@ -304,8 +309,10 @@ fn plans(s: &Settings, taskset: bool) -> Vec<Plan> {
         let mut a = vec![
             driver.clone(),
             "--stdio".into(),
+            // One start per run (after one unmeasured start of the same server): the rounds
+            // alternate the two servers start by start (see `Plan::samples`).
             "--cold-start".into(),
-            s.cold_starts.to_string(),
+            "1".into(),
             "--".into(),
         ];
         a.extend(words(server));
@@ -398,6 +405,35 @@ fn plans(s: &Settings, taskset: bool) -> Vec<Plan> {
         plans.retain(|p| only.contains(&p.case.key));
     }
     plans
+}
+
+/// Cold starts of both sides, one start at a time in turns, so the machine's drifts (these
+/// machines have slow spells lasting a few hundred milliseconds, longer than a series of starts
+/// of one server) hit both alike: the median and the fastest of `samples` starts per side.
+fn alternating_cold_starts(plan: &Plan, order: [usize; 2], samples: usize) -> [Outcome; 2] {
+    let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for _ in 0..samples {
+        for side in order {
+            match run_driver(&plan.argv[side], plan.timeout) {
+                Ok(Report::ColdStart(r)) => times[side].push(r.median_ms),
+                Ok(_) => return [Err("not a cold-start report".into()), Err("not run".into())],
+                Err(e) => {
+                    let mut failed: [Outcome; 2] = [Err("not run".into()), Err("not run".into())];
+                    failed[side] = Err(e);
+                    return failed;
+                }
+            }
+        }
+    }
+    times.map(|t| {
+        let median_ms = median(&t).ok_or_else(|| "no samples".to_owned())?;
+        let min_ms = t.iter().copied().fold(f64::INFINITY, f64::min);
+        Ok(Report::ColdStart(ColdStartReport {
+            median_ms,
+            min_ms,
+            samples: t.len(),
+        }))
+    })
 }
 
 /// Runs one driver command with a time limit and parses its report. The driver's stderr (and
@@ -564,9 +600,15 @@ fn run() -> Result<()> {
         for plan in &mut plans {
             // Alternate which side goes first, so slow drifts of the machine hit both alike.
             let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-            let mut outcomes: [Outcome; 2] = [Err("not run".into()), Err("not run".into())];
+            let mut outcomes: [Outcome; 2] = match plan.samples {
+                Some(samples) => alternating_cold_starts(plan, order, samples),
+                None => [Err("not run".into()), Err("not run".into())],
+            };
             for side in order {
-                let outcome = run_driver(&plan.argv[side], plan.timeout);
+                let outcome = match plan.samples {
+                    Some(_) => std::mem::replace(&mut outcomes[side], Err("not run".into())),
+                    None => run_driver(&plan.argv[side], plan.timeout),
+                };
                 let who = match (plan.case.table, side) {
                     (Table::Client, 0) => "raw driver",
                     (Table::Client, _) => "SDK client",
