@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use mcp_jsonrpc::{DirectHandler, Engine, ErrorObject, Handler, RawJson, Request, RequestContext};
 use mcp_transport_stdio::StdioOptions;
-use mcp_transport_stdio::inline::fds_inline;
+use mcp_transport_stdio::inline::{InlineReader, fds_inline};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -74,31 +74,53 @@ struct Harness {
     reader: JoinHandle<std::io::Result<()>>,
 }
 
+/// A server on pipes, not running yet: its engine started (bound to the connection's slot) on
+/// a runtime nobody drives, its reader not reading.
+struct Unstarted {
+    runtime: tokio::runtime::Runtime,
+    driver: mcp_jsonrpc::Driver,
+    reader: InlineReader,
+    to_server: File,
+    from_server: File,
+}
+
+fn unstarted() -> Unstarted {
+    let (server_in, to_server) = rustix::pipe::pipe().expect("pipe");
+    let (from_server, server_out) = rustix::pipe::pipe().expect("pipe");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let entered = runtime.enter();
+    let (connection, reader) =
+        fds_inline(server_in, server_out, StdioOptions::auto()).expect("a pipe is served inline");
+    let methods = Methods::default();
+    let direct: DirectHandler = {
+        let methods = methods.clone();
+        Arc::new(move |request, cx| Box::pin(methods.clone().serve(request, cx)))
+    };
+    assert!(connection.direct_slot().expect("a slot").offer(direct));
+    let (_peer, driver) = Engine::builder().start(connection, methods);
+    drop(entered);
+    Unstarted {
+        runtime,
+        driver,
+        reader,
+        to_server: File::from(to_server),
+        from_server: File::from(from_server),
+    }
+}
+
 impl Harness {
     fn start() -> Harness {
-        let (server_in, to_server) = rustix::pipe::pipe().expect("pipe");
-        let (from_server, server_out) = rustix::pipe::pipe().expect("pipe");
-        let (to_server, from_server) = (File::from(to_server), File::from(from_server));
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let (connection, reader) = {
-            let _entered = runtime.enter();
-            fds_inline(server_in, server_out, StdioOptions::auto())
-                .expect("a pipe is served inline")
-        };
-        let methods = Methods::default();
-        let direct: DirectHandler = {
-            let methods = methods.clone();
-            Arc::new(move |request, cx| Box::pin(methods.clone().serve(request, cx)))
-        };
-        assert!(connection.direct_slot().expect("a slot").offer(direct));
+        let Unstarted {
+            runtime,
+            driver,
+            reader,
+            to_server,
+            from_server,
+        } = unstarted();
         let handle = runtime.handle().clone();
-        let (_peer, driver) = {
-            let _entered = runtime.enter();
-            Engine::builder().start(connection, methods)
-        };
         let engine = std::thread::Builder::new()
             .name(RUNTIME.into())
             .spawn(move || runtime.block_on(driver))
@@ -283,27 +305,13 @@ fn a_last_request_without_a_newline_is_served_at_the_end_of_input() {
 
 #[test]
 fn the_first_read_is_served_before_the_runtime_runs_and_never_waits_for_it() {
-    let (server_in, to_server) = rustix::pipe::pipe().expect("pipe");
-    let (from_server, server_out) = rustix::pipe::pipe().expect("pipe");
-    let (mut to_server, from_server) = (File::from(to_server), File::from(from_server));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let methods = Methods::default();
-    let (connection, mut reader) = {
-        let _entered = runtime.enter();
-        fds_inline(server_in, server_out, StdioOptions::auto()).expect("a pipe")
-    };
-    let direct: DirectHandler = {
-        let methods = methods.clone();
-        Arc::new(move |request, cx| Box::pin(methods.clone().serve(request, cx)))
-    };
-    assert!(connection.direct_slot().expect("a slot").offer(direct));
-    let (_peer, driver) = {
-        let _entered = runtime.enter();
-        Engine::builder().start(connection, methods)
-    };
+    let Unstarted {
+        runtime,
+        driver,
+        mut reader,
+        mut to_server,
+        from_server,
+    } = unstarted();
     // One write: a request served at once, more notifications than the channel to the engine
     // holds, and requests behind them (forwarded, since the engine has not dispatched those
     // notifications yet).
