@@ -84,8 +84,12 @@ struct Unstarted {
     from_server: File,
 }
 
-fn unstarted() -> Unstarted {
+fn unstarted(nonblocking_input: bool) -> Unstarted {
     let (server_in, to_server) = rustix::pipe::pipe().expect("pipe");
+    if nonblocking_input {
+        let flags = rustix::fs::fcntl_getfl(&server_in).expect("flags");
+        rustix::fs::fcntl_setfl(&server_in, flags | rustix::fs::OFlags::NONBLOCK).expect("set");
+    }
     let (from_server, server_out) = rustix::pipe::pipe().expect("pipe");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -113,13 +117,17 @@ fn unstarted() -> Unstarted {
 
 impl Harness {
     fn start() -> Harness {
+        Harness::start_with(false)
+    }
+
+    fn start_with(nonblocking_input: bool) -> Harness {
         let Unstarted {
             runtime,
             driver,
             reader,
             to_server,
             from_server,
-        } = unstarted();
+        } = unstarted(nonblocking_input);
         let handle = runtime.handle().clone();
         let engine = std::thread::Builder::new()
             .name(RUNTIME.into())
@@ -311,7 +319,7 @@ fn the_first_read_is_served_before_the_runtime_runs_and_never_waits_for_it() {
         mut reader,
         mut to_server,
         from_server,
-    } = unstarted();
+    } = unstarted(false);
     // One write: a request served at once, more notifications than the channel to the engine
     // holds, and requests behind them (forwarded, since the engine has not dispatched those
     // notifications yet).
@@ -362,4 +370,37 @@ fn the_first_read_is_served_before_the_runtime_runs_and_never_waits_for_it() {
     drop(to_server);
     assert!(reading.join().expect("reader").is_ok());
     assert!(engine.join().expect("engine").is_ok());
+}
+
+#[test]
+fn frames_split_across_reads_are_served_when_complete() {
+    let mut h = Harness::start();
+    let request = json!({ "jsonrpc": "2.0", "id": 1, "method": "where" }).to_string();
+    let (head, tail) = request.split_at(request.len() / 2);
+    h.send_raw(head);
+    // The reader has read the first half (or will with the second): nothing is answered yet.
+    assert!(
+        h.lines.recv_timeout(Duration::from_millis(100)).is_err(),
+        "no answer to half a frame"
+    );
+    h.send_raw(&format!(
+        "{tail}\n{}\n",
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "where" })
+    ));
+    assert_eq!(h.next()["id"], 1);
+    assert_eq!(h.next()["id"], 2);
+    h.finish();
+}
+
+#[test]
+fn a_non_blocking_input_is_waited_for() {
+    // The reader never switches its input's mode; one switched by someone else returns
+    // `EAGAIN` when empty, and the reader waits for it with `poll(2)`.
+    let mut h = Harness::start_with(true);
+    std::thread::sleep(Duration::from_millis(50));
+    h.call(1, "where");
+    let answer = h.next();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["result"]["thread"], READER, "{answer}");
+    h.finish();
 }
