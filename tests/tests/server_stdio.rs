@@ -870,3 +870,44 @@ fn content_length_framing_is_detected_and_answered_in_kind() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn logs_of_the_stdin_reader_thread_reach_a_subscriber_set_for_the_main_thread_only() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_everything-stdio"))
+        .env("EVERYTHING_SCOPED_LOG", "1")
+        .env("RUST_LOG", "mcp_transport_stdio=debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the example server");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": { "name": "t", "version": "0" }
+        }
+    });
+    writeln!(stdin, "{initialize}").expect("write");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("the initialize answer");
+    writeln!(
+        stdin,
+        "{}",
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" })
+    )
+    .expect("write");
+    line.clear();
+    stdout.read_line(&mut line).expect("the ping answer");
+    assert!(line.contains("\"id\":2"), "{line}");
+    drop(stdin);
+    let output = child.wait_with_output().expect("exit");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("reading stdin on a thread of its own"),
+        "the reader thread's log is missing:\n{stderr}"
+    );
+}

@@ -729,9 +729,15 @@ impl Server {
                 // The first request (`initialize`) is answered from here, before the reader's
                 // thread starts.
                 reader.serve_first(&handle);
+                // Handlers first run on the reader's thread log where those on this thread do,
+                // also when the subscriber is this thread's own (`set_default`).
+                let dispatch = tracing::dispatcher::get_default(Clone::clone);
                 let reading = std::thread::Builder::new()
                     .name("mcp-stdin".into())
-                    .spawn(move || reader.run(&handle))
+                    .spawn(move || {
+                        let _logging = tracing::dispatcher::set_default(&dispatch);
+                        reader.run(&handle)
+                    })
                     .map_err(mcp_jsonrpc::TransportError::from)?;
                 let result = runtime.block_on(serving);
                 // The reader ends at the end of input; when the session ended first (closed by

@@ -334,6 +334,7 @@ impl InlineReader {
     /// continue on it.
     pub fn run(mut self, runtime: &Handle) -> io::Result<()> {
         let _entered = runtime.enter();
+        tracing::debug!("reading stdin on a thread of its own");
         self.blocking = true;
         let mut next = match self.deferred.take() {
             Some(Deferred::Forward(item)) => self.send(item),
