@@ -62,7 +62,6 @@
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -73,8 +72,9 @@ use futures_core::Stream;
 use futures_util::FutureExt as _;
 use mcp_jsonrpc::codec::{AutoCodec, ContentLengthCodec, Framing, LineCodec};
 use mcp_jsonrpc::{
-    Cancellable, Connection, DirectSlot, EngineContextError, ErrorObject, FrameError, Id, Inbound,
-    Incoming, Message, Outbound, Peer, RawJson, RelatedReceiver, Response, TransportError,
+    Connection, DirectRun, DirectSlot, EngineContextError, ErrorObject, FrameError, HandlerOutcome,
+    Id, Inbound, Incoming, Message, Outbound, Peer, RelatedReceiver, Response, TransportError,
+    direct_run, handler_response,
 };
 use tokio::io::AsyncWrite;
 use tokio::runtime::Handle;
@@ -292,13 +292,6 @@ enum Deferred {
     Request(Result<Inbound, FrameError>),
 }
 
-type Outcome = std::thread::Result<Result<RawJson, ErrorObject>>;
-type Run = Cancellable<
-    futures_util::future::CatchUnwind<
-        AssertUnwindSafe<futures_util::future::BoxFuture<'static, Result<RawJson, ErrorObject>>>,
-    >,
->;
-
 impl InlineReader {
     /// At most `n` requests served by the reader wait for their handlers at once (64 by
     /// default); with all of them waiting, the reader stops reading until one finishes.
@@ -455,7 +448,7 @@ impl InlineReader {
             }
             other => return self.forward(other),
         };
-        let Some(handler) = self.slot.handler().cloned() else {
+        let Some(handler) = self.slot.handler() else {
             return self.forward(Ok(Inbound::Single(Message::Request(request))));
         };
         let permit = match Arc::clone(&self.permits).try_acquire_owned() {
@@ -488,7 +481,7 @@ impl InlineReader {
                 }
                 Err(_) => return Next::Stop,
             };
-        let mut run: Run = Cancellable::new(AssertUnwindSafe(handler(request, cx)).catch_unwind());
+        let mut run = direct_run(handler, request, cx);
         // The first poll, here: a handler that answers at once with nothing sent before is
         // answered from this thread. (`None` inside: cancelled, which it cannot be before its
         // token is watched.)
@@ -504,7 +497,7 @@ impl InlineReader {
             drop(related);
             drop(permit);
             return match first.flatten() {
-                Some(outcome) => self.write(answer_of(id, outcome)),
+                Some(outcome) => self.write(handler_response(id, outcome)),
                 None => Next::Read,
             };
         }
@@ -573,24 +566,13 @@ fn wait_for(fd: &impl AsFd, flags: rustix::event::PollFlags) -> io::Result<()> {
     }
 }
 
-fn answer_of(id: Id, outcome: Outcome) -> Response {
-    let result = outcome.unwrap_or_else(|_| {
-        tracing::error!(%id, "request handler panicked");
-        Err(ErrorObject::internal_error("the request handler failed"))
-    });
-    Response {
-        id: Some(id),
-        result,
-    }
-}
-
 /// A request served by the reader whose handler waits or sent something first.
 struct Waiting {
     id: Id,
-    run: Run,
+    run: DirectRun,
     related: RelatedReceiver,
     /// The first poll's result: `Some` when it answered (`None` inside: cancelled).
-    first: Option<Option<Outcome>>,
+    first: Option<Option<HandlerOutcome>>,
     /// The first message it sent, taken to see whether there was any.
     sent: Option<Outbound>,
     _permit: OwnedSemaphorePermit,
@@ -641,7 +623,7 @@ async fn finish(peer: Peer, waiting: Waiting) {
     }
     drop(related);
     if let Some(outcome) = outcome {
-        let response = answer_of(id, outcome);
+        let response = handler_response(id, outcome);
         let _ = peer.send(Outbound::new(Message::Response(response))).await;
     }
 }

@@ -29,7 +29,7 @@ use super::{Config, Peer, Queued, RequestContext, Shared};
 use crate::connection::{Extensions, Outbound};
 use crate::error::ErrorObject;
 use crate::id::Id;
-use crate::message::Request;
+use crate::message::{Request, Response};
 use crate::raw::RawJson;
 
 /// A request handler a service offers to its transport: called once per request, in the
@@ -39,6 +39,38 @@ pub type DirectHandler = Arc<
         + Send
         + Sync,
 >;
+
+/// How a request handler ended, as the engine and a transport serving requests itself see it:
+/// its result, or the panic that ended it (caught with `catch_unwind`).
+pub type HandlerOutcome = std::thread::Result<Result<RawJson, ErrorObject>>;
+
+/// A [`DirectHandler`]'s run for one request, made by [`direct_run`]: caught if it panics, and
+/// watched for the request's cancellation once it has had to wait (see [`Cancellable`]).
+pub type DirectRun = Cancellable<
+    futures_util::future::CatchUnwind<
+        std::panic::AssertUnwindSafe<BoxFuture<'static, Result<RawJson, ErrorObject>>>,
+    >,
+>;
+
+/// Starts `handler` on `request`; nothing runs until the result is polled.
+pub fn direct_run(handler: &DirectHandler, request: Request, cx: RequestContext) -> DirectRun {
+    use futures_util::FutureExt as _;
+    Cancellable::new(std::panic::AssertUnwindSafe(handler(request, cx)).catch_unwind())
+}
+
+/// The response to request `id` for how its handler ended. A panic (which the panic hook has
+/// reported, what and where) is logged with the request's id and answered with `-32603`, as
+/// the engine answers one.
+pub fn handler_response(id: Id, outcome: HandlerOutcome) -> Response {
+    let result = outcome.unwrap_or_else(|_| {
+        tracing::error!(%id, "request handler panicked");
+        Err(ErrorObject::internal_error("the request handler failed"))
+    });
+    Response {
+        id: Some(id),
+        result,
+    }
+}
 
 /// Where the service behind a connection may offer a [`DirectHandler`] to the transport that
 /// made the connection (see [`Connection::with_direct_slot`](crate::Connection::with_direct_slot)).

@@ -632,19 +632,7 @@ async fn run_handler<H: Handler>(
     })
     .await;
     lock(&shared.inflight).remove(&id);
-    let result = match outcome {
-        None => return None,
-        Some(Ok(result)) => result,
-        Some(Err(_)) => {
-            // The panic hook has reported what panicked and where.
-            tracing::error!(%id, "request handler panicked");
-            Err(ErrorObject::internal_error("the request handler failed"))
-        }
-    };
-    Some(Response {
-        id: Some(id),
-        result,
-    })
+    outcome.map(|outcome| super::handler_response(id, outcome))
 }
 
 impl<H: Handler> Future for DriverState<H> {

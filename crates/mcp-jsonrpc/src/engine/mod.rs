@@ -19,7 +19,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use direct::{
-    Cancellable, Detached, DirectHandler, DirectSlot, EngineContextError, RelatedReceiver,
+    Cancellable, Detached, DirectHandler, DirectRun, DirectSlot, EngineContextError,
+    HandlerOutcome, RelatedReceiver, direct_run, handler_response,
 };
 pub use peer::{Peer, Progress, RequestOptions, ResponseFuture};
 

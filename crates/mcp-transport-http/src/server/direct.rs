@@ -21,8 +21,7 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use http::{Response, StatusCode};
 use mcp_jsonrpc::{
-    Cancellable, Detached, DirectHandler, ErrorObject, Extensions, Frame, Id, Message, Outbound,
-    RawJson, RelatedReceiver,
+    Detached, DirectHandler, Extensions, Frame, Id, Message, Outbound, RelatedReceiver,
 };
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -47,7 +46,7 @@ pub(crate) enum Refused {
     Closed,
 }
 
-type Outcome = Result<Result<RawJson, ErrorObject>, Box<dyn std::any::Any + Send>>;
+use mcp_jsonrpc::{DirectRun, HandlerOutcome as Outcome, direct_run, handler_response as answer};
 
 impl Direct {
     pub(crate) fn new(config: &HttpServerConfig) -> Self {
@@ -210,19 +209,6 @@ async fn stream(
     }
 }
 
-/// The response to send for a handler's outcome. A panic is logged with the request's id, as
-/// the engine logs one (the panic hook has reported what panicked and where).
-fn answer(id: Id, outcome: Outcome) -> mcp_jsonrpc::Response {
-    let result = outcome.unwrap_or_else(|_| {
-        tracing::error!(%id, "request handler panicked");
-        Err(ErrorObject::internal_error("the request handler failed"))
-    });
-    mcp_jsonrpc::Response {
-        id: Some(id),
-        result,
-    }
-}
-
 fn event(message: &Message) -> Bytes {
     encode_message_event(None, None, message).0
 }
@@ -248,13 +234,6 @@ pub(crate) fn refused(refused: Refused) -> Response<HttpBody> {
     };
     body::http_error(status, super::service::TRANSPORT_ERROR, text)
 }
-
-/// What a [`DirectHandler`] returns.
-type HandlerFuture = futures_util::future::BoxFuture<'static, Result<RawJson, ErrorObject>>;
-
-/// A session request's handler, caught if it panics, watched for the request's cancellation
-/// once it has had to wait (see [`Cancellable`]).
-type SessionRun = Cancellable<futures_util::future::CatchUnwind<AssertUnwindSafe<HandlerFuture>>>;
 
 /// Serves one request of a session in the POST's task; `request` is known not to be
 /// `initialize` and the slot's engine is running. Gives how the POST is answered (`None` once
@@ -298,7 +277,7 @@ pub(crate) fn serve_session<'a>(
             }
             Err(_) => return Err(PostError::Closed),
         };
-    let mut handler_run = SessionRun::new(AssertUnwindSafe(handler(request, cx)).catch_unwind());
+    let mut handler_run = direct_run(handler, request, cx);
     // The first poll here, without a waker that matters (the select below polls it again):
     // a handler that answers at once is done without its token ever being watched.
     let first = (&mut handler_run).now_or_never();
@@ -348,7 +327,7 @@ pub(crate) type SessionAnswer = Result<(Option<Decision>, Option<SlotGuard>), Po
 struct Waiting {
     id: Id,
     slot: Option<(tokio::sync::oneshot::Receiver<Decision>, SlotGuard)>,
-    handler_run: SessionRun,
+    handler_run: DirectRun,
     related: RelatedReceiver,
     /// The handler's first poll: `Some` when it answered (`None` inside: cancelled).
     first: Option<Option<Outcome>>,
@@ -438,7 +417,7 @@ fn lone_answer(hub: &Hub, response: mcp_jsonrpc::Response) -> Option<Decision> {
 struct SessionRequest {
     hub: Arc<Hub>,
     id: Id,
-    run: Option<SessionRun>,
+    run: Option<DirectRun>,
     related: Option<RelatedReceiver>,
 }
 
@@ -483,7 +462,7 @@ impl Drop for SessionRequest {
 }
 
 /// The rest of a session request whose POST no longer waits for it.
-async fn run_on(mut rest: SessionRequest, mut run: SessionRun) {
+async fn run_on(mut rest: SessionRequest, mut run: DirectRun) {
     let hub = Arc::clone(&rest.hub);
     let closed = hub.closed().clone();
     let mut open = rest.related.is_some();
