@@ -114,10 +114,20 @@ struct EchoArgs<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct CallResult<'a> {
+    /// Stateless results only: the server's identity, which the specification asks a server
+    /// to put on every response (as the SDK does).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<ResultMeta<'a>>,
     content: [TextContent<'a>; 1],
     is_error: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     result_type: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct ResultMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/serverInfo")]
+    server_info: &'a RawValue,
 }
 
 #[derive(Serialize)]
@@ -198,6 +208,7 @@ impl EchoServer {
             tools_session: raw(serde_json::json!({ "tools": [tool] })),
             tools_stateless: raw(serde_json::json!({
                 "tools": [tool],
+                "_meta": { "io.modelcontextprotocol/serverInfo": server_info },
                 "resultType": "complete",
                 "ttlMs": 60_000,
                 "cacheScope": "public"
@@ -437,7 +448,7 @@ impl EchoServer {
         match method {
             "server/discover" => write_result(out, id, &self.discover),
             "tools/list" => write_result(out, id, &self.tools_stateless),
-            "tools/call" => call(out, id, params, Some("complete")),
+            "tools/call" => call(out, id, params, Some(("complete", &self.server_info))),
             _ => write_error(
                 out,
                 Some(id),
@@ -454,7 +465,7 @@ fn call(
     out: &mut Vec<u8>,
     id: &RawValue,
     params: &Params<'_>,
-    result_type: Option<&'static str>,
+    stateless: Option<(&'static str, &RawValue)>,
 ) -> Outcome {
     if params.name.as_deref() != Some(ECHO_TOOL) {
         return write_error(out, Some(id), INVALID_PARAMS, "unknown tool", None, 200);
@@ -473,7 +484,8 @@ fn call(
             text: &text,
         }],
         is_error,
-        result_type,
+        result_type: stateless.map(|(kind, _)| kind),
+        meta: stateless.map(|(_, server_info)| ResultMeta { server_info }),
     };
     write_result(out, id, &result)
 }
@@ -674,13 +686,19 @@ mod tests {
         );
         assert_eq!(value["result"]["resultType"], "complete");
         assert_eq!(value["result"]["content"][0]["text"], "x");
+        assert_eq!(
+            value["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "limit-echo"
+        );
         let (_, value) = run(&server, &call, Transport::Stdio);
         assert_eq!(value["result"]["resultType"], "complete");
+        assert!(value["result"]["_meta"]["io.modelcontextprotocol/serverInfo"].is_object());
         let list =
             format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{{{META}}}}}"#);
         let (_, value) = run(&server, &list, stateless_headers("tools/list", None));
         assert_eq!(value["result"]["cacheScope"], "public");
         assert_eq!(value["result"]["tools"][0]["name"], ECHO_TOOL);
+        assert!(value["result"]["_meta"]["io.modelcontextprotocol/serverInfo"].is_object());
         let discover =
             format!(r#"{{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{{{META}}}}}"#);
         let (_, value) = run(

@@ -262,7 +262,9 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
          multi-threaded runtime). `limit-stdio` (blocking `BufReader`/`BufWriter`, `serde_json` \
          into borrowed structs, one flush per batch of pending input) and `limit-http` (bare hyper \
          1, HTTP/1.1 keep-alive, `TCP_NODELAY`, `application/json` answers, a session id per \
-         `initialize`) do the same work with nothing else.\n\
+         `initialize`) do the same work with nothing else; their 2026-07-28 answers carry what \
+         the specification asks of every stateless result, as the SDK's do (`resultType`, and \
+         the server's identity in `_meta`).\n\
          - Rows marked \"(experiment)\" are not what the documentation shows. The multi-threaded \
          rows serve the same `Server` over stdio with `sdk-echo --stdio`: tokio's default \
          multi-threaded runtime (as `#[tokio::main]` builds it), in the binary that also links the \
