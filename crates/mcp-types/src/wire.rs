@@ -182,11 +182,35 @@ pub struct RequestMeta {
     pub other: Meta,
 }
 
-/// The members of `_meta` that [`RequestMeta::lift_meta_raw`] lifts, borrowed as JSON text,
-/// and every other member decoded. A member sent twice counts once, the last one, as in a
-/// parsed [`Value`].
+/// A stateless request's `_meta` object read in one pass over its JSON text, for
+/// [`RequestMeta::lift_members`]: the members it lifts are kept as borrowed JSON text (nothing
+/// is checked or decoded yet), every other member is decoded. A member sent twice counts once,
+/// the last one, as in a parsed [`Value`].
+///
+/// A caller that reads the rest of the params in the same pass deserializes this in place of
+/// the `_meta` value (anything but an object fails to deserialize).
+///
+/// ```
+/// use mcp_types::ProtocolVersion;
+/// use mcp_types::wire::{MetaMembers, RequestMeta};
+///
+/// #[derive(serde::Deserialize)]
+/// struct Params<'a> {
+///     name: String,
+///     #[serde(rename = "_meta", borrow)]
+///     meta: Option<MetaMembers<'a>>,
+/// }
+///
+/// let text = r#"{"name": "echo", "_meta": {
+///     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+///     "io.modelcontextprotocol/clientCapabilities": {}
+/// }}"#;
+/// let params: Params<'_> = serde_json::from_str(text).unwrap();
+/// let meta = RequestMeta::lift_members(params.meta, &[ProtocolVersion::V2026_07_28]).unwrap();
+/// assert_eq!(meta.protocol_version, ProtocolVersion::V2026_07_28);
+/// ```
 #[derive(Default)]
-struct RawMetaKeys<'a> {
+pub struct MetaMembers<'a> {
     protocol_version: Option<&'a serde_json::value::RawValue>,
     client_capabilities: Option<&'a serde_json::value::RawValue>,
     client_info: Option<&'a serde_json::value::RawValue>,
@@ -195,11 +219,11 @@ struct RawMetaKeys<'a> {
     other: Meta,
 }
 
-impl<'de> Deserialize<'de> for RawMetaKeys<'de> {
+impl<'de: 'a, 'a> Deserialize<'de> for MetaMembers<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Keys;
-        impl<'de> serde::de::Visitor<'de> for Keys {
-            type Value = RawMetaKeys<'de>;
+        struct Keys<'a>(std::marker::PhantomData<MetaMembers<'a>>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Keys<'a> {
+            type Value = MetaMembers<'a>;
 
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an object")
@@ -209,7 +233,7 @@ impl<'de> Deserialize<'de> for RawMetaKeys<'de> {
                 self,
                 mut map: A,
             ) -> Result<Self::Value, A::Error> {
-                let mut keys = RawMetaKeys::default();
+                let mut keys = MetaMembers::default();
                 while let Some(BorrowedKey(key)) = map.next_key()? {
                     let slot = match key.as_ref() {
                         META_PROTOCOL_VERSION => &mut keys.protocol_version,
@@ -227,7 +251,7 @@ impl<'de> Deserialize<'de> for RawMetaKeys<'de> {
                 Ok(keys)
             }
         }
-        deserializer.deserialize_map(Keys)
+        deserializer.deserialize_map(Keys(std::marker::PhantomData))
     }
 }
 
@@ -391,8 +415,21 @@ impl RequestMeta {
         let Some(meta) = meta else {
             return Err(MetaError::MissingMeta);
         };
-        let keys: RawMetaKeys<'_> =
+        let keys: MetaMembers<'_> =
             serde_json::from_str(meta.get()).map_err(|_| invalid("_meta", "must be an object"))?;
+        Self::lift_members(Some(keys), supported)
+    }
+
+    /// [`RequestMeta::lift_meta_raw`] from members already read ([`MetaMembers`]; `None`: the
+    /// params have no `_meta`): the same checks, in the same order, with no second pass over
+    /// the `_meta` text.
+    pub fn lift_members(
+        members: Option<MetaMembers<'_>>,
+        supported: &[ProtocolVersion],
+    ) -> Result<RequestMeta, MetaError> {
+        let Some(keys) = members else {
+            return Err(MetaError::MissingMeta);
+        };
         let Some(version) = keys.protocol_version else {
             return Err(MetaError::MissingProtocolVersion);
         };

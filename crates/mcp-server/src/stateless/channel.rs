@@ -48,7 +48,7 @@ pub(crate) struct RequestExchange {
 /// The makings of a first attempt's exchange.
 pub(crate) struct FirstAttempt {
     pub(crate) method: MethodName,
-    pub(crate) params: Option<Value>,
+    pub(crate) params: super::serve::Members,
     pub(crate) arguments: Option<Arc<str>>,
     pub(crate) subject: Option<String>,
     pub(crate) scope: Arc<ClientScope>,
@@ -92,7 +92,7 @@ impl RequestExchange {
                 Box::new(Exchange::fresh(
                     super::serve::binding(
                         &first.method,
-                        first.params.as_ref(),
+                        &first.params,
                         first.arguments.as_deref(),
                         first.subject.as_deref(),
                     ),
@@ -216,7 +216,7 @@ mod tests {
     fn first_attempt() -> FirstAttempt {
         FirstAttempt {
             method: MethodName::Borrowed("tools/call"),
-            params: Some(serde_json::json!({"name": "echo"})),
+            params: super::super::serve::Members::of(serde_json::json!({"name": "echo"})),
             arguments: Some(Arc::from(r#"{"text":"hi"}"#)),
             subject: None,
             scope: Arc::new(ClientScope {

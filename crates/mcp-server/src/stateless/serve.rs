@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use mcp_jsonrpc::{ErrorObject, RawJson};
-use mcp_types::wire::{self, RequestMeta, ResultType, RetryInput};
+use mcp_types::wire::{self, MetaMembers, RequestMeta, ResultType, RetryInput};
 use mcp_types::{CallToolResult, DiscoverResult, Project, ProtocolVersion, ServerCapabilities};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -221,12 +221,69 @@ fn is_error_result(raw: &RawJson) -> bool {
     serde_json::from_str::<IsError>(text).is_ok_and(|r| r.is_error == Some(true))
 }
 
-/// A stateless request's params, read once: the members the stateless path needs (as a
-/// value), the tool arguments (as text) and the lifted `_meta`.
+/// A stateless request's params, read once: the members the stateless path reads itself, the
+/// tool arguments (as text) and the lifted `_meta`.
 pub(crate) struct Lifted {
-    params: Option<Value>,
+    params: Members,
     arguments: Option<Arc<str>>,
     meta: Box<RequestMeta>,
+}
+
+/// The members of a stateless request's params that the stateless path reads itself (not the
+/// handler's): for most requests the target's name and nothing else, kept without building a
+/// value of the params.
+#[derive(Default)]
+pub(crate) struct Members {
+    /// The params parsed whole: for the methods that read them all, and for params whose
+    /// members could not be read one by one (the parsed value decides, as for any method).
+    whole: Option<Value>,
+    /// `name` when it is a string.
+    name: Option<String>,
+    /// `uri` when it is a string.
+    uri: Option<String>,
+    /// `inputResponses` and `requestState`, as an object holding them, when the request has
+    /// either (a retry).
+    retry: Option<Value>,
+}
+
+impl Members {
+    /// The params whole, for the methods that read them all.
+    pub(crate) fn whole(&self) -> Option<&Value> {
+        self.whole.as_ref()
+    }
+
+    fn member(&self, key: &str) -> Option<&str> {
+        self.whole.as_ref()?.get(key)?.as_str()
+    }
+
+    /// `name` (a tool's or a prompt's), when it is a string.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.name.as_deref().or_else(|| self.member("name"))
+    }
+
+    /// The member a sealed state is bound to: `uri` for `resources/read`, else `name`.
+    pub(crate) fn target(&self, method: &str) -> Option<&str> {
+        match method {
+            "resources/read" => self.uri.as_deref().or_else(|| self.member("uri")),
+            _ => self.name(),
+        }
+    }
+
+    /// What [`RetryInput::lift`] reads: `inputResponses` and `requestState`.
+    fn retry(&self) -> Option<&Value> {
+        self.retry.as_ref().or(self.whole.as_ref())
+    }
+}
+
+#[cfg(test)]
+impl Members {
+    /// Members read from a parsed value of the params (tests).
+    pub(crate) fn of(params: Value) -> Members {
+        Members {
+            whole: Some(params),
+            ..Members::default()
+        }
+    }
 }
 
 impl Lifted {
@@ -249,13 +306,10 @@ pub(crate) fn lift(method: &str, raw: Option<&RawValue>) -> Result<Lifted, Error
         .filter(|_| !whole)
         .and_then(|raw| serde_json::from_str::<Envelope<'_>>(raw.get()).ok());
     let (params, arguments, meta) = match envelope {
-        Some(envelope) => {
-            let meta = lifted(RequestMeta::lift_meta_raw(envelope.meta, supported))?;
-            (
-                Some(envelope.to_value()?),
-                envelope.arguments.map(|a| Arc::<str>::from(a.get())),
-                meta,
-            )
+        Some(mut envelope) => {
+            let meta = lifted(RequestMeta::lift_members(envelope.meta.take(), supported))?;
+            let arguments = envelope.arguments.map(|a| Arc::<str>::from(a.get()));
+            (envelope.members()?, arguments, meta)
         }
         // The params whole: for the methods that read them all, and for params that are not
         // an object with each member once (the parsed value decides, as for any method).
@@ -268,7 +322,14 @@ pub(crate) fn lift(method: &str, raw: Option<&RawValue>) -> Result<Lifted, Error
                 }
                 _ => None,
             };
-            (params, arguments, meta)
+            (
+                Members {
+                    whole: params,
+                    ..Members::default()
+                },
+                arguments,
+                meta,
+            )
         }
     };
     Ok(Lifted {
@@ -329,7 +390,7 @@ pub(crate) async fn serve_lifted<S: std::borrow::Borrow<Server>>(
             Box::pin(listen::listen(
                 server,
                 &rpc,
-                params.as_ref(),
+                params.whole(),
                 &meta,
                 owner.as_deref(),
             ))
@@ -340,7 +401,7 @@ pub(crate) async fn serve_lifted<S: std::borrow::Borrow<Server>>(
             tasks::serve::handle(
                 server,
                 &request.method,
-                params.as_ref(),
+                params.whole(),
                 &meta.client_capabilities,
                 owner.as_deref(),
             )
@@ -381,11 +442,12 @@ fn parse_params(raw: &RawValue) -> Result<Value, ErrorObject> {
     serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)
 }
 
-/// The members of a request's params the stateless path reads, borrowed from the request.
+/// The members of a request's params the stateless path reads, borrowed from the request, in
+/// one pass over them (`_meta` included).
 #[derive(serde::Deserialize)]
 struct Envelope<'a> {
-    #[serde(rename = "_meta", default, borrow, deserialize_with = "present")]
-    meta: Option<&'a RawValue>,
+    #[serde(rename = "_meta", default, borrow, deserialize_with = "meta_members")]
+    meta: Option<MetaMembers<'a>>,
     #[serde(default, borrow, deserialize_with = "present")]
     name: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
@@ -403,21 +465,40 @@ struct Envelope<'a> {
     request_state: Option<&'a RawValue>,
 }
 
+/// A `_meta` member that is present (`null` included, which then fails: it is not an object,
+/// and the parsed value decides the error).
+fn meta_members<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<MetaMembers<'de>>, D::Error> {
+    <MetaMembers<'de> as serde::Deserialize>::deserialize(d).map(Some)
+}
+
 impl Envelope<'_> {
-    /// The members read after `_meta` (all but the arguments) as an object.
-    fn to_value(&self) -> Result<Value, ErrorObject> {
-        let mut object = serde_json::Map::new();
-        for (key, member) in [
-            ("name", self.name),
-            ("uri", self.uri),
-            ("inputResponses", self.input_responses),
-            ("requestState", self.request_state),
-        ] {
-            if let Some(member) = member {
-                object.insert(key.to_owned(), parse_params(member)?);
+    /// The members read besides `_meta` and the arguments.
+    fn members(&self) -> Result<Members, ErrorObject> {
+        let text = |member: Option<&RawValue>| {
+            member.and_then(|m| serde_json::from_str::<String>(m.get()).ok())
+        };
+        let retry = if self.input_responses.is_some() || self.request_state.is_some() {
+            let mut object = serde_json::Map::new();
+            for (key, member) in [
+                ("inputResponses", self.input_responses),
+                ("requestState", self.request_state),
+            ] {
+                if let Some(member) = member {
+                    object.insert(key.to_owned(), parse_params(member)?);
+                }
             }
-        }
-        Ok(Value::Object(object))
+            Some(Value::Object(object))
+        } else {
+            None
+        };
+        Ok(Members {
+            whole: None,
+            name: text(self.name),
+            uri: text(self.uri),
+            retry,
+        })
     }
 }
 
@@ -425,17 +506,16 @@ impl Envelope<'_> {
 /// arguments, from the params of a request that may ask for input.
 pub(crate) fn binding(
     method: &str,
-    params: Option<&Value>,
+    params: &Members,
     arguments: Option<&str>,
     subject: Option<&str>,
 ) -> Binding {
-    let field = |name: &str| params.and_then(|p| p.get(name));
-    let (target, arguments) = match method {
-        "resources/read" => (field("uri"), None),
-        _ => (field("name"), arguments),
+    let arguments = match method {
+        "resources/read" => None,
+        _ => arguments,
     };
-    let binding = Binding::new(method, target.and_then(Value::as_str).unwrap_or_default())
-        .arguments_text(arguments);
+    let binding =
+        Binding::new(method, params.target(method).unwrap_or_default()).arguments_text(arguments);
     match subject {
         Some(s) => binding.subject(s),
         None => binding,
@@ -446,7 +526,7 @@ async fn call(
     server: &Server,
     rpc: &mcp_jsonrpc::RequestContext,
     request: Request,
-    params: Option<Value>,
+    params: Members,
     arguments: Option<Arc<str>>,
     meta: Box<RequestMeta>,
 ) -> Result<RawJson, ErrorObject> {
@@ -461,7 +541,7 @@ async fn call(
         return Err(ErrorObject::method_not_found(&method));
     }
     let may_be_task =
-        tasks::serve::eligible(server, &method, params.as_ref(), &meta.client_capabilities)?;
+        tasks::serve::eligible(server, &method, params.name(), &meta.client_capabilities)?;
     let owner = server.subject(&request.extensions);
     let mut request = request;
     // Only requests that may ask for input need the sealer (its key may be made now).
@@ -475,7 +555,7 @@ async fn call(
     // encoded (one serialization). Anything unusual takes the general dispatch.
     let tool = (inner.builtin_router && !may_be_task && &*method == "tools/call")
         .then(|| {
-            let name = params.as_ref()?.get("name")?.as_str()?.to_owned();
+            let name = params.name()?.to_owned();
             Some((name, dispatch::shared_tool_arguments(arguments.as_ref())?))
         })
         .flatten();
@@ -491,7 +571,7 @@ async fn call(
     let exchange = match sealer {
         None => RequestExchange::none(),
         Some(sealer) => {
-            let retry = RetryInput::lift(params.as_ref()).map_err(|e| rpc_error(e.to_error()))?;
+            let retry = RetryInput::lift(params.retry()).map_err(|e| rpc_error(e.to_error()))?;
             if retry.is_empty() {
                 // A first attempt: the exchange is made if the handler asks for input.
                 RequestExchange::later(FirstAttempt {
@@ -513,12 +593,7 @@ async fn call(
                 }
                 let exchange = Exchange::open(
                     sealer,
-                    binding(
-                        &method,
-                        params.as_ref(),
-                        arguments.as_deref(),
-                        owner.as_deref(),
-                    ),
+                    binding(&method, &params, arguments.as_deref(), owner.as_deref()),
                     scope.capabilities.clone(),
                     retry,
                     inner.options.mrtr_limits(),
@@ -684,6 +759,68 @@ mod classify_tests {
 
     fn raw(text: &str) -> Box<RawValue> {
         RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    /// What `lift` must give for params, computed from their parsed value alone: the lifted
+    /// `_meta` (or the error), the target's name, the arguments and the retry members.
+    fn reference(params: &Value) -> Result<(RequestMeta, Option<String>, Option<Value>), String> {
+        let meta = RequestMeta::lift(Some(params), supported_versions())
+            .map_err(|e| rpc_error(e.to_error()).message.to_string())?;
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Ok((meta, name, params.get("arguments").cloned()))
+    }
+
+    #[test]
+    fn lifting_in_one_pass_reads_what_the_parsed_value_holds() {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"progressToken":7,"traceparent":"00-1"}"#;
+        let cases = [
+            format!(r#"{{"name":"echo","arguments":{{"text":"hi"}},{meta}}}"#),
+            format!(r#"{{{meta},"arguments":{{"text":"a\"b"}},"name":"e\u0063ho"}}"#),
+            format!(r#"{{"name":7,{meta}}}"#),
+            format!(r#"{{"name":"echo",{meta},"inputResponses":{{"a":{{"action":"accept"}}}},"requestState":"s"}}"#),
+            // A member twice: the parsed value decides (the last one).
+            format!(r#"{{"name":"one","name":"two",{meta}}}"#),
+            r#"{"name":"echo","_meta":null}"#.to_owned(),
+            r#"{"name":"echo","_meta":5}"#.to_owned(),
+            r#"{"name":"echo"}"#.to_owned(),
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#.to_owned(),
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01","io.modelcontextprotocol/clientCapabilities":{}}}"#.to_owned(),
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":3}}"#.to_owned(),
+        ];
+        for text in &cases {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let got = lift("tools/call", Some(&raw(text))).map(|l| {
+                let arguments = l
+                    .arguments
+                    .map(|a| serde_json::from_str::<Value>(&a).unwrap());
+                let retry = RetryInput::lift(l.params.retry());
+                (
+                    *l.meta,
+                    l.params.name().map(str::to_owned),
+                    arguments,
+                    retry,
+                )
+            });
+            match (got, reference(&value)) {
+                (Ok((meta, name, arguments, retry)), Ok(expected)) => {
+                    assert_eq!((meta, name, arguments), expected, "{text}");
+                    assert_eq!(retry, RetryInput::lift(Some(&value)), "{text}");
+                }
+                // serde_json names the place in the text, which a value has not.
+                (Err(e), Err(message)) => {
+                    let at = e.message.find(" at line").unwrap_or(e.message.len());
+                    assert_eq!(e.message[..at], message, "{text}");
+                }
+                (got, expected) => panic!(
+                    "{text}: lifted {:?}, expected {:?}",
+                    got.map(|_| ()).map_err(|e| e.message),
+                    expected.map(|_| ())
+                ),
+            }
+        }
     }
 
     #[test]

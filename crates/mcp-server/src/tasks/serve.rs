@@ -34,13 +34,13 @@ fn internal(e: impl std::fmt::Display) -> ErrorObject {
 pub(crate) fn eligible(
     server: &Server,
     method: &str,
-    params: Option<&Value>,
+    name: Option<&str>,
     capabilities: &ClientCapabilities,
 ) -> Result<bool, ErrorObject> {
     if method != "tools/call" {
         return Ok(false);
     }
-    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+    let Some(name) = name else {
         return Ok(false);
     };
     let support = match server.inner.registry.snapshot().tool(name) {
@@ -377,20 +377,35 @@ mod tests {
         let without = caps(json!({"sampling": {}}));
         let call = |name: &str| json!({"name": name, "arguments": {}});
         let p = call("optional");
-        assert_eq!(eligible(&s, "tools/call", Some(&p), &with), Ok(true));
-        assert_eq!(eligible(&s, "tools/call", Some(&p), &without), Ok(false));
+        assert_eq!(
+            eligible(&s, "tools/call", p["name"].as_str(), &with),
+            Ok(true)
+        );
+        assert_eq!(
+            eligible(&s, "tools/call", p["name"].as_str(), &without),
+            Ok(false)
+        );
         let p = call("required");
-        assert_eq!(eligible(&s, "tools/call", Some(&p), &with), Ok(true));
-        let e = eligible(&s, "tools/call", Some(&p), &without).unwrap_err();
+        assert_eq!(
+            eligible(&s, "tools/call", p["name"].as_str(), &with),
+            Ok(true)
+        );
+        let e = eligible(&s, "tools/call", p["name"].as_str(), &without).unwrap_err();
         assert_eq!(
             e.code,
             mcp_jsonrpc::codes::MISSING_REQUIRED_CLIENT_CAPABILITY
         );
         for p in [call("plain"), call("unknown"), json!({})] {
-            assert_eq!(eligible(&s, "tools/call", Some(&p), &with), Ok(false));
+            assert_eq!(
+                eligible(&s, "tools/call", p["name"].as_str(), &with),
+                Ok(false)
+            );
         }
         let p = call("required");
-        assert_eq!(eligible(&s, "prompts/get", Some(&p), &without), Ok(false));
+        assert_eq!(
+            eligible(&s, "prompts/get", p["name"].as_str(), &without),
+            Ok(false)
+        );
         assert!(served(&s));
         let bare = Server::builder(Implementation::new("t", "1"))
             .build()
