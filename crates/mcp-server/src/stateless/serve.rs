@@ -45,9 +45,12 @@ struct MetaKeys<'a> {
     client_capabilities: Option<&'a RawValue>,
 }
 
-/// A member that is present, `null` included (plain `Option` would read `null` as absent).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue as serde::Deserialize>::deserialize(d).map(Some)
+/// A member that is present, `null` included (plain `Option` would read `null` as absent; a
+/// `null` `_meta` then fails to read as an object, and the parsed value decides the error).
+fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// How a request is to be served: statelessly (with the revision its `_meta` names, when it
@@ -234,16 +237,14 @@ pub(crate) struct Lifted {
 /// value of the params.
 #[derive(Default)]
 pub(crate) struct Members {
-    /// The params parsed whole: for the methods that read them all, and for params whose
-    /// members could not be read one by one (the parsed value decides, as for any method).
+    /// The params parsed whole: for the methods that read them all, for retries, and for
+    /// params whose members could not be read one by one (the parsed value decides, as for
+    /// any method).
     whole: Option<Value>,
     /// `name` when it is a string.
     name: Option<String>,
     /// `uri` when it is a string.
     uri: Option<String>,
-    /// `inputResponses` and `requestState`, as an object holding them, when the request has
-    /// either (a retry).
-    retry: Option<Value>,
 }
 
 impl Members {
@@ -269,9 +270,10 @@ impl Members {
         }
     }
 
-    /// What [`RetryInput::lift`] reads: `inputResponses` and `requestState`.
+    /// What [`RetryInput::lift`] reads: `inputResponses` and `requestState` (a retry's params
+    /// are read whole).
     fn retry(&self) -> Option<&Value> {
-        self.retry.as_ref().or(self.whole.as_ref())
+        self.whole.as_ref()
     }
 }
 
@@ -304,15 +306,17 @@ pub(crate) fn lift(method: &str, raw: Option<&RawValue>) -> Result<Lifted, Error
         |meta: Result<RequestMeta, wire::MetaError>| meta.map_err(|e| rpc_error(e.to_error()));
     let envelope = raw
         .filter(|_| !whole)
-        .and_then(|raw| serde_json::from_str::<Envelope<'_>>(raw.get()).ok());
+        .and_then(|raw| serde_json::from_str::<Envelope<'_>>(raw.get()).ok())
+        .filter(|envelope| !envelope.is_retry());
     let (params, arguments, meta) = match envelope {
         Some(mut envelope) => {
             let meta = lifted(RequestMeta::lift_members(envelope.meta.take(), supported))?;
             let arguments = envelope.arguments.map(|a| Arc::<str>::from(a.get()));
-            (envelope.members()?, arguments, meta)
+            (envelope.members(), arguments, meta)
         }
-        // The params whole: for the methods that read them all, and for params that are not
-        // an object with each member once (the parsed value decides, as for any method).
+        // The params whole: for the methods that read them all, for retries, and for params
+        // that are not an object with each member once (the parsed value decides, as for any
+        // method).
         None => {
             let mut params = raw.map(parse_params).transpose()?;
             let meta = lifted(RequestMeta::lift(params.as_ref(), supported))?;
@@ -446,7 +450,7 @@ fn parse_params(raw: &RawValue) -> Result<Value, ErrorObject> {
 /// one pass over them (`_meta` included).
 #[derive(serde::Deserialize)]
 struct Envelope<'a> {
-    #[serde(rename = "_meta", default, borrow, deserialize_with = "meta_members")]
+    #[serde(rename = "_meta", default, borrow, deserialize_with = "present")]
     meta: Option<MetaMembers<'a>>,
     #[serde(default, borrow, deserialize_with = "present")]
     name: Option<&'a RawValue>,
@@ -465,40 +469,23 @@ struct Envelope<'a> {
     request_state: Option<&'a RawValue>,
 }
 
-/// A `_meta` member that is present (`null` included, which then fails: it is not an object,
-/// and the parsed value decides the error).
-fn meta_members<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<MetaMembers<'de>>, D::Error> {
-    <MetaMembers<'de> as serde::Deserialize>::deserialize(d).map(Some)
-}
-
 impl Envelope<'_> {
+    /// A retry (it carries `inputResponses` or `requestState`): its params are read whole, as
+    /// its answers are read as values.
+    fn is_retry(&self) -> bool {
+        self.input_responses.is_some() || self.request_state.is_some()
+    }
+
     /// The members read besides `_meta` and the arguments.
-    fn members(&self) -> Result<Members, ErrorObject> {
+    fn members(&self) -> Members {
         let text = |member: Option<&RawValue>| {
             member.and_then(|m| serde_json::from_str::<String>(m.get()).ok())
         };
-        let retry = if self.input_responses.is_some() || self.request_state.is_some() {
-            let mut object = serde_json::Map::new();
-            for (key, member) in [
-                ("inputResponses", self.input_responses),
-                ("requestState", self.request_state),
-            ] {
-                if let Some(member) = member {
-                    object.insert(key.to_owned(), parse_params(member)?);
-                }
-            }
-            Some(Value::Object(object))
-        } else {
-            None
-        };
-        Ok(Members {
+        Members {
             whole: None,
             name: text(self.name),
             uri: text(self.uri),
-            retry,
-        })
+        }
     }
 }
 
