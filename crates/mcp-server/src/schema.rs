@@ -4,29 +4,23 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
-fn tidy(mut value: Value) -> Value {
-    if let Value::Object(map) = &mut value {
-        // Clients validate with many JSON Schema libraries; several reject an unknown `$schema`.
-        // The MCP default dialect (2020-12) applies without it.
-        map.remove("$schema");
-    }
-    value
+/// Settings for every schema made here: JSON Schema 2020-12 (the MCP default dialect, which
+/// applies without naming it), and no `$schema` member: clients validate with many JSON Schema
+/// libraries, and several reject an unknown `$schema`.
+fn settings() -> SchemaSettings {
+    SchemaSettings::draft2020_12().with(|s| s.meta_schema = None)
 }
 
 /// The schema of a tool's input type (what the type accepts when deserializing).
 pub(crate) fn input_schema_for<T: JsonSchema>() -> Value {
-    let generator = SchemaSettings::draft2020_12()
-        .for_deserialize()
-        .into_generator();
-    tidy(generator.into_root_schema_for::<T>().to_value())
+    let generator = settings().for_deserialize().into_generator();
+    generator.into_root_schema_for::<T>().to_value()
 }
 
 /// The schema of an output type (what the type produces when serializing).
 pub(crate) fn schema_for<T: JsonSchema>() -> Value {
-    let generator = SchemaSettings::draft2020_12()
-        .for_serialize()
-        .into_generator();
-    tidy(generator.into_root_schema_for::<T>().to_value())
+    let generator = settings().for_serialize().into_generator();
+    generator.into_root_schema_for::<T>().to_value()
 }
 
 /// The restricted, flat schema elicitation allows (`requestedSchema`): an object whose properties
@@ -34,11 +28,11 @@ pub(crate) fn schema_for<T: JsonSchema>() -> Value {
 /// integers, booleans or arrays of enumerated strings. Optional fields (`Option<T>`) lose their
 /// `null` alternative and are simply not `required`.
 pub(crate) fn elicitation_schema_for<T: JsonSchema>() -> Result<Value, String> {
-    let generator = SchemaSettings::draft2020_12()
+    let generator = settings()
         .for_deserialize()
         .with(|s| s.inline_subschemas = true)
         .into_generator();
-    let value = tidy(generator.into_root_schema_for::<T>().to_value());
+    let value = generator.into_root_schema_for::<T>().to_value();
     restrict_elicitation_schema(value)
 }
 
