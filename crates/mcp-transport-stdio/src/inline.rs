@@ -464,23 +464,23 @@ impl InlineReader {
             },
         };
         let id = request.id.clone();
-        let (cx, mut related) =
-            match self
-                .slot
-                .engine_context(id.clone(), Default::default(), self.related_capacity)
-            {
-                Ok(made) => made,
-                Err(EngineContextError::DuplicateId) => {
-                    tracing::warn!(%id, "duplicate request id");
-                    let error =
-                        ErrorObject::invalid_request(format!("request id {id} is already in use"));
-                    return self.write(Response::error(Some(id), error));
-                }
-                Err(EngineContextError::NoEngine) => {
-                    return self.forward(Ok(Inbound::Single(Message::Request(request))));
-                }
-                Err(_) => return Next::Stop,
-            };
+        let (cx, mut related) = match self.slot.engine_context_unregistered(
+            id.clone(),
+            Default::default(),
+            self.related_capacity,
+        ) {
+            Ok(made) => made,
+            Err(EngineContextError::DuplicateId) => {
+                tracing::warn!(%id, "duplicate request id");
+                let error =
+                    ErrorObject::invalid_request(format!("request id {id} is already in use"));
+                return self.write(Response::error(Some(id), error));
+            }
+            Err(EngineContextError::NoEngine) => {
+                return self.forward(Ok(Inbound::Single(Message::Request(request))));
+            }
+            Err(_) => return Next::Stop,
+        };
         let mut run = direct_run(handler, request, cx);
         // The first poll, here: a handler that answers at once with nothing sent before is
         // answered from this thread. (`None` inside: cancelled, which it cannot be before its
@@ -505,6 +505,12 @@ impl InlineReader {
             self.done = true;
             return Next::Stop;
         };
+        // It waits (or sent something first): in flight from now on, before the next read,
+        // so the peer's cancellation and a reused id are seen. (Shutting down: its token is
+        // cancelled, and it ends without an answer as the engine's own requests do.)
+        if let Err(e) = related.register() {
+            tracing::debug!(%id, error = %e, "registering a waiting request failed");
+        }
         runtime.spawn(finish(
             peer,
             Waiting {

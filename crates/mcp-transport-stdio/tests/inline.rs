@@ -179,12 +179,22 @@ impl Harness {
     }
 
     /// Ends the input and waits for both threads.
-    fn finish(mut self) {
+    fn finish(self) {
+        self.finish_with_rest();
+    }
+
+    /// [`finish`](Self::finish), and what the server wrote that was not read yet.
+    fn finish_with_rest(mut self) -> Vec<Value> {
         drop(self.to_server.take());
         let reader = self.reader.join().expect("the reader thread");
         assert!(reader.is_ok(), "{reader:?}");
         let engine = self.engine.join().expect("the engine thread");
         assert!(engine.is_ok(), "{engine:?}");
+        let mut rest = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
+            rest.push(line);
+        }
+        rest
     }
 }
 
@@ -252,7 +262,11 @@ fn a_cancelled_waiting_request_gets_no_answer() {
     h.call(3, "where");
     let last = h.next();
     assert_eq!(last["id"], 3, "no answer to the cancelled request: {last}");
-    h.finish();
+    let rest = h.finish_with_rest();
+    assert!(
+        rest.is_empty(),
+        "no answer to the cancelled request: {rest:?}"
+    );
 }
 
 #[test]

@@ -184,23 +184,61 @@ impl DirectSlot {
         extensions: Extensions,
         capacity: usize,
     ) -> Result<(RequestContext, RelatedReceiver), EngineContextError> {
+        self.context(id, extensions, capacity, true)
+    }
+
+    /// [`engine_context`](Self::engine_context) for a transport that polls the handler once
+    /// where it read the request, before it reads the peer's next message (stdio's reader
+    /// thread). The request is checked as there (its id not in flight, the engine not
+    /// closing) but counts as in flight only once [`RelatedReceiver::register`] is called,
+    /// which the transport does when the handler has to wait: a handler that answers on its
+    /// first poll (most do) costs no entry in the engine's in-flight map, added and removed
+    /// under its lock.
+    ///
+    /// Until then nothing cancels the request: the peer's `notifications/cancelled` naming it
+    /// is among the messages not read yet, and the engine's shutdown is seen at registration.
+    /// The caller must not read another request before it registers or drops the receiver:
+    /// one with the same id would not be seen as a duplicate.
+    pub fn engine_context_unregistered(
+        &self,
+        id: Id,
+        extensions: Extensions,
+        capacity: usize,
+    ) -> Result<(RequestContext, RelatedReceiver), EngineContextError> {
+        self.context(id, extensions, capacity, false)
+    }
+
+    fn context(
+        &self,
+        id: Id,
+        extensions: Extensions,
+        capacity: usize,
+        register: bool,
+    ) -> Result<(RequestContext, RelatedReceiver), EngineContextError> {
         let (shared, _) = self
             .inner
             .engine
             .get()
             .ok_or(EngineContextError::NoEngine)?;
-        let cancel = {
+        let cancel = CancellationToken::new();
+        let inflight = {
             let mut inflight = super::lock(&shared.inflight);
             if inflight.contains_key(&id) {
                 return Err(EngineContextError::DuplicateId);
             }
-            let token = CancellationToken::new();
-            inflight.insert(id.clone(), token.clone());
-            token
-        };
-        let entry = InflightEntry {
-            shared: Arc::clone(shared),
-            id: id.clone(),
+            if register {
+                inflight.insert(id.clone(), cancel.clone());
+                Inflight::Registered(InflightEntry {
+                    shared: Arc::clone(shared),
+                    id: id.clone(),
+                })
+            } else {
+                Inflight::Unregistered {
+                    shared: Arc::clone(shared),
+                    id: id.clone(),
+                    cancel: cancel.clone(),
+                }
+            }
         };
         // Shutdown cancels the tokens in the map; it may have run before the insert.
         if shared.is_shutting_down() {
@@ -213,13 +251,7 @@ impl DirectSlot {
             cancel,
             extensions,
         };
-        Ok((
-            cx,
-            RelatedReceiver {
-                rx,
-                _inflight: Some(entry),
-            },
-        ))
+        Ok((cx, RelatedReceiver { rx, inflight }))
     }
 }
 
@@ -378,7 +410,7 @@ impl Detached {
             cx,
             RelatedReceiver {
                 rx,
-                _inflight: None,
+                inflight: Inflight::Detached,
             },
         )
     }
@@ -388,7 +420,21 @@ impl Detached {
 /// (`None`) once every clone of the context's peer is gone.
 pub struct RelatedReceiver {
     rx: RequestRx,
-    _inflight: Option<InflightEntry>,
+    inflight: Inflight,
+}
+
+/// Where a [`RelatedReceiver`]'s request stands with the engine's in-flight map.
+enum Inflight {
+    /// A [`Detached`] context's: no engine.
+    Detached,
+    /// In the map until dropped.
+    Registered(InflightEntry),
+    /// Made by [`DirectSlot::engine_context_unregistered`] and not registered yet.
+    Unregistered {
+        shared: Arc<Shared>,
+        id: Id,
+        cancel: CancellationToken,
+    },
 }
 
 impl fmt::Debug for RelatedReceiver {
@@ -413,8 +459,47 @@ impl RelatedReceiver {
     /// demand: a caller that only needs it once the handler waits spares the clone (a lock
     /// each way) for handlers that answer at once.
     pub fn cancellation(&self) -> Option<CancellationToken> {
-        let entry = self._inflight.as_ref()?;
-        super::lock(&entry.shared.inflight).get(&entry.id).cloned()
+        match &self.inflight {
+            Inflight::Detached => None,
+            Inflight::Registered(entry) => {
+                super::lock(&entry.shared.inflight).get(&entry.id).cloned()
+            }
+            Inflight::Unregistered { cancel, .. } => Some(cancel.clone()),
+        }
+    }
+
+    /// Counts the request of a [`DirectSlot::engine_context_unregistered`] context as in
+    /// flight from now on, until the receiver is dropped: the peer's `notifications/cancelled`
+    /// naming it and the engine's shutdown cancel it, and its id cannot be reused. Does
+    /// nothing for other contexts, or when called again.
+    ///
+    /// Fails with [`EngineContextError::DuplicateId`] when another request took the id
+    /// meanwhile (the caller read one before registering), and with
+    /// [`EngineContextError::Closed`] when the engine is shutting down; the request's token
+    /// is then cancelled, as shutdown cancels the requests in flight.
+    pub fn register(&mut self) -> Result<(), EngineContextError> {
+        let (shared, id, cancel) = match std::mem::replace(&mut self.inflight, Inflight::Detached) {
+            Inflight::Unregistered { shared, id, cancel } => (shared, id, cancel),
+            other => {
+                self.inflight = other;
+                return Ok(());
+            }
+        };
+        {
+            let mut inflight = super::lock(&shared.inflight);
+            if inflight.contains_key(&id) {
+                return Err(EngineContextError::DuplicateId);
+            }
+            inflight.insert(id.clone(), cancel.clone());
+        }
+        // Shutdown cancels the tokens in the map; it may have run before the insert.
+        let closing = shared.is_shutting_down();
+        self.inflight = Inflight::Registered(InflightEntry { shared, id });
+        if closing {
+            cancel.cancel();
+            return Err(EngineContextError::Closed);
+        }
+        Ok(())
     }
 }
 
@@ -577,5 +662,71 @@ mod tests {
                 .unwrap_err(),
             EngineContextError::Closed
         );
+    }
+
+    #[tokio::test]
+    async fn an_unregistered_context_is_in_flight_only_once_registered() {
+        use futures_util::SinkExt;
+        let (slot, client, task) = engine_with_slot();
+        let (_client_in, mut client_out) = client.into_parts();
+        let (_taken, _held) = slot
+            .engine_context(Id::from("t"), Extensions::default(), 4)
+            .unwrap();
+        // Checked as `engine_context` checks: a taken id is refused.
+        assert_eq!(
+            slot.engine_context_unregistered(Id::from("t"), Extensions::default(), 4)
+                .unwrap_err(),
+            EngineContextError::DuplicateId
+        );
+        let (cx, related) = slot
+            .engine_context_unregistered(Id::from("r"), Extensions::default(), 4)
+            .unwrap();
+        // Not in the engine's map yet: the id is free, and the token is the context's.
+        assert!(
+            !super::super::lock(&slot.inner.engine.get().unwrap().0.inflight)
+                .contains_key(&Id::from("r"))
+        );
+        let token = related.cancellation().expect("the context's token");
+        token.cancel();
+        assert!(cx.is_cancelled());
+        let (cx, mut related) = slot
+            .engine_context_unregistered(Id::from("q"), Extensions::default(), 4)
+            .unwrap();
+        related.register().unwrap();
+        related.register().unwrap();
+        assert_eq!(
+            slot.engine_context(Id::from("q"), Extensions::default(), 4)
+                .unwrap_err(),
+            EngineContextError::DuplicateId
+        );
+        // Registered: the peer's cancellation reaches it.
+        let cancel = crate::Notification::with_params(
+            crate::CANCELLED_METHOD,
+            &serde_json::json!({"requestId": "q"}),
+        )
+        .unwrap();
+        client_out
+            .send(Outbound::from(Message::Notification(cancel)))
+            .await
+            .unwrap();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            cx.cancellation().cancelled(),
+        )
+        .await
+        .expect("the peer's cancellation reached the registered context");
+        drop(related);
+        assert!(
+            slot.engine_context(Id::from("q"), Extensions::default(), 4)
+                .is_ok()
+        );
+        // Registered while the engine shuts down: refused, and cancelled.
+        let (cx, mut related) = slot
+            .engine_context_unregistered(Id::from("p"), Extensions::default(), 4)
+            .unwrap();
+        task.abort();
+        let _ = task.await;
+        assert_eq!(related.register().unwrap_err(), EngineContextError::Closed);
+        assert!(cx.is_cancelled());
     }
 }
