@@ -143,8 +143,19 @@ pub fn era_of(method: &str, params: Option<&Value>) -> Era {
 /// Whether `method` exists only in stateless revisions (`server/discover`,
 /// `subscriptions/listen`, ...): such a request is stateless whatever its `_meta` says.
 pub fn stateless_only(method: &str) -> bool {
-    methods::lookup(method)
-        .is_some_and(|info| info.revisions.iter().all(|v| v.era() == Era::Stateless))
+    // Every request asks: the few names are listed once and compared, with no hashing.
+    static ONLY: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+        methods::all()
+            .iter()
+            .filter(|info| is_stateless_only(info))
+            .map(|info| info.name)
+            .collect()
+    });
+    ONLY.contains(&method)
+}
+
+fn is_stateless_only(info: &MethodInfo) -> bool {
+    info.revisions.iter().all(|v| v.era() == Era::Stateless)
 }
 
 /// [`era_of`] from the `_meta` value alone (for callers that extract it without parsing the
@@ -1474,5 +1485,26 @@ mod tests {
             LoggingLevel::Emergency,
         ];
         assert!(ordered.windows(2).all(|w| severity(w[0]) < severity(w[1])));
+    }
+
+    #[test]
+    fn stateless_only_methods_are_those_of_stateless_revisions_alone() {
+        let mut only = 0;
+        for info in methods::all() {
+            assert_eq!(
+                stateless_only(info.name),
+                is_stateless_only(info),
+                "{}",
+                info.name
+            );
+            only += usize::from(is_stateless_only(info));
+        }
+        assert!(
+            only >= 2,
+            "server/discover and subscriptions/listen at least"
+        );
+        assert!(stateless_only("server/discover"));
+        assert!(!stateless_only("tools/call"));
+        assert!(!stateless_only("no/such/method"));
     }
 }
