@@ -451,18 +451,22 @@ impl InlineReader {
         let Some(handler) = self.slot.handler() else {
             return self.forward(Ok(Inbound::Single(Message::Request(request))));
         };
-        let permit = match Arc::clone(&self.permits).try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) if !self.blocking => {
+        // A permit is taken by a request that waits: one answered on its first poll is in
+        // flight only while this thread polls it, and reads nothing else. This thread alone
+        // takes permits, so one seen free here is still free after the poll; with none free,
+        // the request waits for one before it starts, holding it throughout.
+        let mut permit = None;
+        if self.permits.available_permits() == 0 {
+            if !self.blocking {
                 let frame = Ok(Inbound::Single(Message::Request(request)));
                 self.deferred = Some(Deferred::Request(frame));
                 return Next::Pause;
             }
-            Err(_) => match runtime.block_on(Arc::clone(&self.permits).acquire_owned()) {
-                Ok(permit) => permit,
+            match runtime.block_on(Arc::clone(&self.permits).acquire_owned()) {
+                Ok(taken) => permit = Some(taken),
                 Err(_) => return Next::Stop,
-            },
-        };
+            }
+        }
         let id = request.id.clone();
         let (cx, mut related) = match self.slot.engine_context_unregistered(
             id.clone(),
@@ -505,6 +509,7 @@ impl InlineReader {
             self.done = true;
             return Next::Stop;
         };
+        let permit = permit.or_else(|| Arc::clone(&self.permits).try_acquire_owned().ok());
         // It waits (or sent something first): in flight from now on, before the next read,
         // so the peer's cancellation and a reused id are seen. (Shutting down: its token is
         // cancelled, and it ends without an answer as the engine's own requests do.)
@@ -581,7 +586,9 @@ struct Waiting {
     first: Option<Option<HandlerOutcome>>,
     /// The first message it sent, taken to see whether there was any.
     sent: Option<Outbound>,
-    _permit: OwnedSemaphorePermit,
+    /// Its place among the requests in flight (`None` only if a permit seen free was gone,
+    /// which cannot happen: this thread alone takes them).
+    _permit: Option<OwnedSemaphorePermit>,
 }
 
 /// Serves the rest of a [`Waiting`] request on the runtime: what its handler sends and then

@@ -42,6 +42,10 @@ impl Methods {
                 self.release.notified().await;
                 Ok(raw(&json!("released")))
             }
+            "nap" => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok(raw(&json!("rested")))
+            }
             "release" => {
                 self.release.notify_one();
                 Ok(raw(&json!("ok")))
@@ -121,13 +125,17 @@ impl Harness {
     }
 
     fn start_with(nonblocking_input: bool) -> Harness {
+        Harness::start_from(unstarted(nonblocking_input))
+    }
+
+    fn start_from(unstarted: Unstarted) -> Harness {
         let Unstarted {
             runtime,
             driver,
             reader,
             to_server,
             from_server,
-        } = unstarted(nonblocking_input);
+        } = unstarted;
         let handle = runtime.handle().clone();
         let engine = std::thread::Builder::new()
             .name(RUNTIME.into())
@@ -242,6 +250,40 @@ fn a_waiting_request_does_not_hold_up_the_next_and_keeps_its_id() {
         .collect();
     ids.sort_by_key(|(id, _)| *id);
     assert_eq!(ids, [(1, json!("released")), (3, json!("ok"))]);
+    h.finish();
+}
+
+#[test]
+fn with_every_place_taken_by_waiting_requests_the_next_waits_for_one() {
+    let mut server = unstarted(false);
+    server.reader = server.reader.max_in_flight(1);
+    let mut h = Harness::start_from(server);
+    h.call(1, "nap");
+    h.call(2, "where");
+    // The napping request holds the only place: the next starts once it is answered.
+    let first = h.next();
+    assert_eq!(first["id"], 1, "{first}");
+    assert_eq!(first["result"], "rested", "{first}");
+    let second = h.next();
+    assert_eq!(second["id"], 2, "{second}");
+    // Requests answered at once take no place: many pass while none waits.
+    for id in 3..10 {
+        h.call(id, "where");
+        assert_eq!(h.next()["id"], id);
+    }
+    h.finish();
+}
+
+#[test]
+fn with_a_place_free_a_waiting_request_does_not_hold_up_the_next() {
+    let mut server = unstarted(false);
+    server.reader = server.reader.max_in_flight(2);
+    let mut h = Harness::start_from(server);
+    h.call(1, "nap");
+    h.call(2, "where");
+    let first = h.next();
+    assert_eq!(first["id"], 2, "{first}");
+    assert_eq!(h.next()["id"], 1);
     h.finish();
 }
 
