@@ -54,6 +54,7 @@ fn decode_from<'de, R: serde_json::de::Read<'de>>(
     }
 }
 
+#[cold]
 fn invalid(id: Option<Id>, detail: impl fmt::Display, response_like: bool) -> InvalidMessage {
     InvalidMessage {
         id,

@@ -67,6 +67,7 @@ impl PartialEq for ErrorObject {
 
 impl ErrorObject {
     /// An error with the given code and message and no data.
+    #[cold]
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         ErrorObject {
             code,
@@ -82,16 +83,19 @@ impl ErrorObject {
     }
 
     /// `-32700`: the bytes received are not valid JSON.
+    #[cold]
     pub fn parse_error(detail: impl fmt::Display) -> Self {
         Self::new(codes::PARSE_ERROR, format!("Parse error: {detail}"))
     }
 
     /// `-32600`: the JSON received is not a valid request.
+    #[cold]
     pub fn invalid_request(detail: impl fmt::Display) -> Self {
         Self::new(codes::INVALID_REQUEST, format!("Invalid request: {detail}"))
     }
 
     /// `-32601`: the method does not exist.
+    #[cold]
     pub fn method_not_found(method: &str) -> Self {
         Self::new(
             codes::METHOD_NOT_FOUND,
@@ -100,11 +104,13 @@ impl ErrorObject {
     }
 
     /// `-32602`: the parameters are invalid.
+    #[cold]
     pub fn invalid_params(detail: impl fmt::Display) -> Self {
         Self::new(codes::INVALID_PARAMS, format!("Invalid params: {detail}"))
     }
 
     /// `-32603`: an internal error.
+    #[cold]
     pub fn internal_error(detail: impl fmt::Display) -> Self {
         Self::new(codes::INTERNAL_ERROR, format!("Internal error: {detail}"))
     }
