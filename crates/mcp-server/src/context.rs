@@ -196,7 +196,7 @@ pub struct RequestContext {
     pub(crate) channel: Arc<dyn ClientChannel>,
     pub(crate) request_id: Id,
     pub(crate) progress_token: Option<ProgressToken>,
-    pub(crate) cancel: CancellationToken,
+    pub(crate) cancel: mcp_jsonrpc::Cancellation,
     pub(crate) extensions: Extensions,
     pub(crate) uri: Option<Arc<str>>,
     pub(crate) server: crate::Server,
@@ -353,7 +353,7 @@ impl RequestContext {
 
     /// The request's cancellation token (to hand to other tasks).
     pub fn cancellation_token(&self) -> CancellationToken {
-        self.cancel.clone()
+        self.cancel.token().clone()
     }
 
     /// Reports progress. Sent only if the client asked for progress (a `progressToken` in the
@@ -668,7 +668,7 @@ impl RequestContext {
 
     pub(crate) async fn provide_input(&self, ask: InputRequired) -> Result<Resume, ErrorObject> {
         self.channel
-            .input_required(ask, &self.scope, &self.cancel)
+            .input_required(ask, &self.scope, self.cancel.token())
             .await
     }
 
@@ -687,7 +687,7 @@ impl RequestContext {
         params: Option<Box<RawValue>>,
     ) -> Result<Box<RawValue>, CallError> {
         self.channel
-            .request(key, method, params, &self.cancel)
+            .request(key, method, params, self.cancel.token())
             .await
     }
 }

@@ -19,7 +19,6 @@ use mcp_types::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use tokio_util::sync::CancellationToken;
 
 use crate::context::{ClientChannel, ClientScope, RequestContext};
 use crate::handler::Request;
@@ -33,7 +32,7 @@ pub(crate) struct Origin<'a> {
     /// How handler contexts reach the client.
     pub(crate) channel: Arc<dyn ClientChannel>,
     /// Fires when the request is cancelled or the connection closes.
-    pub(crate) cancel: CancellationToken,
+    pub(crate) cancel: mcp_jsonrpc::Cancellation,
     /// The session's resource subscriptions (`None` where there is no session).
     pub(crate) subscriptions: Option<&'a Mutex<HashSet<String>>>,
 }

@@ -232,7 +232,7 @@ struct SessionEndpoint<'a> {
 fn serve_session(
     session: &Session,
     peer: Peer,
-    cancel: CancellationToken,
+    cancel: mcp_jsonrpc::Cancellation,
     request: Request,
 ) -> BoxFuture<'_, Result<RawJson, ErrorObject>> {
     match route(session, peer, cancel, request) {
@@ -249,7 +249,7 @@ fn serve_session(
 fn serve_session_owned(
     session: Arc<Session>,
     peer: Peer,
-    cancel: CancellationToken,
+    cancel: mcp_jsonrpc::Cancellation,
     request: Request,
 ) -> BoxFuture<'static, Result<RawJson, ErrorObject>> {
     Box::pin(async move {
@@ -266,7 +266,12 @@ enum Route<'a> {
     Dispatch(Origin<'a>, Request),
 }
 
-fn route(session: &Session, peer: Peer, cancel: CancellationToken, request: Request) -> Route<'_> {
+fn route(
+    session: &Session,
+    peer: Peer,
+    cancel: mcp_jsonrpc::Cancellation,
+    request: Request,
+) -> Route<'_> {
     match request.method.as_str() {
         "initialize" => {
             return Route::Answered(session.initialize(request.params.as_deref(), &peer));
@@ -297,7 +302,7 @@ impl Endpoint for SessionEndpoint<'_> {
         serve_session(
             self.session,
             self.rpc.peer().clone(),
-            self.rpc.cancellation().clone(),
+            self.rpc.cancellation_handle().clone(),
             request,
         )
     }

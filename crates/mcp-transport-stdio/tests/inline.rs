@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -22,6 +23,8 @@ const RUNTIME: &str = "inline-runtime";
 #[derive(Clone, Default)]
 struct Methods {
     release: Arc<Notify>,
+    /// Set by a `watch` handler once its cancellation fired.
+    saw_cancellation: Arc<AtomicBool>,
 }
 
 impl Methods {
@@ -42,6 +45,19 @@ impl Methods {
                 self.release.notified().await;
                 Ok(raw(&json!("released")))
             }
+            "watch" => {
+                // What blocking work does with the token: keep a clone and stop once it fires
+                // (the handler's own future is dropped then, and polled no more).
+                let token = cx.cancellation().clone();
+                let saw = Arc::clone(&self.saw_cancellation);
+                tokio::spawn(async move {
+                    token.cancelled().await;
+                    saw.store(true, Ordering::SeqCst);
+                });
+                std::future::pending::<()>().await;
+                Ok(raw(&json!("never")))
+            }
+            "saw" => Ok(raw(&json!(self.saw_cancellation.load(Ordering::SeqCst)))),
             "nap" => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 Ok(raw(&json!("rested")))
@@ -304,6 +320,35 @@ fn a_cancelled_waiting_request_gets_no_answer() {
     h.call(3, "where");
     let last = h.next();
     assert_eq!(last["id"], 3, "no answer to the cancelled request: {last}");
+    let rest = h.finish_with_rest();
+    assert!(
+        rest.is_empty(),
+        "no answer to the cancelled request: {rest:?}"
+    );
+}
+
+#[test]
+fn a_waiting_handler_sees_the_peer_cancel_it() {
+    let mut h = Harness::start();
+    h.call(1, "watch");
+    h.send(json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": 1 }
+    }));
+    // The engine handles the cancellation on its own thread: ask until the handler saw it.
+    let mut seen = false;
+    for id in 2..200 {
+        h.call(id, "saw");
+        let answer = h.next();
+        assert_eq!(answer["id"], id, "{answer}");
+        if answer["result"] == json!(true) {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(seen, "the handler's token fired");
     let rest = h.finish_with_rest();
     assert!(
         rest.is_empty(),

@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::queue::{RequestRx, Tx, request_queue};
-use super::{Config, Peer, Queued, RequestContext, Shared};
+use super::{Cancellation, Config, Peer, Queued, RequestContext, Shared};
 use crate::connection::{Extensions, Outbound};
 use crate::error::ErrorObject;
 use crate::id::Id;
@@ -220,24 +220,28 @@ impl DirectSlot {
             .engine
             .get()
             .ok_or(EngineContextError::NoEngine)?;
-        let cancel = CancellationToken::new();
-        let inflight = {
+        let (cancel, inflight) = {
             let mut inflight = super::lock(&shared.inflight);
             if inflight.contains_key(&id) {
                 return Err(EngineContextError::DuplicateId);
             }
             if register {
-                inflight.insert(id.clone(), cancel.clone());
-                Inflight::Registered(InflightEntry {
+                let token = CancellationToken::new();
+                inflight.insert(id.clone(), token.clone());
+                let entry = InflightEntry {
                     shared: Arc::clone(shared),
                     id: id.clone(),
-                })
+                };
+                (Cancellation::from(token), Inflight::Registered(entry))
             } else {
-                Inflight::Unregistered {
+                // Its token is made when the request is registered or something asks for it.
+                let cancel = Cancellation::lazy();
+                let state = Inflight::Unregistered {
                     shared: Arc::clone(shared),
                     id: id.clone(),
                     cancel: cancel.clone(),
-                }
+                };
+                (cancel, state)
             }
         };
         // Shutdown cancels the tokens in the map; it may have run before the insert.
@@ -403,7 +407,7 @@ impl Detached {
         let cx = RequestContext {
             peer: Peer::new(self.shared.clone(), Tx::Request(tx), Some(id.clone())),
             id,
-            cancel,
+            cancel: cancel.into(),
             extensions,
         };
         (
@@ -433,7 +437,7 @@ enum Inflight {
     Unregistered {
         shared: Arc<Shared>,
         id: Id,
-        cancel: CancellationToken,
+        cancel: Cancellation,
     },
 }
 
@@ -464,7 +468,7 @@ impl RelatedReceiver {
             Inflight::Registered(entry) => {
                 super::lock(&entry.shared.inflight).get(&entry.id).cloned()
             }
-            Inflight::Unregistered { cancel, .. } => Some(cancel.clone()),
+            Inflight::Unregistered { cancel, .. } => Some(cancel.token().clone()),
         }
     }
 
@@ -485,18 +489,19 @@ impl RelatedReceiver {
                 return Ok(());
             }
         };
+        let token = cancel.token();
         {
             let mut inflight = super::lock(&shared.inflight);
             if inflight.contains_key(&id) {
                 return Err(EngineContextError::DuplicateId);
             }
-            inflight.insert(id.clone(), cancel.clone());
+            inflight.insert(id.clone(), token.clone());
         }
         // Shutdown cancels the tokens in the map; it may have run before the insert.
         let closing = shared.is_shutting_down();
         self.inflight = Inflight::Registered(InflightEntry { shared, id });
         if closing {
-            cancel.cancel();
+            token.cancel();
             return Err(EngineContextError::Closed);
         }
         Ok(())

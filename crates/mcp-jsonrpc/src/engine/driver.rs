@@ -430,7 +430,7 @@ impl<H: Handler> DriverState<H> {
         };
         let rcx = RequestContext {
             id: id.clone(),
-            cancel: token,
+            cancel: token.into(),
             peer: self.peer(Some(id.clone())),
             extensions,
         };

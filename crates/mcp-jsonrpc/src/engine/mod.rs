@@ -1,5 +1,6 @@
 //! The request engine: transport-agnostic request/response plumbing used by both roles.
 
+mod cancel;
 mod direct;
 mod driver;
 mod peer;
@@ -18,6 +19,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use cancel::Cancellation;
 pub use direct::{
     Cancellable, Detached, DirectHandler, DirectRun, DirectSlot, EngineContextError,
     HandlerOutcome, RelatedReceiver, direct_run, handler_response,
@@ -103,7 +105,7 @@ impl<H: Handler> Handler for Arc<H> {
 #[derive(Debug, Clone)]
 pub struct RequestContext {
     id: Id,
-    cancel: CancellationToken,
+    cancel: Cancellation,
     peer: Peer,
     extensions: Extensions,
 }
@@ -117,6 +119,11 @@ impl RequestContext {
     /// Fires when the peer cancels this request or the connection closes. The engine then drops
     /// the handler's future and sends no response; the token lets blocking work stop early.
     pub fn cancellation(&self) -> &CancellationToken {
+        self.cancel.token()
+    }
+
+    /// The request's [`Cancellation`], to keep without making its token (see there).
+    pub fn cancellation_handle(&self) -> &Cancellation {
         &self.cancel
     }
 
@@ -153,8 +160,8 @@ impl RequestContext {
 pub struct RequestParts {
     /// The id of the request being handled.
     pub id: Id,
-    /// See [`RequestContext::cancellation`].
-    pub cancellation: CancellationToken,
+    /// See [`RequestContext::cancellation_handle`].
+    pub cancellation: Cancellation,
     /// See [`RequestContext::peer`].
     pub peer: Peer,
     /// See [`RequestContext::extensions`].

@@ -620,7 +620,7 @@ async fn call(
         let origin = Origin {
             scope,
             channel,
-            cancel: rpc.cancellation().clone(),
+            cancel: rpc.cancellation_handle().clone(),
             subscriptions: None,
         };
         match tool {

@@ -123,7 +123,7 @@ pub(crate) async fn run(
     let origin = Origin {
         scope,
         channel: Arc::clone(&task_channel) as Arc<dyn ClientChannel>,
-        cancel: cancel.clone(),
+        cancel: cancel.clone().into(),
         subscriptions: None,
     };
     let job_server = server.clone();
