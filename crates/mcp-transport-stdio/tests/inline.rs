@@ -149,6 +149,17 @@ impl Harness {
         Harness::start_from(unstarted(nonblocking_input))
     }
 
+    /// A harness whose reader lets at most `places` requests wait at once, with request 1
+    /// napping and request 2 asking whether it naps already sent.
+    fn napping_with_places(places: usize) -> Harness {
+        let mut server = unstarted(false);
+        server.reader = server.reader.max_in_flight(places);
+        let mut h = Harness::start_from(server);
+        h.call(1, "nap");
+        h.call(2, "napping");
+        h
+    }
+
     fn start_from(unstarted: Unstarted) -> Harness {
         let Unstarted {
             runtime,
@@ -210,6 +221,25 @@ impl Harness {
     /// Ends the input and waits for both threads.
     fn finish(self) {
         self.finish_with_rest();
+    }
+
+    /// Sends the client's `notifications/cancelled` for request `id`.
+    fn cancel(&mut self, id: u64) {
+        self.send(json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": { "requestId": id }
+        }));
+    }
+
+    /// [`finish`](Self::finish), checking the server wrote nothing more (a cancelled request
+    /// gets no answer).
+    fn finish_without_more(self) {
+        let rest = self.finish_with_rest();
+        assert!(
+            rest.is_empty(),
+            "no answer to the cancelled request: {rest:?}"
+        );
     }
 
     /// [`finish`](Self::finish), and what the server wrote that was not read yet.
@@ -276,11 +306,7 @@ fn a_waiting_request_does_not_hold_up_the_next_and_keeps_its_id() {
 
 #[test]
 fn with_every_place_taken_by_waiting_requests_the_next_waits_for_one() {
-    let mut server = unstarted(false);
-    server.reader = server.reader.max_in_flight(1);
-    let mut h = Harness::start_from(server);
-    h.call(1, "nap");
-    h.call(2, "napping");
+    let mut h = Harness::napping_with_places(1);
     // The napping request holds the only place: the next starts once the nap is over. (Its
     // answer may still be written first: the reader writes its own answers at once, the
     // engine those of requests that waited.)
@@ -302,11 +328,7 @@ fn with_every_place_taken_by_waiting_requests_the_next_waits_for_one() {
 
 #[test]
 fn with_a_place_free_a_waiting_request_does_not_hold_up_the_next() {
-    let mut server = unstarted(false);
-    server.reader = server.reader.max_in_flight(2);
-    let mut h = Harness::start_from(server);
-    h.call(1, "nap");
-    h.call(2, "napping");
+    let h = Harness::napping_with_places(2);
     let first = h.next();
     assert_eq!(first["id"], 2, "{first}");
     assert_eq!(first["result"], true, "served during the nap: {first}");
@@ -318,11 +340,7 @@ fn with_a_place_free_a_waiting_request_does_not_hold_up_the_next() {
 fn a_cancelled_waiting_request_gets_no_answer() {
     let mut h = Harness::start();
     h.call(1, "wait");
-    h.send(json!({
-        "jsonrpc": "2.0",
-        "method": "notifications/cancelled",
-        "params": { "requestId": 1 }
-    }));
+    h.cancel(1);
     // Releasing it after the cancellation must not produce an answer either; the ping-like
     // request after it shows everything before was handled.
     h.call(2, "release");
@@ -331,22 +349,14 @@ fn a_cancelled_waiting_request_gets_no_answer() {
     h.call(3, "where");
     let last = h.next();
     assert_eq!(last["id"], 3, "no answer to the cancelled request: {last}");
-    let rest = h.finish_with_rest();
-    assert!(
-        rest.is_empty(),
-        "no answer to the cancelled request: {rest:?}"
-    );
+    h.finish_without_more();
 }
 
 #[test]
 fn a_waiting_handler_sees_the_peer_cancel_it() {
     let mut h = Harness::start();
     h.call(1, "watch");
-    h.send(json!({
-        "jsonrpc": "2.0",
-        "method": "notifications/cancelled",
-        "params": { "requestId": 1 }
-    }));
+    h.cancel(1);
     // The engine handles the cancellation on its own thread: ask until the handler saw it.
     let mut seen = false;
     for id in 2..1000 {
@@ -360,11 +370,7 @@ fn a_waiting_handler_sees_the_peer_cancel_it() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(seen, "the handler's token fired");
-    let rest = h.finish_with_rest();
-    assert!(
-        rest.is_empty(),
-        "no answer to the cancelled request: {rest:?}"
-    );
+    h.finish_without_more();
 }
 
 #[test]

@@ -623,22 +623,12 @@ mod tests {
         assert_eq!(answer.get(), r#"{"roots":[]}"#);
     }
 
-    #[tokio::test]
-    async fn the_peer_cancels_an_engine_context_and_its_id_stays_taken_until_done() {
+    /// The client sends `notifications/cancelled` for `id`; `cx` sees it within 5 s.
+    async fn peer_cancels(client_out: &mut crate::OutboundSink, id: &str, cx: &RequestContext) {
         use futures_util::SinkExt;
-        let (slot, client, task) = engine_with_slot();
-        let (_client_in, mut client_out) = client.into_parts();
-        let (cx, related) = slot
-            .engine_context(Id::from("r"), Extensions::default(), 4)
-            .unwrap();
-        assert_eq!(
-            slot.engine_context(Id::from("r"), Extensions::default(), 4)
-                .unwrap_err(),
-            EngineContextError::DuplicateId
-        );
         let cancel = crate::Notification::with_params(
             crate::CANCELLED_METHOD,
-            &serde_json::json!({"requestId": "r", "reason": "enough"}),
+            &serde_json::json!({"requestId": id, "reason": "enough"}),
         )
         .unwrap();
         client_out
@@ -651,6 +641,21 @@ mod tests {
         )
         .await
         .expect("the peer's cancellation reached the context");
+    }
+
+    #[tokio::test]
+    async fn the_peer_cancels_an_engine_context_and_its_id_stays_taken_until_done() {
+        let (slot, client, task) = engine_with_slot();
+        let (_client_in, mut client_out) = client.into_parts();
+        let (cx, related) = slot
+            .engine_context(Id::from("r"), Extensions::default(), 4)
+            .unwrap();
+        assert_eq!(
+            slot.engine_context(Id::from("r"), Extensions::default(), 4)
+                .unwrap_err(),
+            EngineContextError::DuplicateId
+        );
+        peer_cancels(&mut client_out, "r", &cx).await;
         let fetched = related.cancellation().expect("an engine context's token");
         assert!(fetched.is_cancelled(), "the fetched token is the request's");
         drop(related);
@@ -671,7 +676,6 @@ mod tests {
 
     #[tokio::test]
     async fn an_unregistered_context_is_in_flight_only_once_registered() {
-        use futures_util::SinkExt;
         let (slot, client, task) = engine_with_slot();
         let (_client_in, mut client_out) = client.into_parts();
         let (_taken, _held) = slot
@@ -705,21 +709,7 @@ mod tests {
             EngineContextError::DuplicateId
         );
         // Registered: the peer's cancellation reaches it.
-        let cancel = crate::Notification::with_params(
-            crate::CANCELLED_METHOD,
-            &serde_json::json!({"requestId": "q"}),
-        )
-        .unwrap();
-        client_out
-            .send(Outbound::from(Message::Notification(cancel)))
-            .await
-            .unwrap();
-        tokio::time::timeout(
-            std::time::Duration::from_secs(5),
-            cx.cancellation().cancelled(),
-        )
-        .await
-        .expect("the peer's cancellation reached the registered context");
+        peer_cancels(&mut client_out, "q", &cx).await;
         drop(related);
         assert!(
             slot.engine_context(Id::from("q"), Extensions::default(), 4)
