@@ -8,11 +8,12 @@ use tokio_util::sync::CancellationToken;
 /// A request's cancellation: the [`CancellationToken`] the engine cancels when the peer
 /// cancels the request or the connection closes.
 ///
-/// For a request a transport serves where it read it
-/// ([`DirectSlot::engine_context_unregistered`](crate::DirectSlot::engine_context_unregistered)),
-/// the token is made the first time something asks for it: most such requests are answered
-/// before anything does, and a token takes a lock to clone and to drop. Clones share the
-/// token, made or not.
+/// For the engine's requests (those it dispatches, and the contexts of
+/// [`DirectSlot`](crate::DirectSlot)) the token is made the first time something asks for
+/// it (the handler, the engine watching a handler that waits, a cancellation): most
+/// requests are answered before anything does, and a token takes a lock to clone and to
+/// drop. Clones share the token, made or not. A token given from outside (a
+/// [`Detached`](crate::Detached) context's) is used as it is.
 ///
 /// ```
 /// use mcp_jsonrpc::Cancellation;
@@ -31,8 +32,8 @@ pub struct Cancellation(Repr);
 #[derive(Clone)]
 enum Repr {
     Token(CancellationToken),
-    /// Made on first use; shared with the engine's record of the request, which registers
-    /// the same token when the request has to wait.
+    /// Made on first use; shared with the engine's in-flight map, which cancels the same
+    /// token.
     Lazy(Arc<OnceLock<CancellationToken>>),
 }
 

@@ -225,17 +225,16 @@ impl DirectSlot {
             if inflight.contains_key(&id) {
                 return Err(EngineContextError::DuplicateId);
             }
+            // Its token is made when something asks for it (the handler, or a cancellation).
+            let cancel = Cancellation::lazy();
             if register {
-                let token = CancellationToken::new();
-                inflight.insert(id.clone(), token.clone());
+                inflight.insert(id.clone(), cancel.clone());
                 let entry = InflightEntry {
                     shared: Arc::clone(shared),
                     id: id.clone(),
                 };
-                (Cancellation::from(token), Inflight::Registered(entry))
+                (cancel, Inflight::Registered(entry))
             } else {
-                // Its token is made when the request is registered or something asks for it.
-                let cancel = Cancellation::lazy();
                 let state = Inflight::Unregistered {
                     shared: Arc::clone(shared),
                     id: id.clone(),
@@ -465,9 +464,9 @@ impl RelatedReceiver {
     pub fn cancellation(&self) -> Option<CancellationToken> {
         match &self.inflight {
             Inflight::Detached => None,
-            Inflight::Registered(entry) => {
-                super::lock(&entry.shared.inflight).get(&entry.id).cloned()
-            }
+            Inflight::Registered(entry) => super::lock(&entry.shared.inflight)
+                .get(&entry.id)
+                .map(|cancel| cancel.token().clone()),
             Inflight::Unregistered { cancel, .. } => Some(cancel.token().clone()),
         }
     }
@@ -489,19 +488,18 @@ impl RelatedReceiver {
                 return Ok(());
             }
         };
-        let token = cancel.token();
         {
             let mut inflight = super::lock(&shared.inflight);
             if inflight.contains_key(&id) {
                 return Err(EngineContextError::DuplicateId);
             }
-            inflight.insert(id.clone(), token.clone());
+            inflight.insert(id.clone(), cancel.clone());
         }
         // Shutdown cancels the tokens in the map; it may have run before the insert.
         let closing = shared.is_shutting_down();
         self.inflight = Inflight::Registered(InflightEntry { shared, id });
         if closing {
-            token.cancel();
+            cancel.token().cancel();
             return Err(EngineContextError::Closed);
         }
         Ok(())

@@ -21,11 +21,11 @@ use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 use serde::Deserialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio_util::sync::{CancellationToken, PollSemaphore};
+use tokio_util::sync::PollSemaphore;
 
 use super::{
-    CANCELLED_METHOD, Cancellable, Handler, NotificationContext, PROGRESS_METHOD, Peer, Progress,
-    Queued, RequestContext, Shared, lock,
+    CANCELLED_METHOD, Cancellable, Cancellation, Handler, NotificationContext, PROGRESS_METHOD,
+    Peer, Progress, Queued, RequestContext, Shared, lock,
 };
 use crate::connection::{Connection, Extensions, InboundStream, Incoming, Outbound, OutboundSink};
 use crate::error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError};
@@ -404,19 +404,20 @@ impl<H: Handler> DriverState<H> {
         cx: &mut Context<'_>,
     ) {
         let id = request.id.clone();
-        let token = {
+        let cancel = {
             let mut inflight = lock(&self.shared.inflight);
             if inflight.contains_key(&id) {
                 None
             } else {
                 // A token of its own rather than a child of `shutdown` (no tree to lock and
-                // unlink per request): shutdown cancels every token still in this map.
-                let token = CancellationToken::new();
-                inflight.insert(id.clone(), token.clone());
-                Some(token)
+                // unlink per request), made when first asked for: shutdown cancels every
+                // request still in this map.
+                let cancel = Cancellation::lazy();
+                inflight.insert(id.clone(), cancel.clone());
+                Some(cancel)
             }
         };
-        let Some(token) = token else {
+        let Some(cancel) = cancel else {
             tracing::warn!(%id, "duplicate request id");
             let response = Response::error(
                 Some(id.clone()),
@@ -430,7 +431,7 @@ impl<H: Handler> DriverState<H> {
         };
         let rcx = RequestContext {
             id: id.clone(),
-            cancel: token.into(),
+            cancel,
             peer: self.peer(Some(id.clone())),
             extensions,
         };
@@ -519,10 +520,10 @@ impl<H: Handler> DriverState<H> {
         match notification.method.as_str() {
             CANCELLED_METHOD => {
                 if let Ok(params) = notification.params_as::<CancelledParams>() {
-                    let token = lock(&self.shared.inflight).get(&params.request_id).cloned();
-                    if let Some(token) = token {
+                    let cancel = lock(&self.shared.inflight).get(&params.request_id).cloned();
+                    if let Some(cancel) = cancel {
                         tracing::debug!(id = %params.request_id, "peer cancelled a request");
-                        token.cancel();
+                        cancel.token().cancel();
                         return;
                     }
                 }
@@ -625,7 +626,8 @@ async fn run_handler<H: Handler>(
         // The handler waits: from now on its token is watched (only this function takes the
         // entry out of the map), and the next poll registers with it.
         Poll::Pending if !run.is_watching() => {
-            run.watch(lock(&shared.inflight).get(&id).cloned());
+            let cancel = lock(&shared.inflight).get(&id).cloned();
+            run.watch(cancel.map(|c| c.token().clone()));
             Pin::new(&mut run).poll(cx)
         }
         polled => polled,

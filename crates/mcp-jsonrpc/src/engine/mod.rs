@@ -433,7 +433,7 @@ struct Shared {
     config: Config,
     next_id: AtomicI64,
     pending: Mutex<IdMap<Pending>>,
-    inflight: Mutex<IdMap<CancellationToken>>,
+    inflight: Mutex<IdMap<Cancellation>>,
     cancels: Mutex<Vec<CancelNotice>>,
     driver_waker: AtomicWaker,
     close_requested: AtomicBool,
@@ -496,8 +496,8 @@ impl Shared {
     fn cancel_handlers(&self) {
         self.shutting_down.store(true, Ordering::Release);
         self.shutdown.cancel();
-        for token in lock(&self.inflight).values() {
-            token.cancel();
+        for cancel in lock(&self.inflight).values() {
+            cancel.token().cancel();
         }
     }
 
