@@ -233,7 +233,11 @@ impl DirectSlot {
                     shared: Arc::clone(shared),
                     id: id.clone(),
                 };
-                (cancel, Inflight::Registered(entry))
+                let state = Inflight::Registered {
+                    _entry: entry,
+                    cancel: cancel.clone(),
+                };
+                (cancel, state)
             } else {
                 let state = Inflight::Unregistered {
                     shared: Arc::clone(shared),
@@ -430,8 +434,12 @@ pub struct RelatedReceiver {
 enum Inflight {
     /// A [`Detached`] context's: no engine.
     Detached,
-    /// In the map until dropped.
-    Registered(InflightEntry),
+    /// In the map until dropped (the map holds the same `cancel`).
+    Registered {
+        /// Held for its drop, which takes the request out of the map.
+        _entry: InflightEntry,
+        cancel: Cancellation,
+    },
     /// Made by [`DirectSlot::engine_context_unregistered`] and not registered yet.
     Unregistered {
         shared: Arc<Shared>,
@@ -457,17 +465,16 @@ impl RelatedReceiver {
         self.rx.try_recv().map(|b| *b)
     }
 
-    /// For a context of [`DirectSlot::engine_context`], a clone of the request's cancellation
-    /// token, from the engine's in-flight map (`None` for a [`Detached`] context). Fetched on
-    /// demand: a caller that only needs it once the handler waits spares the clone (a lock
-    /// each way) for handlers that answer at once.
+    /// For a context of [`DirectSlot`], a clone of the request's cancellation token, the one
+    /// the engine cancels (`None` for a [`Detached`] context). Made and cloned on demand: a
+    /// caller that only needs it once the handler waits spares both (a token takes a lock to
+    /// clone and to drop) for handlers that answer at once.
     pub fn cancellation(&self) -> Option<CancellationToken> {
         match &self.inflight {
             Inflight::Detached => None,
-            Inflight::Registered(entry) => super::lock(&entry.shared.inflight)
-                .get(&entry.id)
-                .map(|cancel| cancel.token().clone()),
-            Inflight::Unregistered { cancel, .. } => Some(cancel.token().clone()),
+            Inflight::Registered { cancel, .. } | Inflight::Unregistered { cancel, .. } => {
+                Some(cancel.token().clone())
+            }
         }
     }
 
@@ -497,12 +504,18 @@ impl RelatedReceiver {
         }
         // Shutdown cancels the tokens in the map; it may have run before the insert.
         let closing = shared.is_shutting_down();
-        self.inflight = Inflight::Registered(InflightEntry { shared, id });
         if closing {
             cancel.token().cancel();
-            return Err(EngineContextError::Closed);
         }
-        Ok(())
+        self.inflight = Inflight::Registered {
+            _entry: InflightEntry { shared, id },
+            cancel,
+        };
+        if closing {
+            Err(EngineContextError::Closed)
+        } else {
+            Ok(())
+        }
     }
 }
 

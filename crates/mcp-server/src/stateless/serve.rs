@@ -248,7 +248,8 @@ pub(crate) struct Members {
 }
 
 impl Members {
-    /// The params whole, for the methods that read them all.
+    /// The params whole, for the methods that read them all and for retries (`None` when
+    /// they were read member by member).
     pub(crate) fn whole(&self) -> Option<&Value> {
         self.whole.as_ref()
     }
@@ -268,12 +269,6 @@ impl Members {
             "resources/read" => self.uri.as_deref().or_else(|| self.member("uri")),
             _ => self.name(),
         }
-    }
-
-    /// What [`RetryInput::lift`] reads: `inputResponses` and `requestState` (a retry's params
-    /// are read whole).
-    fn retry(&self) -> Option<&Value> {
-        self.whole.as_ref()
     }
 }
 
@@ -558,7 +553,8 @@ async fn call(
     let exchange = match sealer {
         None => RequestExchange::none(),
         Some(sealer) => {
-            let retry = RetryInput::lift(params.retry()).map_err(|e| rpc_error(e.to_error()))?;
+            // A retry's params are read whole (see `lift`).
+            let retry = RetryInput::lift(params.whole()).map_err(|e| rpc_error(e.to_error()))?;
             if retry.is_empty() {
                 // A first attempt: the exchange is made if the handler asks for input.
                 RequestExchange::later(FirstAttempt {
@@ -783,7 +779,7 @@ mod classify_tests {
                 let arguments = l
                     .arguments
                     .map(|a| serde_json::from_str::<Value>(&a).unwrap());
-                let retry = RetryInput::lift(l.params.retry());
+                let retry = RetryInput::lift(l.params.whole());
                 (
                     *l.meta,
                     l.params.name().map(str::to_owned),
