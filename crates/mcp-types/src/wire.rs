@@ -266,6 +266,205 @@ impl<'de: 'a, 'a> Deserialize<'de> for MetaMembers<'a> {
     }
 }
 
+impl<'a> MetaMembers<'a> {
+    /// [`META_PROTOCOL_VERSION`] as sent (not checked yet), `null` included.
+    pub fn protocol_version(&self) -> Option<&'a serde_json::value::RawValue> {
+        self.protocol_version
+    }
+
+    /// [`META_CLIENT_CAPABILITIES`] as sent (not checked yet), `null` included.
+    pub fn client_capabilities(&self) -> Option<&'a serde_json::value::RawValue> {
+        self.client_capabilities
+    }
+}
+
+/// The members of a request's params that the stateless revision's envelope is made of, read
+/// in one pass over the params' JSON text and borrowed from it: `_meta` (as [`MetaMembers`]),
+/// the target (`name`, `uri`, `taskId`), the tool `arguments`, and the members that make a
+/// request a retry (`inputResponses`, `requestState`). Every other member is skipped. A member
+/// that is present counts, `null` included.
+///
+/// Reading fails when the params are not an object, when one of these members is there twice,
+/// or when `_meta` is not an object: the parsed value then decides, as for any request.
+///
+/// A transport that checks a request's headers against its body reads it once with this, and
+/// hands the server what [`lift`](Self::lift) makes of it ([`ParamsHandoff`]), so the server
+/// does not read the params again.
+///
+/// ```
+/// use mcp_types::ProtocolVersion;
+/// use mcp_types::wire::StatelessParams;
+///
+/// let text = r#"{"name": "echo", "arguments": {"text": "hi"}, "_meta": {
+///     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+///     "io.modelcontextprotocol/clientCapabilities": {}
+/// }}"#;
+/// let params = StatelessParams::read(text).unwrap();
+/// assert_eq!(params.name().map(|n| n.get()), Some(r#""echo""#));
+/// assert!(!params.is_retry());
+/// let lifted = params.lift(&[ProtocolVersion::V2026_07_28]).unwrap();
+/// assert_eq!(lifted.meta.protocol_version, ProtocolVersion::V2026_07_28);
+/// assert_eq!(lifted.name.as_deref(), Some("echo"));
+/// assert_eq!(lifted.arguments.as_deref(), Some(r#"{"text": "hi"}"#));
+/// ```
+#[derive(Deserialize, Default)]
+pub struct StatelessParams<'a> {
+    #[serde(rename = "_meta", default, borrow, deserialize_with = "present")]
+    meta: Option<MetaMembers<'a>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    name: Option<&'a serde_json::value::RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    uri: Option<&'a serde_json::value::RawValue>,
+    #[serde(rename = "taskId", default, borrow, deserialize_with = "present")]
+    task_id: Option<&'a serde_json::value::RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    arguments: Option<&'a serde_json::value::RawValue>,
+    #[serde(
+        rename = "inputResponses",
+        default,
+        borrow,
+        deserialize_with = "present"
+    )]
+    input_responses: Option<&'a serde_json::value::RawValue>,
+    #[serde(rename = "requestState", default, borrow, deserialize_with = "present")]
+    request_state: Option<&'a serde_json::value::RawValue>,
+}
+
+/// A member that is present, `null` included (plain `Option` reads `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+impl<'a> StatelessParams<'a> {
+    /// Reads the members from the params' JSON text, in one pass.
+    pub fn read(params: &'a str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(params)
+    }
+
+    /// `_meta`, when the params have one.
+    pub fn meta(&self) -> Option<&MetaMembers<'a>> {
+        self.meta.as_ref()
+    }
+
+    /// `name` (a tool's or a prompt's), as sent.
+    pub fn name(&self) -> Option<&'a serde_json::value::RawValue> {
+        self.name
+    }
+
+    /// `uri` (a resource's), as sent.
+    pub fn uri(&self) -> Option<&'a serde_json::value::RawValue> {
+        self.uri
+    }
+
+    /// `taskId`, as sent.
+    pub fn task_id(&self) -> Option<&'a serde_json::value::RawValue> {
+        self.task_id
+    }
+
+    /// The tool `arguments`, as sent.
+    pub fn arguments(&self) -> Option<&'a serde_json::value::RawValue> {
+        self.arguments
+    }
+
+    /// Whether the request is a retry: it carries `inputResponses` or `requestState`.
+    pub fn is_retry(&self) -> bool {
+        self.input_responses.is_some() || self.request_state.is_some()
+    }
+
+    /// Lifts `_meta` ([`RequestMeta::lift_members`], with its checks and errors), and keeps the
+    /// target's name and URI when they are strings, and the arguments as text.
+    pub fn lift(self, supported: &[ProtocolVersion]) -> Result<LiftedParams, MetaError> {
+        let meta = RequestMeta::lift_members(self.meta, supported)?;
+        let text = |member: Option<&serde_json::value::RawValue>| {
+            member.and_then(|m| serde_json::from_str::<String>(m.get()).ok())
+        };
+        Ok(LiftedParams {
+            meta,
+            name: text(self.name),
+            uri: text(self.uri),
+            arguments: self.arguments.map(|a| std::sync::Arc::from(a.get())),
+        })
+    }
+}
+
+/// A stateless request's params, lifted by [`StatelessParams::lift`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LiftedParams {
+    /// The lifted `_meta`.
+    pub meta: RequestMeta,
+    /// `name`, when it is a string.
+    pub name: Option<String>,
+    /// `uri`, when it is a string.
+    pub uri: Option<String>,
+    /// The tool `arguments`, as JSON text.
+    pub arguments: Option<std::sync::Arc<str>>,
+}
+
+/// [`LiftedParams`] handed from whoever read a request's params first (a transport checking
+/// the request's headers against its body) to whoever serves the request, as an extension of
+/// the request. It is tied to the params it was read from: [`take`](Self::take) gives it only
+/// for the same JSON text (the same allocation, of the same length), and only once.
+///
+/// ```
+/// use mcp_types::ProtocolVersion;
+/// use mcp_types::wire::{ParamsHandoff, StatelessParams};
+/// use serde_json::value::RawValue;
+///
+/// let params = RawValue::from_string(
+///     r#"{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#.to_owned(),
+/// )
+/// .unwrap();
+/// let lifted = StatelessParams::read(params.get())
+///     .unwrap()
+///     .lift(&[ProtocolVersion::V2026_07_28])
+///     .unwrap();
+/// let handoff = ParamsHandoff::new(&params, lifted);
+/// let copy = params.clone();
+/// assert!(handoff.take(&copy).is_none(), "other params");
+/// assert!(handoff.take(&params).is_some());
+/// assert!(handoff.take(&params).is_none(), "only once");
+/// ```
+pub struct ParamsHandoff {
+    source: (usize, usize),
+    lifted: std::sync::Mutex<Option<LiftedParams>>,
+}
+
+impl ParamsHandoff {
+    /// Ties `lifted` to the params it was read from.
+    pub fn new(params: &serde_json::value::RawValue, lifted: LiftedParams) -> Self {
+        ParamsHandoff {
+            source: Self::source(params),
+            lifted: std::sync::Mutex::new(Some(lifted)),
+        }
+    }
+
+    fn source(params: &serde_json::value::RawValue) -> (usize, usize) {
+        let text = params.get();
+        (text.as_ptr() as usize, text.len())
+    }
+
+    /// The lifted params, when `params` is the JSON text they were read from and they were
+    /// not taken before.
+    pub fn take(&self, params: &serde_json::value::RawValue) -> Option<LiftedParams> {
+        if Self::source(params) != self.source {
+            return None;
+        }
+        self.lifted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+impl fmt::Debug for ParamsHandoff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParamsHandoff").finish_non_exhaustive()
+    }
+}
+
 /// A member name, borrowed from the JSON text unless it has escapes (serde's own `Cow`
 /// always copies).
 struct BorrowedKey<'de>(std::borrow::Cow<'de, str>);

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use mcp_jsonrpc::{ErrorObject, RawJson};
-use mcp_types::wire::{self, MetaMembers, RequestMeta, ResultType, RetryInput};
+use mcp_types::wire::{self, RequestMeta, ResultType, RetryInput, StatelessParams};
 use mcp_types::{CallToolResult, DiscoverResult, Project, ProtocolVersion, ServerCapabilities};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -292,47 +292,64 @@ impl Lifted {
 
 /// Reads a stateless request's params: `Err` when its `_meta` is missing, malformed or names
 /// a revision this server does not serve (the error the request is answered with).
-pub(crate) fn lift(method: &str, raw: Option<&RawValue>) -> Result<Lifted, ErrorObject> {
+/// `handoff`: the params as the transport already lifted them (see [`wire::ParamsHandoff`]).
+pub(crate) fn lift(
+    method: &str,
+    raw: Option<&RawValue>,
+    handoff: Option<&wire::ParamsHandoff>,
+) -> Result<Lifted, ErrorObject> {
     // `subscriptions/listen` and the tasks methods read their params whole; every other method
     // needs only a few members here, and the rest (the arguments above all) stays text.
     let whole = method == "subscriptions/listen" || tasks_wire::METHODS.contains(&method);
     let supported = supported_versions();
-    let lifted =
-        |meta: Result<RequestMeta, wire::MetaError>| meta.map_err(|e| rpc_error(e.to_error()));
-    let envelope = raw
-        .filter(|_| !whole)
-        .and_then(|raw| serde_json::from_str::<Envelope<'_>>(raw.get()).ok())
-        .filter(|envelope| !envelope.is_retry());
-    let (params, arguments, meta) = match envelope {
-        Some(mut envelope) => {
-            let meta = lifted(RequestMeta::lift_members(envelope.meta.take(), supported))?;
-            let arguments = envelope.arguments.map(|a| Arc::<str>::from(a.get()));
-            (envelope.members(), arguments, meta)
-        }
-        // The params whole: for the methods that read them all, for retries, and for params
-        // that are not an object with each member once (the parsed value decides, as for any
-        // method).
-        None => {
-            let mut params = raw.map(parse_params).transpose()?;
-            let meta = lifted(RequestMeta::lift(params.as_ref(), supported))?;
-            let arguments = match &mut params {
-                Some(Value::Object(p)) if !whole => {
-                    p.remove("arguments").map(|a| Arc::from(a.to_string()))
-                }
-                _ => None,
-            };
-            (
-                Members {
-                    whole: params,
-                    ..Members::default()
-                },
-                arguments,
-                meta,
-            )
-        }
+    let from_members = |params: wire::LiftedParams| Lifted {
+        params: Members {
+            whole: None,
+            name: params.name,
+            uri: params.uri,
+        },
+        arguments: params.arguments,
+        meta: Box::new(params.meta),
+    };
+    if whole {
+        return whole_params(raw, supported, true);
+    }
+    if let Some(lifted) = raw.zip(handoff).and_then(|(raw, h)| h.take(raw)) {
+        return Ok(from_members(lifted));
+    }
+    match raw
+        .and_then(|raw| StatelessParams::read(raw.get()).ok())
+        .filter(|params| !params.is_retry())
+    {
+        Some(params) => params
+            .lift(supported)
+            .map(from_members)
+            .map_err(|e| rpc_error(e.to_error())),
+        // The params whole: for retries, and for params that are not an object with each
+        // member once (the parsed value decides, as for any method).
+        None => whole_params(raw, supported, false),
+    }
+}
+
+/// A stateless request's params parsed whole: for the methods that read them all (`whole`),
+/// for retries, and for params whose members could not be read one by one.
+fn whole_params(
+    raw: Option<&RawValue>,
+    supported: &[ProtocolVersion],
+    whole: bool,
+) -> Result<Lifted, ErrorObject> {
+    let mut params = raw.map(parse_params).transpose()?;
+    let meta =
+        RequestMeta::lift(params.as_ref(), supported).map_err(|e| rpc_error(e.to_error()))?;
+    let arguments = match &mut params {
+        Some(Value::Object(p)) if !whole => p.remove("arguments").map(|a| Arc::from(a.to_string())),
+        _ => None,
     };
     Ok(Lifted {
-        params,
+        params: Members {
+            whole: params,
+            ..Members::default()
+        },
         arguments,
         meta: Box::new(meta),
     })
@@ -344,7 +361,7 @@ pub(crate) async fn serve(
     rpc: &mcp_jsonrpc::RequestContext,
     request: Request,
 ) -> Result<RawJson, ErrorObject> {
-    let lifted = lift(&request.method, request.params.as_deref())?;
+    let lifted = lift(&request.method, request.params.as_deref(), None)?;
     serve_lifted(server, rpc.clone(), request, lifted).await
 }
 
@@ -439,49 +456,6 @@ fn discover(server: &Server, version: ProtocolVersion) -> Result<RawJson, ErrorO
 
 fn parse_params(raw: &RawValue) -> Result<Value, ErrorObject> {
     serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)
-}
-
-/// The members of a request's params the stateless path reads, borrowed from the request, in
-/// one pass over them (`_meta` included).
-#[derive(serde::Deserialize)]
-struct Envelope<'a> {
-    #[serde(rename = "_meta", default, borrow, deserialize_with = "present")]
-    meta: Option<MetaMembers<'a>>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    name: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    uri: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    arguments: Option<&'a RawValue>,
-    #[serde(
-        rename = "inputResponses",
-        default,
-        borrow,
-        deserialize_with = "present"
-    )]
-    input_responses: Option<&'a RawValue>,
-    #[serde(rename = "requestState", default, borrow, deserialize_with = "present")]
-    request_state: Option<&'a RawValue>,
-}
-
-impl Envelope<'_> {
-    /// A retry (it carries `inputResponses` or `requestState`): its params are read whole, as
-    /// its answers are read as values.
-    fn is_retry(&self) -> bool {
-        self.input_responses.is_some() || self.request_state.is_some()
-    }
-
-    /// The members read besides `_meta` and the arguments.
-    fn members(&self) -> Members {
-        let text = |member: Option<&RawValue>| {
-            member.and_then(|m| serde_json::from_str::<String>(m.get()).ok())
-        };
-        Members {
-            whole: None,
-            name: text(self.name),
-            uri: text(self.uri),
-        }
-    }
 }
 
 /// The target a sealed state is bound to (tool or prompt name, resource URI) and the
@@ -775,7 +749,7 @@ mod classify_tests {
         ];
         for text in &cases {
             let value: Value = serde_json::from_str(text).unwrap();
-            let got = lift("tools/call", Some(&raw(text))).map(|l| {
+            let got = lift("tools/call", Some(&raw(text)), None).map(|l| {
                 let arguments = l
                     .arguments
                     .map(|a| serde_json::from_str::<Value>(&a).unwrap());
@@ -804,6 +778,45 @@ mod classify_tests {
                 ),
             }
         }
+    }
+
+    #[test]
+    fn params_lifted_by_the_transport_are_taken_not_read_again() {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let supported = supported_versions();
+        let summary = |l: Lifted| (*l.meta, l.params.name().map(str::to_owned), l.arguments);
+        for text in [
+            format!(r#"{{"name":"echo","arguments":{{"text":"hi"}},{meta}}}"#),
+            format!(r#"{{"uri":"file:///a","name":7,{meta}}}"#),
+        ] {
+            let params = raw(&text);
+            let read = || StatelessParams::read(params.get()).unwrap();
+            // What the transport hands over is what the server would have read.
+            let handoff = wire::ParamsHandoff::new(&params, read().lift(supported).unwrap());
+            let handed = lift("tools/call", Some(&params), Some(&handoff)).unwrap();
+            let own = lift("tools/call", Some(&params), None).unwrap();
+            assert_eq!(summary(handed), summary(own), "{text}");
+        }
+        // The handed-over params are used as they are (here, lifted from other params but tied
+        // to these), and only for the params they are tied to.
+        let params = raw(&format!(r#"{{"name":"echo",{meta}}}"#));
+        let other = raw(&format!(r#"{{"name":"other",{meta}}}"#));
+        let lifted_other = || {
+            StatelessParams::read(other.get())
+                .unwrap()
+                .lift(supported)
+                .unwrap()
+        };
+        let handoff = wire::ParamsHandoff::new(&params, lifted_other());
+        let got = lift("tools/call", Some(&params), Some(&handoff)).unwrap();
+        assert_eq!(got.params.name(), Some("other"));
+        let elsewhere = wire::ParamsHandoff::new(&other, lifted_other());
+        let got = lift("tools/call", Some(&params), Some(&elsewhere)).unwrap();
+        assert_eq!(got.params.name(), Some("echo"));
+        // Methods that read their params whole do not take them.
+        let handoff = wire::ParamsHandoff::new(&params, lifted_other());
+        let got = lift("subscriptions/listen", Some(&params), Some(&handoff)).unwrap();
+        assert!(got.params.whole().is_some());
     }
 
     #[test]

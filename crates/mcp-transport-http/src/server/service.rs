@@ -33,6 +33,7 @@ use super::store::{
     EventStore, InMemoryEventStore, InMemorySessionStore, SessionRecord, SessionStore,
 };
 use super::{McpParamHeaders, SessionId, SseStreamControl, security};
+use mcp_types::wire::ParamsHandoff;
 
 /// `Mcp-Session-Id`.
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -422,12 +423,13 @@ fn base_extensions(granted: Option<&Granted>) -> Extensions {
 }
 
 /// What the transport attaches to a POST's requests, inserted as one extension group: the
-/// HTTP request's parts, and the session, the stream control or the parameter headers when
-/// there are any.
+/// HTTP request's parts, and the session, the stream control, the parameter headers or a
+/// stateless request's lifted params when there are any.
 struct PostValues {
     parts: Parts,
     session: Option<SessionId>,
     params: Option<McpParamHeaders>,
+    handoff: Option<ParamsHandoff>,
     control: Option<SseStreamControl>,
 }
 
@@ -442,6 +444,8 @@ impl ExtensionGroup for PostValues {
             some(self.session.as_ref())
         } else if id == TypeId::of::<McpParamHeaders>() {
             some(self.params.as_ref())
+        } else if id == TypeId::of::<ParamsHandoff>() {
+            some(self.handoff.as_ref())
         } else if id == TypeId::of::<SseStreamControl>() {
             some(self.control.as_ref())
         } else {
@@ -912,6 +916,7 @@ impl Inner {
             base.insert_group(PostValues {
                 session: Some(SessionId(sid)),
                 params: None,
+                handoff: None,
                 control,
                 parts,
             });
@@ -933,15 +938,16 @@ impl Inner {
                     "Invalid request: batches are not allowed in this protocol revision",
                 );
             };
-            let params = match stateless::validate(&self.config, &parts, message) {
-                Ok(p) => p,
+            let checked = match stateless::validate(&self.config, &parts, message) {
+                Ok(c) => c,
                 Err(r) => return r,
             };
             let hub = self.shared_hub();
             let mut base = base_extensions(granted);
             base.insert_group(PostValues {
                 session: None,
-                params: Some(params),
+                params: Some(checked.params),
+                handoff: checked.handoff,
                 control: None,
                 parts,
             });

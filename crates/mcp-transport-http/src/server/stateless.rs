@@ -5,6 +5,8 @@ use base64::Engine as _;
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use mcp_jsonrpc::{ErrorObject, Id, Message, codes};
+use mcp_types::ProtocolVersion;
+use mcp_types::wire::{self, ParamsHandoff, StatelessParams};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -70,35 +72,29 @@ pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Result<Op
     }
 }
 
-/// The members of a request's params the transport checks, borrowed from the body: nothing
-/// is decoded beyond them.
-#[derive(serde::Deserialize, Default)]
-struct Envelope<'a> {
-    #[serde(rename = "_meta", borrow)]
-    meta: Option<MetaEnvelope<'a>>,
-    #[serde(borrow)]
-    name: Option<&'a RawValue>,
-    #[serde(borrow)]
-    uri: Option<&'a RawValue>,
-    #[serde(rename = "taskId", borrow)]
-    task_id: Option<&'a RawValue>,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct MetaEnvelope<'a> {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
-    protocol_version: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow)]
-    client_capabilities: Option<&'a RawValue>,
-}
-
-fn envelope(message: &Message) -> Option<Envelope<'_>> {
+/// The members of a request's params the stateless envelope is made of, read in one pass (see
+/// [`StatelessParams`]); empty when there are none or they cannot be read one by one.
+fn envelope(message: &Message) -> StatelessParams<'_> {
     let params = match message {
-        Message::Request(r) => r.params.as_ref(),
-        Message::Notification(n) => n.params.as_ref(),
+        Message::Request(r) => r.params.as_deref(),
+        Message::Notification(n) => n.params.as_deref(),
         Message::Response(_) => None,
-    }?;
-    serde_json::from_str(params.get()).ok()
+    };
+    params
+        .and_then(|p| StatelessParams::read(p.get()).ok())
+        .unwrap_or_default()
+}
+
+/// A member as the checks read it: present and not `null`.
+fn given(raw: Option<&RawValue>) -> Option<&RawValue> {
+    raw.filter(|r| r.get() != "null")
+}
+
+/// The stateless revisions, as the server lifts `_meta` with them.
+fn stateless_versions() -> &'static [ProtocolVersion] {
+    static VERSIONS: std::sync::LazyLock<Vec<ProtocolVersion>> =
+        std::sync::LazyLock::new(|| wire::stateless_versions().collect());
+    &VERSIONS
 }
 
 /// The string a JSON value holds (borrowed when it has no escapes); `None` when it is not a
@@ -133,8 +129,8 @@ pub(crate) fn is_stateless(parts: &Parts, single: Option<&Message>) -> bool {
     }
     match single {
         Some(m @ Message::Request(_)) => envelope(m)
-            .and_then(|e| e.meta)
-            .is_some_and(|meta| meta.protocol_version.is_some()),
+            .meta()
+            .is_some_and(|meta| given(meta.protocol_version()).is_some()),
         _ => false,
     }
 }
@@ -166,13 +162,22 @@ fn reject(message: &Message, error: ErrorObject) -> Response<HttpBody> {
     rpc_error(StatusCode::BAD_REQUEST, id, error)
 }
 
+/// What the checks of a stateless message hand on with it: the decoded `Mcp-Param-*` headers,
+/// and a request's params as they were lifted for the checks (the server takes them instead of
+/// reading the params again).
+#[derive(Debug)]
+pub(crate) struct Checked {
+    pub(crate) params: McpParamHeaders,
+    pub(crate) handoff: Option<ParamsHandoff>,
+}
+
 /// Checks a stateless message's headers against its body, in the order the specification
-/// gives; returns the decoded `Mcp-Param-*` headers.
+/// gives.
 pub(crate) fn validate(
     config: &HttpServerConfig,
     parts: &Parts,
     message: &Message,
-) -> Result<McpParamHeaders, Response<HttpBody>> {
+) -> Result<Checked, Response<HttpBody>> {
     let headers = &parts.headers;
     let version = match header(headers, &PROTOCOL_VERSION) {
         Ok(Some(v)) => v,
@@ -189,11 +194,11 @@ pub(crate) fn validate(
             ));
         }
     };
-    let env = envelope(message).unwrap_or_default();
+    let env = envelope(message);
     if let Message::Request(_) = message {
-        let meta = env.meta.as_ref();
-        let body_version = meta.and_then(|m| m.protocol_version);
-        let caps = meta.and_then(|m| m.client_capabilities);
+        let meta = env.meta();
+        let body_version = given(meta.and_then(|m| m.protocol_version()));
+        let caps = given(meta.and_then(|m| m.client_capabilities()));
         let Some(body_version) = body_version else {
             return Err(reject(
                 message,
@@ -253,12 +258,12 @@ pub(crate) fn validate(
             }
             _ => return Err(mismatch(message, "the Mcp-Method header is required")),
         }
-        let name_field = match method {
-            "tools/call" | "prompts/get" => env.name,
-            "resources/read" => env.uri,
-            "tasks/get" | "tasks/update" | "tasks/cancel" => env.task_id,
+        let name_field = given(match method {
+            "tools/call" | "prompts/get" => env.name(),
+            "resources/read" => env.uri(),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => env.task_id(),
             _ => None,
-        };
+        });
         if let Some(expected) = name_field.and_then(raw_text) {
             match header(headers, &MCP_NAME) {
                 Ok(Some(h)) if h == expected => {}
@@ -284,7 +289,20 @@ pub(crate) fn validate(
             .ok_or_else(|| mismatch(message, format!("header {name} is not validly encoded")))?;
         params.push((suffix.to_owned(), decoded));
     }
-    Ok(McpParamHeaders(params))
+    // Lifted here, once: the server takes them instead of reading the params again. A retry's
+    // params are read whole by the server (its answers are read as values).
+    let handoff = match message {
+        Message::Request(r) if !env.is_retry() => r.params.as_deref().and_then(|raw| {
+            env.lift(stateless_versions())
+                .ok()
+                .map(|lifted| ParamsHandoff::new(raw, lifted))
+        }),
+        _ => None,
+    };
+    Ok(Checked {
+        params: McpParamHeaders(params),
+        handoff,
+    })
 }
 
 /// Decodes an `Mcp-Param-*` value: `=?base64?...?=` is standard, padded base64 of UTF-8;
@@ -455,7 +473,7 @@ mod tests {
         let mut h = base.to_vec();
         h.push(("mcp-param-region", "=?base64?SGVsbG8=?="));
         h.push(("Mcp-Param-Plain", "=?base64?SGVsbG8"));
-        let got = validate(&c, &parts(&h), &call).unwrap();
+        let got = validate(&c, &parts(&h), &call).unwrap().params;
         assert_eq!(got.get("Region"), Some("Hello"));
         assert_eq!(got.get("plain"), Some("=?base64?SGVsbG8"));
         for bad in ["=?base64?SGVsbG8?=", "=?base64?SGVs!!!bG8=?="] {
@@ -467,6 +485,61 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_checked_request_hands_its_lifted_params_on() {
+        let c = HttpServerConfig::default();
+        let headers = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ];
+        let call = request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hi"}, "_meta": meta()}),
+        );
+        let Message::Request(r) = &call else {
+            unreachable!()
+        };
+        let raw = r.params.as_deref().unwrap();
+        let handoff = validate(&c, &parts(&headers), &call)
+            .unwrap()
+            .handoff
+            .unwrap();
+        let lifted = handoff.take(raw).unwrap();
+        assert_eq!(lifted.name.as_deref(), Some("echo"));
+        assert_eq!(lifted.arguments.as_deref(), Some(r#"{"text":"hi"}"#));
+        assert_eq!(
+            lifted.meta.protocol_version,
+            mcp_types::ProtocolVersion::V2026_07_28
+        );
+        // A retry's params are read whole by the server: nothing is handed on.
+        let retry = request(
+            "tools/call",
+            json!({"name": "echo", "_meta": meta(), "requestState": "s"}),
+        );
+        assert!(
+            validate(&c, &parts(&headers), &retry)
+                .unwrap()
+                .handoff
+                .is_none()
+        );
+        // A notification has no params to hand on to a server's request.
+        let listen_headers = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "notifications/cancelled"),
+        ];
+        let note = Message::Notification(mcp_jsonrpc::Notification::new(
+            "notifications/cancelled",
+            Some(serde_json::value::to_raw_value(&json!({"requestId": 1})).unwrap()),
+        ));
+        assert!(
+            validate(&c, &parts(&listen_headers), &note)
+                .unwrap()
+                .handoff
+                .is_none()
+        );
     }
 
     #[test]
