@@ -339,6 +339,15 @@ mod tests {
         Message::Request(mcp_jsonrpc::Request::with_params(7, method, &params).unwrap())
     }
 
+    /// The headers of a stateless `tools/call`.
+    fn call_headers<'a>(version: &'a str, name: &'a str) -> [(&'static str, &'a str); 3] {
+        [
+            ("mcp-protocol-version", version),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", name),
+        ]
+    }
+
     fn meta() -> Value {
         json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {}})
@@ -383,11 +392,7 @@ mod tests {
     #[test]
     fn checks_in_order() {
         let c = HttpServerConfig::default();
-        let ok_headers = [
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", " echo "),
-        ];
+        let ok_headers = call_headers("2026-07-28", " echo ");
         let call = request("tools/call", json!({"name": "echo", "_meta": meta()}));
         assert!(validate(&c, &parts(&ok_headers), &call).is_ok());
 
@@ -421,11 +426,7 @@ mod tests {
         .unwrap();
         let escaped = Message::Request(mcp_jsonrpc::Request::new(7, "tools/call", Some(params)));
         assert!(validate(&c, &parts(&ok_headers), &escaped).is_ok());
-        let other = [
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "echo"),
-        ];
+        let other = call_headers("2026-07-28", "echo");
         let v999 = request(
             "tools/call",
             json!({"name": "echo", "_meta": {"io.modelcontextprotocol/protocolVersion": "v999.0.0", "io.modelcontextprotocol/clientCapabilities": {}}}),
@@ -434,18 +435,10 @@ mod tests {
             code(validate(&c, &parts(&other), &v999).unwrap_err()).1,
             codes::HEADER_MISMATCH
         );
-        let both = [
-            ("mcp-protocol-version", "v999.0.0"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "echo"),
-        ];
+        let both = call_headers("v999.0.0", "echo");
         let e = validate(&c, &parts(&both), &v999).unwrap_err();
         assert_eq!(code(e).1, codes::UNSUPPORTED_PROTOCOL_VERSION);
-        let wrong_name = [
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "other"),
-        ];
+        let wrong_name = call_headers("2026-07-28", "other");
         assert_eq!(
             code(validate(&c, &parts(&wrong_name), &call).unwrap_err()).1,
             codes::HEADER_MISMATCH
@@ -465,11 +458,7 @@ mod tests {
     fn param_headers() {
         let c = HttpServerConfig::default();
         let call = request("tools/call", json!({"name": "echo", "_meta": meta()}));
-        let base = [
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "echo"),
-        ];
+        let base = call_headers("2026-07-28", "echo");
         let mut h = base.to_vec();
         h.push(("mcp-param-region", "=?base64?SGVsbG8=?="));
         h.push(("Mcp-Param-Plain", "=?base64?SGVsbG8"));
@@ -490,11 +479,7 @@ mod tests {
     #[test]
     fn a_checked_request_hands_its_lifted_params_on() {
         let c = HttpServerConfig::default();
-        let headers = [
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "echo"),
-        ];
+        let headers = call_headers("2026-07-28", "echo");
         let call = request(
             "tools/call",
             json!({"name": "echo", "arguments": {"text": "hi"}, "_meta": meta()}),
