@@ -381,7 +381,7 @@ impl<'a> StatelessParams<'a> {
             member.and_then(|m| serde_json::from_str::<String>(m.get()).ok())
         };
         Ok(LiftedParams {
-            meta,
+            meta: Box::new(meta),
             name: text(self.name),
             uri: text(self.uri),
             arguments: self.arguments.map(|a| std::sync::Arc::from(a.get())),
@@ -393,8 +393,9 @@ impl<'a> StatelessParams<'a> {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct LiftedParams {
-    /// The lifted `_meta`.
-    pub meta: RequestMeta,
+    /// The lifted `_meta` (boxed: it is moved through every layer that serves the request,
+    /// and the transport keeps the whole of this beside the request's HTTP parts).
+    pub meta: Box<RequestMeta>,
     /// `name`, when it is a string.
     pub name: Option<String>,
     /// `uri`, when it is a string.

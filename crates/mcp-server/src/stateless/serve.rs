@@ -309,7 +309,7 @@ pub(crate) fn lift(
             uri: params.uri,
         },
         arguments: params.arguments,
-        meta: Box::new(params.meta),
+        meta: params.meta,
     };
     if whole {
         return whole_params(raw, supported, true);
