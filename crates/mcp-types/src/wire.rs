@@ -107,12 +107,17 @@ pub const TASK_METHODS: [&str; 1] = ["tools/call"];
 
 pub mod tasks;
 
-/// The revisions that carry version and capabilities per request, oldest first.
-pub fn stateless_versions() -> impl Iterator<Item = ProtocolVersion> {
-    ProtocolVersion::ALL
-        .iter()
-        .copied()
-        .filter(|v| v.era() == Era::Stateless)
+/// The revisions that carry version and capabilities per request, oldest first (listed once,
+/// not per request: a stateless request's `_meta` is lifted against them).
+pub fn stateless_versions() -> &'static [ProtocolVersion] {
+    static VERSIONS: std::sync::LazyLock<Vec<ProtocolVersion>> = std::sync::LazyLock::new(|| {
+        ProtocolVersion::ALL
+            .iter()
+            .copied()
+            .filter(|v| v.era() == Era::Stateless)
+            .collect()
+    });
+    &VERSIONS
 }
 
 /// The `_meta` object of a request's params, if there is one.

@@ -103,7 +103,10 @@ fn lowered_results_validate() {
         capabilities: ServerCapabilities::default(),
         instructions: None,
         result_type: String::new(),
-        supported_versions: wire::stateless_versions().map(|v| v.to_string()).collect(),
+        supported_versions: wire::stateless_versions()
+            .iter()
+            .map(|v| v.to_string())
+            .collect(),
         ttl_ms: 0,
     };
     let v = lowered("server/discover", &discover, ResultType::Complete);

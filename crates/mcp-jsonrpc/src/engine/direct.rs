@@ -220,31 +220,27 @@ impl DirectSlot {
             .engine
             .get()
             .ok_or(EngineContextError::NoEngine)?;
-        let (cancel, inflight) = {
-            let mut inflight = super::lock(&shared.inflight);
-            if inflight.contains_key(&id) {
+        // Its token is made when something asks for it (the handler, or a cancellation).
+        let cancel = Cancellation::lazy();
+        let inflight = if register {
+            if !shared.enter_inflight(&id, &cancel) {
                 return Err(EngineContextError::DuplicateId);
             }
-            // Its token is made when something asks for it (the handler, or a cancellation).
-            let cancel = Cancellation::lazy();
-            if register {
-                inflight.insert(id.clone(), cancel.clone());
-                let entry = InflightEntry {
+            Inflight::Registered {
+                _entry: InflightEntry {
                     shared: Arc::clone(shared),
                     id: id.clone(),
-                };
-                let state = Inflight::Registered {
-                    _entry: entry,
-                    cancel: cancel.clone(),
-                };
-                (cancel, state)
-            } else {
-                let state = Inflight::Unregistered {
-                    shared: Arc::clone(shared),
-                    id: id.clone(),
-                    cancel: cancel.clone(),
-                };
-                (cancel, state)
+                },
+                cancel: cancel.clone(),
+            }
+        } else {
+            if shared.is_inflight(&id) {
+                return Err(EngineContextError::DuplicateId);
+            }
+            Inflight::Unregistered {
+                shared: Arc::clone(shared),
+                id: id.clone(),
+                cancel: cancel.clone(),
             }
         };
         // Shutdown cancels the tokens in the map; it may have run before the insert.
@@ -495,12 +491,8 @@ impl RelatedReceiver {
                 return Ok(());
             }
         };
-        {
-            let mut inflight = super::lock(&shared.inflight);
-            if inflight.contains_key(&id) {
-                return Err(EngineContextError::DuplicateId);
-            }
-            inflight.insert(id.clone(), cancel.clone());
+        if !shared.enter_inflight(&id, &cancel) {
+            return Err(EngineContextError::DuplicateId);
         }
         // Shutdown cancels the tokens in the map; it may have run before the insert.
         let closing = shared.is_shutting_down();

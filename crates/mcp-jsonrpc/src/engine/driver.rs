@@ -404,20 +404,10 @@ impl<H: Handler> DriverState<H> {
         cx: &mut Context<'_>,
     ) {
         let id = request.id.clone();
-        let cancel = {
-            let mut inflight = lock(&self.shared.inflight);
-            if inflight.contains_key(&id) {
-                None
-            } else {
-                // A token of its own rather than a child of `shutdown` (no tree to lock and
-                // unlink per request), made when first asked for: shutdown cancels every
-                // request still in this map.
-                let cancel = Cancellation::lazy();
-                inflight.insert(id.clone(), cancel.clone());
-                Some(cancel)
-            }
-        };
-        let Some(cancel) = cancel else {
+        // A token of its own rather than a child of `shutdown` (no tree to lock and unlink per
+        // request), made when first asked for: shutdown cancels every request still in flight.
+        let cancel = Cancellation::lazy();
+        if !self.shared.enter_inflight(&id, &cancel) {
             tracing::warn!(%id, "duplicate request id");
             let response = Response::error(
                 Some(id.clone()),
@@ -428,7 +418,7 @@ impl<H: Handler> DriverState<H> {
                 None => self.push_local(Message::Response(response)),
             }
             return;
-        };
+        }
         let rcx = RequestContext {
             id: id.clone(),
             cancel,

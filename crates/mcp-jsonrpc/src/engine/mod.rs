@@ -502,6 +502,22 @@ impl Shared {
     }
 
     /// Whether shutdown has begun (`shutdown` has fired or is firing).
+    /// Counts request `id` as in flight, with `cancel` for the peer's cancellation and for
+    /// shutdown to cancel; `false` when a request in flight already has the id.
+    fn enter_inflight(&self, id: &Id, cancel: &Cancellation) -> bool {
+        let mut inflight = lock(&self.inflight);
+        if inflight.contains_key(id) {
+            return false;
+        }
+        inflight.insert(id.clone(), cancel.clone());
+        true
+    }
+
+    /// Whether a request in flight has `id`.
+    fn is_inflight(&self, id: &Id) -> bool {
+        lock(&self.inflight).contains_key(id)
+    }
+
     fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
     }

@@ -120,13 +120,6 @@ fn may_have_meta(params: &str) -> bool {
         .any(|i| bytes[i] == b'\\' || bytes[i..].starts_with(b"_meta"))
 }
 
-/// The stateless revisions this server serves (listed once, not per request).
-pub(crate) fn supported_versions() -> &'static [ProtocolVersion] {
-    static VERSIONS: std::sync::LazyLock<Vec<ProtocolVersion>> =
-        std::sync::LazyLock::new(|| wire::stateless_versions().collect());
-    &VERSIONS
-}
-
 fn internal(e: impl std::fmt::Display) -> ErrorObject {
     ErrorObject::internal_error(e)
 }
@@ -301,7 +294,7 @@ pub(crate) fn lift(
     // `subscriptions/listen` and the tasks methods read their params whole; every other method
     // needs only a few members here, and the rest (the arguments above all) stays text.
     let whole = method == "subscriptions/listen" || tasks_wire::METHODS.contains(&method);
-    let supported = supported_versions();
+    let supported = wire::stateless_versions();
     let from_members = |params: wire::LiftedParams| Lifted {
         params: Members {
             whole: None,
@@ -446,6 +439,7 @@ fn discover(server: &Server, version: ProtocolVersion) -> Result<RawJson, ErrorO
         instructions: inner.instructions.clone(),
         result_type: ResultType::Complete.as_str().to_owned(),
         supported_versions: wire::stateless_versions()
+            .iter()
             .map(|v| v.as_str().to_owned())
             .collect(),
         ttl_ms: i64::try_from(hint.ttl_ms).unwrap_or(i64::MAX),
@@ -721,7 +715,7 @@ mod classify_tests {
     /// What `lift` must give for params, computed from their parsed value alone: the lifted
     /// `_meta` (or the error), the target's name, the arguments and the retry members.
     fn reference(params: &Value) -> Result<(RequestMeta, Option<String>, Option<Value>), String> {
-        let meta = RequestMeta::lift(Some(params), supported_versions())
+        let meta = RequestMeta::lift(Some(params), wire::stateless_versions())
             .map_err(|e| rpc_error(e.to_error()).message.to_string())?;
         let name = params
             .get("name")
@@ -783,7 +777,7 @@ mod classify_tests {
     #[test]
     fn params_lifted_by_the_transport_are_taken_not_read_again() {
         let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
-        let supported = supported_versions();
+        let supported = wire::stateless_versions();
         let summary = |l: Lifted| (*l.meta, l.params.name().map(str::to_owned), l.arguments);
         for text in [
             format!(r#"{{"name":"echo","arguments":{{"text":"hi"}},{meta}}}"#),

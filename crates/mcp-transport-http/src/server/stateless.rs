@@ -5,7 +5,6 @@ use base64::Engine as _;
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use mcp_jsonrpc::{ErrorObject, Id, Message, codes};
-use mcp_types::ProtocolVersion;
 use mcp_types::wire::{self, ParamsHandoff, StatelessParams};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -88,13 +87,6 @@ fn envelope(message: &Message) -> StatelessParams<'_> {
 /// A member as the checks read it: present and not `null`.
 fn given(raw: Option<&RawValue>) -> Option<&RawValue> {
     raw.filter(|r| r.get() != "null")
-}
-
-/// The stateless revisions, as the server lifts `_meta` with them.
-fn stateless_versions() -> &'static [ProtocolVersion] {
-    static VERSIONS: std::sync::LazyLock<Vec<ProtocolVersion>> =
-        std::sync::LazyLock::new(|| wire::stateless_versions().collect());
-    &VERSIONS
 }
 
 /// The string a JSON value holds (borrowed when it has no escapes); `None` when it is not a
@@ -293,7 +285,7 @@ pub(crate) fn validate(
     // params are read whole by the server (its answers are read as values).
     let handoff = match message {
         Message::Request(r) if !env.is_retry() => r.params.as_deref().and_then(|raw| {
-            env.lift(stateless_versions())
+            env.lift(wire::stateless_versions())
                 .ok()
                 .map(|lifted| ParamsHandoff::new(raw, lifted))
         }),
