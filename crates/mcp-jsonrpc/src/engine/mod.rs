@@ -501,16 +501,17 @@ impl Shared {
         }
     }
 
-    /// Whether shutdown has begun (`shutdown` has fired or is firing).
     /// Counts request `id` as in flight, with `cancel` for the peer's cancellation and for
     /// shutdown to cancel; `false` when a request in flight already has the id.
     fn enter_inflight(&self, id: &Id, cancel: &Cancellation) -> bool {
-        let mut inflight = lock(&self.inflight);
-        if inflight.contains_key(id) {
-            return false;
+        // One lookup under the lock: the map's entry for the id.
+        match lock(&self.inflight).entry(id.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(cancel.clone());
+                true
+            }
         }
-        inflight.insert(id.clone(), cancel.clone());
-        true
     }
 
     /// Whether a request in flight has `id`.
@@ -518,6 +519,7 @@ impl Shared {
         lock(&self.inflight).contains_key(id)
     }
 
+    /// Whether shutdown has begun (`shutdown` has fired or is firing).
     fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
     }
