@@ -96,6 +96,82 @@ fn content_blocks_are_tagged_by_type() {
     assert!(serde_json::from_value::<TextContent>(json!({"type": "image", "text": "a"})).is_err());
 }
 
+/// Unions decode alike from every source: text, bytes, a reader, a `Value`, and serde's
+/// buffering for `flatten` and `untagged` in a user's own types (where the value is rebuilt
+/// as text first).
+#[test]
+fn unions_decode_alike_from_every_source() {
+    #[derive(serde::Deserialize)]
+    struct Flattened {
+        #[serde(flatten)]
+        result: CallToolResult,
+        extra: u8,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Number(u8),
+        Block(Box<ContentBlock>),
+    }
+
+    let text = r#"{"content": [{"type": "text", "text": "a\u00e9"},
+        {"text": "b", "type": "text", "annotations": {"priority": 0.5}},
+        {"type": "resource", "resource": {"uri": "file:///y", "text": "t"}}], "extra": 7}"#;
+    let value: serde_json::Value = serde_json::from_str(text).unwrap();
+    let from_text: CallToolResult = serde_json::from_str(text).unwrap();
+    assert_eq!(from_text.content.len(), 3);
+    assert!(matches!(&from_text.content[0], ContentBlock::Text(t) if t.text == "a\u{e9}"));
+    match &from_text.content[2] {
+        ContentBlock::Resource(r) => assert!(matches!(r.resource, ResourceContentsKind::Text(_))),
+        other => panic!("{other:?}"),
+    }
+    let from_bytes: CallToolResult = serde_json::from_slice(text.as_bytes()).unwrap();
+    let from_reader: CallToolResult = serde_json::from_reader(text.as_bytes()).unwrap();
+    let from_value: CallToolResult = serde_json::from_value(value.clone()).unwrap();
+    let from_ref = <CallToolResult as serde::Deserialize>::deserialize(&value).unwrap();
+    for other in [from_bytes, from_reader, from_value, from_ref] {
+        assert_eq!(other, from_text);
+    }
+    let flattened: Flattened = serde_json::from_str(text).unwrap();
+    assert_eq!(flattened.result.content, from_text.content);
+    assert_eq!(flattened.extra, 7);
+    let either: Vec<Either> =
+        serde_json::from_str(r#"[3, {"type": "text", "text": "c"}]"#).unwrap();
+    assert!(matches!(either[0], Either::Number(3)));
+    assert!(
+        matches!(&either[1], Either::Block(b) if matches!(&**b, ContentBlock::Text(t) if t.text == "c"))
+    );
+}
+
+/// A variant's error reads as the variant's, with one position: where the union sits in the
+/// whole input.
+#[test]
+fn a_union_error_names_the_union_and_one_position() {
+    let err =
+        serde_json::from_str::<CallToolResult>(r#"{"content": [{"type": "text", "text": 5}]}"#)
+            .unwrap_err()
+            .to_string();
+    assert!(
+        err.starts_with("invalid ContentBlock: invalid type: integer `5`, expected a string"),
+        "{err}"
+    );
+    assert_eq!(err.matches(" at line ").count(), 1, "{err}");
+    let err = serde_json::from_str::<ContentBlock>(r#"{"type": "video"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("no variant of ContentBlock has type `video`"),
+        "{err}"
+    );
+    let err = serde_json::from_str::<ContentBlock>("[1]")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("an array matches no variant of ContentBlock"),
+        "{err}"
+    );
+}
+
 #[test]
 fn request_ids_are_string_or_integer_never_null() {
     assert_eq!(
