@@ -152,9 +152,12 @@ async fn run(options: &Options) -> Result<Report> {
     } else {
         let addr = driver::free_local_addr()?;
         let server = ServerProcess::spawn(&driver::substitute(&options.command, addr), false)?;
-        tokio::task::block_in_place(|| {
-            http::wait_listening(addr, &server, Duration::from_secs(10))
-        })?;
+        let wait = || http::wait_listening(addr, &server, Duration::from_secs(10));
+        // Blocking: on the single-threaded runtime nothing else runs yet.
+        match tokio::runtime::Handle::current().runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::CurrentThread => wait(),
+            _ => tokio::task::block_in_place(wait),
+        }?;
         let transport = StreamableHttpClient::builder(format!("http://{addr}/mcp"))
             .max_in_flight(options.inflight)
             .build()?;
