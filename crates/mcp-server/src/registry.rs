@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use base64::Engine as _;
 use mcp_jsonrpc::ErrorObject;
@@ -29,6 +29,8 @@ use mcp_types::x_mcp_header::{self, ParamHeader};
 ///
 /// The input schema is generated from the handler's argument type unless one is set here; the
 /// output schema comes from [`Structured`](crate::Structured) outputs unless one is set here.
+/// Generated schemas are made when first needed (see
+/// [`ServerBuilder::check_schemas_at_build`](crate::ServerBuilder::check_schemas_at_build)).
 ///
 /// ```
 /// use mcp_server::Tool;
@@ -413,17 +415,205 @@ pub(crate) type CompleteFn =
     dyn Fn(String, HashMap<String, String>) -> BoxFuture<'static, Vec<String>> + Send + Sync;
 
 pub(crate) struct ToolEntry {
+    /// The tool's name (known before its schemas are made).
+    pub(crate) name: String,
+    /// Its listed definition and compiled schemas (see [`ToolSchemas`]).
+    pub(crate) schemas: Arc<ToolSchemas>,
+    pub(crate) handler: Arc<ToolFn>,
+    /// Whether the tool runs as a task for clients of the tasks extension.
+    pub(crate) task_support: TaskSupport,
+    /// The handler starts the task itself (`cx.start_task()`).
+    pub(crate) defer_task: bool,
+}
+
+/// A tool's listed definition and its compiled schemas.
+///
+/// A schema written by hand is compiled, and refused if broken, when the tool is registered. A
+/// schema derived from a Rust type (the handler's argument type, or a structured output's) is
+/// generated when first needed: when the tool is listed or called, or when the server is built
+/// if [`ServerBuilder::check_schemas_at_build`](crate::ServerBuilder::check_schemas_at_build)
+/// asks for it. A server starts without generating any, however many tools it has.
+pub(crate) struct ToolSchemas {
+    def: mcp_types::Tool,
+    input: Part<InputPart, fn() -> Value>,
+    output: Part<Option<OutputPart>, fn() -> Option<Value>>,
+    ready: OnceLock<Result<ToolDefinition, SchemaError>>,
+}
+
+/// A schema made when the tool was registered, or the function that derives it.
+enum Part<T, F> {
+    Ready(T),
+    Derived(F),
+}
+
+/// The input schema: compiled, its `x-mcp-header` parameters, and as listed.
+#[derive(Clone)]
+struct InputPart {
+    compiled: CompiledSchema,
+    param_headers: Vec<ParamHeader>,
+    listed: mcp_types::ToolInputSchema,
+}
+
+/// The output schema: compiled, and as listed.
+#[derive(Clone)]
+struct OutputPart {
+    compiled: CompiledSchema,
+    listed: mcp_types::ToolOutputSchema,
+}
+
+/// A tool's definition as listed, with its compiled schemas.
+pub(crate) struct ToolDefinition {
     pub(crate) tool: mcp_types::Tool,
     pub(crate) input: CompiledSchema,
     /// The parameters the input schema designates for `Mcp-Param-*` headers (`x-mcp-header`).
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) param_headers: Vec<ParamHeader>,
     pub(crate) output: Option<CompiledSchema>,
-    pub(crate) handler: Arc<ToolFn>,
-    /// Whether the tool runs as a task for clients of the tasks extension.
-    pub(crate) task_support: TaskSupport,
-    /// The handler starts the task itself (`cx.start_task()`).
-    pub(crate) defer_task: bool,
+}
+
+/// Why a tool's schema is refused: which one, and the reason.
+#[derive(Debug, Clone)]
+pub(crate) struct SchemaError {
+    pub(crate) which: &'static str,
+    pub(crate) reason: String,
+}
+
+impl SchemaError {
+    pub(crate) fn build_error(&self, tool: &str) -> BuildError {
+        BuildError::InvalidSchema {
+            tool: tool.to_owned(),
+            which: self.which,
+            reason: self.reason.clone(),
+        }
+    }
+}
+
+impl InputPart {
+    fn make(schema: Value, derived: bool) -> Result<Self, SchemaError> {
+        let invalid = |reason: String| SchemaError {
+            which: "inputSchema",
+            reason,
+        };
+        let compiled = if derived {
+            CompiledSchema::deferred(schema.clone())
+        } else {
+            CompiledSchema::object(schema.clone())
+        }
+        .map_err(invalid)?;
+        let param_headers = match schema.as_object() {
+            Some(object) => {
+                x_mcp_header::param_headers(object).map_err(|e| invalid(e.to_string()))?
+            }
+            None => Vec::new(),
+        };
+        let listed = serde_json::from_value(schema).map_err(|e| invalid(e.to_string()))?;
+        Ok(Self {
+            compiled,
+            param_headers,
+            listed,
+        })
+    }
+}
+
+impl OutputPart {
+    fn make(schema: Value, derived: bool) -> Result<Self, SchemaError> {
+        let invalid = |reason: String| SchemaError {
+            which: "outputSchema",
+            reason,
+        };
+        let compiled = if derived {
+            CompiledSchema::deferred(schema.clone())
+        } else {
+            CompiledSchema::object(schema.clone())
+        }
+        .map_err(invalid)?;
+        let listed = serde_json::from_value(schema).map_err(|e| invalid(e.to_string()))?;
+        Ok(Self { compiled, listed })
+    }
+}
+
+impl ToolSchemas {
+    /// `input`/`output`: the schemas written by hand (made now: an error refuses the tool), or
+    /// `None` for those derived by `derive_input`/`derive_output` when first needed.
+    fn new(
+        def: mcp_types::Tool,
+        input: Option<Value>,
+        derive_input: fn() -> Value,
+        output: Option<Value>,
+        derive_output: fn() -> Option<Value>,
+    ) -> Result<Self, SchemaError> {
+        let input = match input {
+            Some(schema) => Part::Ready(InputPart::make(schema, false)?),
+            None => Part::Derived(derive_input),
+        };
+        let output = match output {
+            Some(schema) => Part::Ready(Some(OutputPart::make(schema, false)?)),
+            None => Part::Derived(derive_output),
+        };
+        let schemas = Self {
+            def,
+            input,
+            output,
+            ready: OnceLock::new(),
+        };
+        if let (Part::Ready(_), Part::Ready(_)) = (&schemas.input, &schemas.output) {
+            // Nothing to derive: the definition is made now, as everything it needs is.
+            let _ = schemas.definition();
+        }
+        Ok(schemas)
+    }
+
+    /// The definition, made on first use; an error when a derived schema is refused (logged
+    /// once, when it is made).
+    pub(crate) fn definition(&self) -> Result<&ToolDefinition, &SchemaError> {
+        self.ready
+            .get_or_init(|| {
+                let made = self.make();
+                if let Err(e) = &made {
+                    tracing::error!(
+                        tool = %self.def.name,
+                        schema = e.which,
+                        reason = %e.reason,
+                        "a schema derived from the tool's types is invalid: the tool is not listed and calls to it fail"
+                    );
+                }
+                made
+            })
+            .as_ref()
+    }
+
+    fn make(&self) -> Result<ToolDefinition, SchemaError> {
+        let input = match &self.input {
+            Part::Ready(part) => part.clone(),
+            Part::Derived(derive) => InputPart::make(derive(), true)?,
+        };
+        let output = match &self.output {
+            Part::Ready(part) => part.clone(),
+            Part::Derived(derive) => derive()
+                .map(|schema| OutputPart::make(schema, true))
+                .transpose()?,
+        };
+        let mut tool = self.def.clone();
+        tool.input_schema = input.listed;
+        let output = output.map(|part| {
+            tool.output_schema = Some(part.listed);
+            part.compiled
+        });
+        if output.is_none() {
+            tool.output_schema = None;
+        }
+        Ok(ToolDefinition {
+            tool,
+            input: input.compiled,
+            param_headers: input.param_headers,
+            output,
+        })
+    }
+
+    /// The input schema, once made (it explains arguments the handler's type refuses).
+    fn input(&self) -> Option<&CompiledSchema> {
+        self.definition().ok().map(|d| &d.input)
+    }
 }
 
 pub(crate) struct ResourceEntry {
@@ -440,14 +630,6 @@ pub(crate) struct TemplateEntry {
 pub(crate) struct PromptEntry {
     pub(crate) prompt: mcp_types::Prompt,
     pub(crate) handler: Arc<PromptFn>,
-}
-
-/// Which of a tool's schemas the SDK derived from Rust types (compiled on first use) rather
-/// than the user wrote by hand (compiled, and refused if broken, when the server is built).
-#[derive(Clone, Copy)]
-struct Derived {
-    input: bool,
-    output: bool,
 }
 
 fn valid_tool_name(name: &str) -> bool {
@@ -472,53 +654,51 @@ impl ToolEntry {
             task_support,
             defer_task,
         } = tool;
-        let derived = Derived {
-            input: input_schema.is_none(),
-            output: output_schema.is_none(),
-        };
-        let input = input_schema.unwrap_or_else(crate::schema::input_schema_for::<A>);
-        let output = output_schema.or_else(O::output_schema);
-        // The entry's own input schema explains arguments the type refuses (the validator names
+        let schemas = Self::schemas(
+            def,
+            input_schema,
+            crate::schema::input_schema_for::<A>,
+            output_schema,
+            O::output_schema,
+        )?;
+        // The tool's own input schema explains arguments the type refuses (the validator names
         // the offending field, serde may not).
-        let handler = |input: &CompiledSchema| -> Arc<ToolFn> {
-            let typed = Arc::new((f, input.clone()));
-            Arc::new(
-                move |cx: RequestContext,
-                      args: Arguments<'_>|
-                      -> BoxFuture<'static, Result<CallToolResult, ErrorObject>> {
-                    if !O::may_ask() && !cx.records_asks() {
-                        // One run: the arguments are decoded and the handler called here, and
-                        // only its future is boxed; nothing is kept for a replay that cannot
-                        // happen (no context, arguments or handler cloned).
-                        let (f, input) = &*typed;
-                        return match decode_arguments::<A>(&args, input) {
-                            Ok(parsed) => {
-                                let run = f(cx, parsed);
-                                Box::pin(async move { only_run(run.await.into_tool_reply()) })
-                            }
-                            Err(invalid) => Box::pin(std::future::ready(Ok(invalid))),
-                        };
-                    }
-                    let typed = Arc::clone(&typed);
-                    // Shared by the runs (a stateless request may be replayed) and decoded from
-                    // the shared text (or by reference): no copy of the argument tree per run.
-                    let args = args.into_shared();
-                    Box::pin(until_complete(cx, move |cx| {
-                        let typed = Arc::clone(&typed);
-                        let args = args.clone();
-                        async move {
-                            let (f, input) = &*typed;
-                            match decode_arguments::<A>(&args, input) {
-                                Ok(parsed) => f(cx, parsed).await.into_tool_reply(),
-                                Err(invalid) => Reply::Done(Ok(invalid)),
-                            }
+        let typed = Arc::new((f, Arc::clone(&schemas)));
+        let handler: Arc<ToolFn> = Arc::new(
+            move |cx: RequestContext,
+                  args: Arguments<'_>|
+                  -> BoxFuture<'static, Result<CallToolResult, ErrorObject>> {
+                if !O::may_ask() && !cx.records_asks() {
+                    // One run: the arguments are decoded and the handler called here, and only
+                    // its future is boxed; nothing is kept for a replay that cannot happen (no
+                    // context, arguments or handler cloned).
+                    let (f, schemas) = &*typed;
+                    return match decode_arguments::<A>(&args, schemas) {
+                        Ok(parsed) => {
+                            let run = f(cx, parsed);
+                            Box::pin(async move { only_run(run.await.into_tool_reply()) })
                         }
-                    }))
-                },
-            )
-        };
-        Self::erased(def, input, output, derived, handler)
-            .map(|e| e.tasks(task_support, defer_task))
+                        Err(invalid) => Box::pin(std::future::ready(Ok(invalid))),
+                    };
+                }
+                let typed = Arc::clone(&typed);
+                // Shared by the runs (a stateless request may be replayed) and decoded from the
+                // shared text (or by reference): no copy of the argument tree per run.
+                let args = args.into_shared();
+                Box::pin(until_complete(cx, move |cx| {
+                    let typed = Arc::clone(&typed);
+                    let args = args.clone();
+                    async move {
+                        let (f, schemas) = &*typed;
+                        match decode_arguments::<A>(&args, schemas) {
+                            Ok(parsed) => f(cx, parsed).await.into_tool_reply(),
+                            Err(invalid) => Reply::Done(Ok(invalid)),
+                        }
+                    }
+                }))
+            },
+        );
+        Ok(Self::entry(schemas, handler, task_support, defer_task))
     }
 
     pub(crate) fn raw<F, Fut, O>(tool: Tool, f: F) -> Result<Self, BuildError>
@@ -534,18 +714,20 @@ impl ToolEntry {
             task_support,
             defer_task,
         } = tool;
-        let Some(input) = input_schema else {
+        if input_schema.is_none() {
             return Err(BuildError::InvalidSchema {
                 tool: def.name,
                 which: "inputSchema",
                 reason: "a raw tool needs an explicit input schema".to_owned(),
             });
-        };
-        let derived = Derived {
-            input: false,
-            output: output_schema.is_none(),
-        };
-        let output = output_schema.or_else(O::output_schema);
+        }
+        let schemas = Self::schemas(
+            def,
+            input_schema,
+            no_derived_input,
+            output_schema,
+            O::output_schema,
+        )?;
         let f = Arc::new(f);
         let handler: Arc<ToolFn> = Arc::new(move |cx, args: Arguments<'_>| {
             let f = Arc::clone(&f);
@@ -566,86 +748,62 @@ impl ToolEntry {
                 }
             }))
         });
-        Self::erased(def, input, output, derived, |_| handler)
-            .map(|e| e.tasks(task_support, defer_task))
+        Ok(Self::entry(schemas, handler, task_support, defer_task))
     }
 
-    fn tasks(mut self, support: TaskSupport, defer: bool) -> Self {
-        self.task_support = support;
-        self.defer_task = defer;
-        self
-    }
-
-    fn erased(
-        mut tool: mcp_types::Tool,
-        input: Value,
+    /// The tool's schemas: those written by hand made now, the others when first needed.
+    fn schemas(
+        def: mcp_types::Tool,
+        input: Option<Value>,
+        derive_input: fn() -> Value,
         output: Option<Value>,
-        derived: Derived,
-        handler: impl FnOnce(&CompiledSchema) -> Arc<ToolFn>,
-    ) -> Result<Self, BuildError> {
-        if !valid_tool_name(&tool.name) {
-            return Err(BuildError::InvalidToolName(tool.name));
+        derive_output: fn() -> Option<Value>,
+    ) -> Result<Arc<ToolSchemas>, BuildError> {
+        if !valid_tool_name(&def.name) {
+            return Err(BuildError::InvalidToolName(def.name));
         }
-        let invalid = |which: &'static str, reason: String| BuildError::InvalidSchema {
-            tool: tool.name.clone(),
-            which,
-            reason,
-        };
-        let compile = |schema: Value, derived: bool| {
-            if derived {
-                CompiledSchema::deferred(schema)
-            } else {
-                CompiledSchema::object(schema)
-            }
-        };
-        let compiled_input =
-            compile(input.clone(), derived.input).map_err(|r| invalid("inputSchema", r))?;
-        let handler = handler(&compiled_input);
-        let param_headers = match input.as_object() {
-            Some(schema) => x_mcp_header::param_headers(schema)
-                .map_err(|e| invalid("inputSchema", e.to_string()))?,
-            None => Vec::new(),
-        };
-        tool.input_schema =
-            serde_json::from_value(input).map_err(|e| invalid("inputSchema", e.to_string()))?;
-        let compiled_output = match output {
-            Some(s) => {
-                let compiled =
-                    compile(s.clone(), derived.output).map_err(|r| invalid("outputSchema", r))?;
-                tool.output_schema = Some(
-                    serde_json::from_value(s)
-                        .map_err(|e| invalid("outputSchema", e.to_string()))?,
-                );
-                Some(compiled)
-            }
-            None => {
-                tool.output_schema = None;
-                None
-            }
-        };
-        Ok(Self {
-            tool,
-            input: compiled_input,
-            param_headers,
-            output: compiled_output,
+        let name = def.name.clone();
+        ToolSchemas::new(def, input, derive_input, output, derive_output)
+            .map(Arc::new)
+            .map_err(|e| e.build_error(&name))
+    }
+
+    fn entry(
+        schemas: Arc<ToolSchemas>,
+        handler: Arc<ToolFn>,
+        task_support: TaskSupport,
+        defer_task: bool,
+    ) -> Self {
+        Self {
+            name: schemas.def.name.clone(),
+            schemas,
             handler,
-            task_support: TaskSupport::Forbidden,
-            defer_task: false,
-        })
+            task_support,
+            defer_task,
+        }
+    }
+
+    /// The tool's definition as listed; `None` when a derived schema of it is refused.
+    pub(crate) fn listed(&self) -> Option<&mcp_types::Tool> {
+        self.schemas.definition().ok().map(|d| &d.tool)
     }
 
     /// On a stateless HTTP request, the `Mcp-Param-*` headers must mirror the designated
     /// arguments exactly: present with the argument's text when it has a value, absent when it
     /// is absent or `null`. A mismatch is `-32020` (HTTP 400).
     #[cfg(feature = "http")]
-    fn check_param_headers(&self, cx: &RequestContext, args: &Value) -> Result<(), ErrorObject> {
+    fn check_param_headers(
+        definition: &ToolDefinition,
+        cx: &RequestContext,
+        args: &Value,
+    ) -> Result<(), ErrorObject> {
         use mcp_transport_http::server::McpParamHeaders;
         let Some(headers) = cx.extensions().get::<McpParamHeaders>() else {
             return Ok(());
         };
         let empty = serde_json::Map::new();
         let args = args.as_object().unwrap_or(&empty);
-        for param in &self.param_headers {
+        for param in &definition.param_headers {
             let expected = param.value_in(args).and_then(x_mcp_header::header_text);
             let sent = headers.get(&param.name);
             if expected.as_deref() != sent {
@@ -673,9 +831,15 @@ impl ToolEntry {
         cx: RequestContext,
         args: Arguments<'_>,
     ) -> Result<CallToolResult, ErrorObject> {
-        let check = self.input.needs_check();
+        let definition = self.schemas.definition().map_err(|e| {
+            ErrorObject::internal_error(format!(
+                "tool {} cannot be called: its {} is invalid",
+                self.name, e.which
+            ))
+        })?;
+        let check = definition.input.needs_check();
         #[cfg(feature = "http")]
-        let headers = !self.param_headers.is_empty();
+        let headers = !definition.param_headers.is_empty();
         #[cfg(not(feature = "http"))]
         let headers = false;
         let args = if check || headers {
@@ -684,18 +848,18 @@ impl ToolEntry {
                 Err(e) => {
                     return Ok(CallToolResult::error(format!(
                         "invalid arguments for tool {}: {e}",
-                        self.tool.name
+                        self.name
                     )));
                 }
             };
             #[cfg(feature = "http")]
-            self.check_param_headers(&cx, &value)?;
-            if let Err(e) = self.input.check_if_needed(&value) {
+            Self::check_param_headers(definition, &cx, &value)?;
+            if let Err(e) = definition.input.check_if_needed(&value) {
                 // Input validation errors are tool execution errors, so the model can correct
                 // them.
                 return Ok(CallToolResult::error(format!(
                     "invalid arguments for tool {}: {e}",
-                    self.tool.name
+                    self.name
                 )));
             }
             Arguments::Parsed(value)
@@ -708,19 +872,19 @@ impl ToolEntry {
         }
         let result = (self.handler)(cx, args).await?;
         if result.is_error != Some(true) {
-            if let Some(out) = &self.output {
+            if let Some(out) = &definition.output {
                 let Some(structured) = &result.structured_content else {
                     return Err(ErrorObject::internal_error(format!(
                         "tool {} declares an output schema but returned no structured content",
-                        self.tool.name
+                        self.name
                     )));
                 };
                 // Not checked when it was serialized from the type the schema was derived from.
                 if let Err(e) = out.check_if_needed(structured) {
-                    tracing::error!(tool = %self.tool.name, error = %e, "structured content does not match the output schema");
+                    tracing::error!(tool = %self.name, error = %e, "structured content does not match the output schema");
                     return Err(ErrorObject::internal_error(format!(
                         "tool {} produced output that does not match its output schema",
-                        self.tool.name
+                        self.name
                     )));
                 }
             }
@@ -889,15 +1053,24 @@ impl PromptEntry {
 /// (serde may not).
 fn decode_arguments<A: DeserializeOwned>(
     args: &Arguments<'_>,
-    input: &CompiledSchema,
+    schemas: &ToolSchemas,
 ) -> Result<A, CallToolResult> {
     args.deserialize().map_err(|e| {
-        let report = args.parsed().ok().and_then(|v| input.check(&v).err());
+        let report = args
+            .parsed()
+            .ok()
+            .and_then(|v| schemas.input().and_then(|input| input.check(&v).err()));
         CallToolResult::error(format!(
             "invalid arguments: {}",
             report.unwrap_or_else(|| e.to_string())
         ))
     })
+}
+
+/// The derived input schema of a raw tool, which has none: never called (a raw tool's input
+/// schema is written by hand, and so made when the tool is registered).
+fn no_derived_input() -> Value {
+    Value::Object(Map::new())
 }
 
 /// The outcome of a tool's only run: its output type cannot ask (`may_ask`), so an ask can only
@@ -967,7 +1140,7 @@ pub(crate) struct Snapshot {
 
 impl Snapshot {
     pub(crate) fn tool(&self, name: &str) -> Option<&Arc<ToolEntry>> {
-        self.tools.iter().find(|t| t.tool.name == name)
+        self.tools.iter().find(|t| t.name == name)
     }
     pub(crate) fn resource(&self, uri: &str) -> Option<&Arc<ResourceEntry>> {
         self.resources.iter().find(|r| r.resource.uri == uri)
@@ -982,10 +1155,10 @@ impl Snapshot {
     }
 
     pub(crate) fn add_tool(&mut self, entry: ToolEntry) -> Result<(), BuildError> {
-        if self.tool(&entry.tool.name).is_some() {
+        if self.tool(&entry.name).is_some() {
             return Err(BuildError::Duplicate {
                 kind: "tool",
-                name: entry.tool.name,
+                name: entry.name,
             });
         }
         self.tools.push(Arc::new(entry));

@@ -337,7 +337,8 @@ fn tools_page(
     let (items, next_cursor) = registry::page(&snapshot.tools, cursor, page_size)?;
     Ok(ListToolsResult {
         next_cursor,
-        tools: items.iter().map(|t| t.tool.clone()).collect(),
+        // A tool whose derived schema is refused is left out (its error is logged).
+        tools: items.iter().filter_map(|t| t.listed().cloned()).collect(),
         ..no_tools()
     })
 }
@@ -433,6 +434,7 @@ pub struct ServerBuilder {
     previous_sealing_key: Option<SealingKey>,
     enable_tasks: bool,
     subject: Option<Arc<SubjectFn>>,
+    check_schemas_at_build: bool,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -462,6 +464,7 @@ impl Server {
             previous_sealing_key: None,
             enable_tasks: false,
             subject: None,
+            check_schemas_at_build: cfg!(debug_assertions),
         }
     }
 
@@ -480,6 +483,11 @@ impl Server {
         O: IntoCallToolResult + 'static,
     {
         let entry = ToolEntry::new(tool, f)?;
+        // Added while serving: its schemas are made (and checked) now.
+        entry
+            .schemas
+            .definition()
+            .map_err(|e| e.build_error(&entry.name))?;
         self.inner
             .registry
             .update(Some(ServerEvent::ToolsChanged), |s| s.add_tool(entry))
@@ -489,7 +497,7 @@ impl Server {
     pub fn remove_tool(&self, name: &str) -> bool {
         self.remove(ServerEvent::ToolsChanged, |s| {
             let before = s.tools.len();
-            s.tools.retain(|t| t.tool.name != name);
+            s.tools.retain(|t| t.name != name);
             before != s.tools.len()
         })
     }
@@ -763,6 +771,22 @@ impl ServerBuilder {
         self
     }
 
+    /// Whether [`build`](Self::build) generates and checks the schemas derived from Rust types
+    /// (a tool's argument type, a structured output's type), so that one that breaks the rules
+    /// (an `x-mcp-header` annotation, a root that is not an object) fails the build. Default:
+    /// in debug builds.
+    ///
+    /// Otherwise each is generated when first needed, when a client lists or calls the tool: the
+    /// server starts without generating any, however many tools it has. A derived schema refused
+    /// then is logged, its tool is left out of `tools/list`, and calls to it fail with an
+    /// internal error. Schemas written by hand ([`Tool::input_schema`],
+    /// [`Tool::output_schema`]) are always checked when the tool is registered, and so are all
+    /// schemas of a tool added while the server runs ([`Server::add_tool`]).
+    pub fn check_schemas_at_build(mut self, check: bool) -> Self {
+        self.check_schemas_at_build = check;
+        self
+    }
+
     /// Declares the tools capability even with no tool registered yet (for servers that add
     /// tools at run time).
     pub fn enable_tools(mut self) -> Self {
@@ -798,7 +822,10 @@ impl ServerBuilder {
         }
     }
 
-    /// Checks everything (schemas, names, templates, options) and builds the server.
+    /// Checks everything (schemas, names, templates, options) and builds the server. Schemas
+    /// derived from Rust types are checked here only when
+    /// [`check_schemas_at_build`](Self::check_schemas_at_build) says so (the default in debug
+    /// builds); otherwise when first needed.
     pub fn build(mut self) -> Result<Server, BuildError> {
         if let Some(e) = self.errors.drain(..).next() {
             return Err(e);
@@ -859,6 +886,13 @@ impl ServerBuilder {
             }
         }
         let s = &self.snapshot;
+        if self.check_schemas_at_build {
+            for tool in &s.tools {
+                tool.schemas
+                    .definition()
+                    .map_err(|e| e.build_error(&tool.name))?;
+            }
+        }
         let registered = !s.tools.is_empty()
             || !s.resources.is_empty()
             || !s.templates.is_empty()
