@@ -436,6 +436,33 @@ fn alternating_cold_starts(plan: &Plan, order: [usize; 2], samples: usize) -> [O
     })
 }
 
+/// The servers the cold-start cases start (the word after the driver's `--`).
+fn cold_start_programs(plans: &[Plan]) -> std::collections::BTreeSet<String> {
+    plans
+        .iter()
+        .filter(|p| p.samples.is_some())
+        .flat_map(|p| &p.argv)
+        .filter_map(|argv| {
+            let dashes = argv.iter().position(|w| w == "--")?;
+            argv.get(dashes + 1).cloned()
+        })
+        .collect()
+}
+
+/// Drops `path` from the page cache, so its first start pages it in as a binary is paged in
+/// after a reboot. How a binary's pages sit in the cache changes the cost of every page fault
+/// of a start: a file written by `write(2)` (copied, installed) or read through sits in large
+/// folios, one that a process paged in, or that the linker wrote through a mapping, in single
+/// pages. Left to their history, the two servers could be in different states (and a cold
+/// start's ratio moves by about 0.1 between them); this puts both in the same one.
+fn uncache(path: &Path) -> std::io::Result<()> {
+    let file = std::fs::File::open(path)?;
+    // Dirty pages are not dropped: written out first.
+    file.sync_data()?;
+    rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)?;
+    Ok(())
+}
+
 /// Runs one driver command with a time limit and parses its report. The driver's stderr (and
 /// its server's) goes to a file, passed through afterwards; a failure is reported with its last
 /// lines.
@@ -595,6 +622,11 @@ fn run() -> Result<()> {
     let mut plans = plans(&s, taskset);
     if plans.is_empty() {
         return Err(fail!("no cases selected"));
+    }
+    for program in cold_start_programs(&plans) {
+        if let Err(e) = uncache(Path::new(&program)) {
+            eprintln!("bench-run: {program} stays in the page cache as it is: {e}");
+        }
     }
     for round in 0..s.rounds {
         for plan in &mut plans {
