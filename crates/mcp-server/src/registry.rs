@@ -488,18 +488,28 @@ impl SchemaError {
     }
 }
 
+/// Compiles `which` of a tool's schemas: one derived from a Rust type is checked at its root
+/// now and compiled when first used to validate; one written by hand is compiled now.
+fn compile(
+    schema: &Value,
+    derived: bool,
+    which: &'static str,
+) -> Result<CompiledSchema, SchemaError> {
+    if derived {
+        CompiledSchema::deferred(schema.clone())
+    } else {
+        CompiledSchema::object(schema.clone())
+    }
+    .map_err(|reason| SchemaError { which, reason })
+}
+
 impl InputPart {
     fn make(schema: Value, derived: bool) -> Result<Self, SchemaError> {
         let invalid = |reason: String| SchemaError {
             which: "inputSchema",
             reason,
         };
-        let compiled = if derived {
-            CompiledSchema::deferred(schema.clone())
-        } else {
-            CompiledSchema::object(schema.clone())
-        }
-        .map_err(invalid)?;
+        let compiled = compile(&schema, derived, "inputSchema")?;
         let param_headers = match schema.as_object() {
             Some(object) => {
                 x_mcp_header::param_headers(object).map_err(|e| invalid(e.to_string()))?
@@ -517,17 +527,11 @@ impl InputPart {
 
 impl OutputPart {
     fn make(schema: Value, derived: bool) -> Result<Self, SchemaError> {
-        let invalid = |reason: String| SchemaError {
+        let compiled = compile(&schema, derived, "outputSchema")?;
+        let listed = serde_json::from_value(schema).map_err(|e| SchemaError {
             which: "outputSchema",
-            reason,
-        };
-        let compiled = if derived {
-            CompiledSchema::deferred(schema.clone())
-        } else {
-            CompiledSchema::object(schema.clone())
-        }
-        .map_err(invalid)?;
-        let listed = serde_json::from_value(schema).map_err(|e| invalid(e.to_string()))?;
+            reason: e.to_string(),
+        })?;
         Ok(Self { compiled, listed })
     }
 }

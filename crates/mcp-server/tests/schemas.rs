@@ -221,27 +221,3 @@ async fn a_refused_derived_schema_fails_the_build_or_leaves_its_tool_out() {
         "{err}"
     );
 }
-
-#[test]
-fn a_hand_written_schema_is_checked_when_registered() {
-    let bad =
-        json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}});
-    let err = builder()
-        .check_schemas_at_build(false)
-        .tool(
-            Tool::new("t").input_schema(bad),
-            |_cx: ToolContext, _a: Value| async { "x" },
-        )
-        .build()
-        .unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            BuildError::InvalidSchema {
-                which: "inputSchema",
-                ..
-            }
-        ),
-        "{err}"
-    );
-}
