@@ -415,8 +415,6 @@ pub(crate) type CompleteFn =
     dyn Fn(String, HashMap<String, String>) -> BoxFuture<'static, Vec<String>> + Send + Sync;
 
 pub(crate) struct ToolEntry {
-    /// The tool's name (known before its schemas are made).
-    pub(crate) name: String,
     /// Its listed definition and compiled schemas (see [`ToolSchemas`]).
     pub(crate) schemas: Arc<ToolSchemas>,
     pub(crate) handler: Arc<ToolFn>,
@@ -440,7 +438,7 @@ pub(crate) struct ToolSchemas {
     ready: OnceLock<Result<ToolDefinition, SchemaError>>,
 }
 
-/// A schema made when the tool was registered, or the function that derives it.
+/// A schema written by hand (as registered, then as made), or the function that derives it.
 enum Part<T, F> {
     Ready(T),
     Derived(F),
@@ -537,22 +535,20 @@ impl OutputPart {
 }
 
 impl ToolSchemas {
-    /// `input`/`output`: the schemas written by hand (made now: an error refuses the tool), or
-    /// `None` for those derived by `derive_input`/`derive_output` when first needed.
+    /// `input`/`output`: a schema written by hand (made now: an error refuses the tool), or the
+    /// function that derives it when first needed.
     fn new(
         def: mcp_types::Tool,
-        input: Option<Value>,
-        derive_input: fn() -> Value,
-        output: Option<Value>,
-        derive_output: fn() -> Option<Value>,
+        input: Part<Value, fn() -> Value>,
+        output: Part<Value, fn() -> Option<Value>>,
     ) -> Result<Self, SchemaError> {
         let input = match input {
-            Some(schema) => Part::Ready(InputPart::make(schema, false)?),
-            None => Part::Derived(derive_input),
+            Part::Ready(schema) => Part::Ready(InputPart::make(schema, false)?),
+            Part::Derived(derive) => Part::Derived(derive),
         };
         let output = match output {
-            Some(schema) => Part::Ready(Some(OutputPart::make(schema, false)?)),
-            None => Part::Derived(derive_output),
+            Part::Ready(schema) => Part::Ready(Some(OutputPart::make(schema, false)?)),
+            Part::Derived(derive) => Part::Derived(derive),
         };
         let schemas = Self {
             def,
@@ -660,10 +656,11 @@ impl ToolEntry {
         } = tool;
         let schemas = Self::schemas(
             def,
-            input_schema,
-            crate::schema::input_schema_for::<A>,
-            output_schema,
-            O::output_schema,
+            input_schema.map_or(
+                Part::Derived(crate::schema::input_schema_for::<A> as fn() -> Value),
+                Part::Ready,
+            ),
+            output_schema.map_or(Part::Derived(O::output_schema as fn() -> _), Part::Ready),
         )?;
         // The tool's own input schema explains arguments the type refuses (the validator names
         // the offending field, serde may not).
@@ -718,19 +715,17 @@ impl ToolEntry {
             task_support,
             defer_task,
         } = tool;
-        if input_schema.is_none() {
+        let Some(input_schema) = input_schema else {
             return Err(BuildError::InvalidSchema {
                 tool: def.name,
                 which: "inputSchema",
                 reason: "a raw tool needs an explicit input schema".to_owned(),
             });
-        }
+        };
         let schemas = Self::schemas(
             def,
-            input_schema,
-            no_derived_input,
-            output_schema,
-            O::output_schema,
+            Part::Ready(input_schema),
+            output_schema.map_or(Part::Derived(O::output_schema as fn() -> _), Part::Ready),
         )?;
         let f = Arc::new(f);
         let handler: Arc<ToolFn> = Arc::new(move |cx, args: Arguments<'_>| {
@@ -758,16 +753,14 @@ impl ToolEntry {
     /// The tool's schemas: those written by hand made now, the others when first needed.
     fn schemas(
         def: mcp_types::Tool,
-        input: Option<Value>,
-        derive_input: fn() -> Value,
-        output: Option<Value>,
-        derive_output: fn() -> Option<Value>,
+        input: Part<Value, fn() -> Value>,
+        output: Part<Value, fn() -> Option<Value>>,
     ) -> Result<Arc<ToolSchemas>, BuildError> {
         if !valid_tool_name(&def.name) {
             return Err(BuildError::InvalidToolName(def.name));
         }
         let name = def.name.clone();
-        ToolSchemas::new(def, input, derive_input, output, derive_output)
+        ToolSchemas::new(def, input, output)
             .map(Arc::new)
             .map_err(|e| e.build_error(&name))
     }
@@ -779,12 +772,16 @@ impl ToolEntry {
         defer_task: bool,
     ) -> Self {
         Self {
-            name: schemas.def.name.clone(),
             schemas,
             handler,
             task_support,
             defer_task,
         }
+    }
+
+    /// The tool's name (known before its schemas are made).
+    pub(crate) fn name(&self) -> &str {
+        &self.schemas.def.name
     }
 
     /// The tool's definition as listed; `None` when a derived schema of it is refused.
@@ -838,7 +835,8 @@ impl ToolEntry {
         let definition = self.schemas.definition().map_err(|e| {
             ErrorObject::internal_error(format!(
                 "tool {} cannot be called: its {} is invalid",
-                self.name, e.which
+                self.name(),
+                e.which
             ))
         })?;
         let check = definition.input.needs_check();
@@ -852,7 +850,7 @@ impl ToolEntry {
                 Err(e) => {
                     return Ok(CallToolResult::error(format!(
                         "invalid arguments for tool {}: {e}",
-                        self.name
+                        self.name()
                     )));
                 }
             };
@@ -863,7 +861,7 @@ impl ToolEntry {
                 // them.
                 return Ok(CallToolResult::error(format!(
                     "invalid arguments for tool {}: {e}",
-                    self.name
+                    self.name()
                 )));
             }
             Arguments::Parsed(value)
@@ -880,15 +878,15 @@ impl ToolEntry {
                 let Some(structured) = &result.structured_content else {
                     return Err(ErrorObject::internal_error(format!(
                         "tool {} declares an output schema but returned no structured content",
-                        self.name
+                        self.name()
                     )));
                 };
                 // Not checked when it was serialized from the type the schema was derived from.
                 if let Err(e) = out.check_if_needed(structured) {
-                    tracing::error!(tool = %self.name, error = %e, "structured content does not match the output schema");
+                    tracing::error!(tool = %self.name(), error = %e, "structured content does not match the output schema");
                     return Err(ErrorObject::internal_error(format!(
                         "tool {} produced output that does not match its output schema",
-                        self.name
+                        self.name()
                     )));
                 }
             }
@@ -1071,12 +1069,6 @@ fn decode_arguments<A: DeserializeOwned>(
     })
 }
 
-/// The derived input schema of a raw tool, which has none: never called (a raw tool's input
-/// schema is written by hand, and so made when the tool is registered).
-fn no_derived_input() -> Value {
-    Value::Object(Map::new())
-}
-
 /// The outcome of a tool's only run: its output type cannot ask (`may_ask`), so an ask can only
 /// come from an output type that misstates it, and is an internal error.
 fn only_run(reply: Reply<CallToolResult>) -> Result<CallToolResult, ErrorObject> {
@@ -1144,7 +1136,7 @@ pub(crate) struct Snapshot {
 
 impl Snapshot {
     pub(crate) fn tool(&self, name: &str) -> Option<&Arc<ToolEntry>> {
-        self.tools.iter().find(|t| t.name == name)
+        self.tools.iter().find(|t| t.name() == name)
     }
     pub(crate) fn resource(&self, uri: &str) -> Option<&Arc<ResourceEntry>> {
         self.resources.iter().find(|r| r.resource.uri == uri)
@@ -1159,10 +1151,10 @@ impl Snapshot {
     }
 
     pub(crate) fn add_tool(&mut self, entry: ToolEntry) -> Result<(), BuildError> {
-        if self.tool(&entry.name).is_some() {
+        if self.tool(entry.name()).is_some() {
             return Err(BuildError::Duplicate {
                 kind: "tool",
-                name: entry.name,
+                name: entry.name().to_owned(),
             });
         }
         self.tools.push(Arc::new(entry));

@@ -487,7 +487,7 @@ impl Server {
         entry
             .schemas
             .definition()
-            .map_err(|e| e.build_error(&entry.name))?;
+            .map_err(|e| e.build_error(entry.name()))?;
         self.inner
             .registry
             .update(Some(ServerEvent::ToolsChanged), |s| s.add_tool(entry))
@@ -497,7 +497,7 @@ impl Server {
     pub fn remove_tool(&self, name: &str) -> bool {
         self.remove(ServerEvent::ToolsChanged, |s| {
             let before = s.tools.len();
-            s.tools.retain(|t| t.name != name);
+            s.tools.retain(|t| t.name() != name);
             before != s.tools.len()
         })
     }
@@ -890,7 +890,7 @@ impl ServerBuilder {
             for tool in &s.tools {
                 tool.schemas
                     .definition()
-                    .map_err(|e| e.build_error(&tool.name))?;
+                    .map_err(|e| e.build_error(tool.name()))?;
             }
         }
         let registered = !s.tools.is_empty()

@@ -24,11 +24,36 @@ fn schema() -> Value {
     })
 }
 
+/// Arguments whose derived schema designates `region` for the `Mcp-Param-Region` header.
+#[derive(serde::Deserialize)]
+struct Lookup {
+    region: String,
+}
+
+impl schemars::JsonSchema for Lookup {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Lookup".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            "required": ["region"]
+        })
+    }
+}
+
 async fn start() -> std::net::SocketAddr {
     let server = Server::builder(Implementation::new("headers", "1.0.0"))
+        // The typed tool's schema is made on its first call, as in a release build.
+        .check_schemas_at_build(false)
         .tool_raw(
             Tool::new("search").input_schema(schema()),
             |_cx: ToolContext, args: Value| async move { format!("searched {}", args["region"]) },
+        )
+        .tool(
+            Tool::new("lookup"),
+            |_cx: ToolContext, args: Lookup| async move { format!("looked up {}", args.region) },
         )
         .build()
         .unwrap();
@@ -48,13 +73,23 @@ async fn call(
     arguments: Value,
     params: &[(&str, &str)],
 ) -> (StatusCode, Value) {
+    call_tool(addr, "search", arguments, params).await
+}
+
+/// A stateless `tools/call` of `tool` (see [`call`]).
+async fn call_tool(
+    addr: std::net::SocketAddr,
+    tool: &str,
+    arguments: Value,
+    params: &[(&str, &str)],
+) -> (StatusCode, Value) {
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .unwrap();
     tokio::spawn(connection);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "search", "arguments": arguments,
+        "name": tool, "arguments": arguments,
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": {}}}});
     let mut request = Request::builder()
@@ -65,7 +100,7 @@ async fn call(
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
-        .header("mcp-name", "search");
+        .header("mcp-name", tool);
     for (name, value) in params {
         request = request.header(format!("mcp-param-{name}"), *value);
     }
@@ -138,6 +173,20 @@ async fn headers_must_mirror_the_designated_arguments() {
 
 /// A hand-written schema is checked when its tool is registered, also when the derived ones
 /// are left to their first use.
+/// A schema derived from the tool's type, made on the first call, designates its headers as a
+/// hand-written one does.
+#[tokio::test]
+async fn a_derived_schema_made_on_first_use_designates_headers_too() {
+    let addr = start().await;
+    let (status, answer) = call_tool(addr, "lookup", json!({"region": "eu"}), &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["error"]["code"], -32020);
+    let (status, answer) =
+        call_tool(addr, "lookup", json!({"region": "eu"}), &[("Region", "eu")]).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "looked up eu");
+}
+
 #[test]
 fn invalid_annotations_are_refused_at_build() {
     let bad =
