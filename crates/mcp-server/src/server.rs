@@ -57,8 +57,11 @@ pub struct ServerOptions {
     /// [`Server::serve_stdio`]), in bytes (default 4 MiB). Longer ones are answered with
     /// `-32600` and skipped. Connections given to [`Server::serve`] bring their own limit.
     pub max_message_bytes: usize,
-    /// Requests from the client handled at the same time (default 64); when all are busy the
-    /// connection is not read until one finishes.
+    /// Requests from the client handled at the same time (default 64). A request read while
+    /// all are busy waits for one to finish, while the connection goes on being read: the
+    /// client's answers, cancellations and pings, and the end of input, are never stuck
+    /// behind it. Only with [`outgoing_queue`](Self::outgoing_queue) requests waiting is the
+    /// connection not read until one starts.
     pub max_concurrent_requests: usize,
     /// Requests to the client waiting for an answer at the same time (default 32); further
     /// requests wait for a slot.

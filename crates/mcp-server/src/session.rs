@@ -732,7 +732,7 @@ impl Server {
                     .map(|(connection, reader)| (self.start(connection), reader))
             };
             if let Some((serving, reader)) = inline {
-                let mut reader = reader.max_in_flight(self.inner.options.max_concurrent_requests);
+                let mut reader = reader;
                 let handle = runtime.handle().clone();
                 // The first request (`initialize`) is answered from here, before the reader's
                 // thread starts.

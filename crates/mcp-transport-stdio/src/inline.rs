@@ -78,7 +78,7 @@ use mcp_jsonrpc::{
 };
 use tokio::io::AsyncWrite;
 use tokio::runtime::Handle;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::StdioOptions;
@@ -168,7 +168,6 @@ pub struct InlineReader {
     forward: mpsc::Sender<Result<Incoming, TransportError>>,
     /// Messages forwarded to the engine so far.
     forwarded: u64,
-    permits: Arc<Semaphore>,
     related_capacity: usize,
     /// Bytes read and not decoded yet.
     buf: BytesMut,
@@ -262,7 +261,6 @@ fn made(
         codec,
         forward,
         forwarded: 0,
-        permits: Arc::new(Semaphore::new(64)),
         related_capacity: 16,
         buf: BytesMut::with_capacity(READ_CHUNK),
         chunk: Vec::with_capacity(READ_CHUNK),
@@ -288,18 +286,9 @@ enum Next {
 enum Deferred {
     /// A message for the engine that found the channel full.
     Forward(Result<Incoming, TransportError>),
-    /// A request that found every permit taken.
-    Request(Result<Inbound, FrameError>),
 }
 
 impl InlineReader {
-    /// At most `n` requests served by the reader wait for their handlers at once (64 by
-    /// default); with all of them waiting, the reader stops reading until one finishes.
-    pub fn max_in_flight(mut self, n: usize) -> Self {
-        self.permits = Arc::new(Semaphore::new(n.clamp(1, Semaphore::MAX_PERMITS)));
-        self
-    }
-
     /// At most `n` messages a waiting handler sends wait to be written before its sends wait
     /// for room (16 by default).
     pub fn related_capacity(mut self, n: usize) -> Self {
@@ -310,7 +299,7 @@ impl InlineReader {
     /// Reads once and serves what arrived, on the calling thread, without ever waiting for the
     /// runtime, which need not run yet: a server's first answer (to `initialize`) then waits
     /// neither for the reader thread to start nor for a hand-over to the runtime. What would
-    /// wait (a full channel to the engine, every permit taken) is left to [`run`](Self::run),
+    /// wait (a full channel to the engine) is left to [`run`](Self::run),
     /// as is everything after the first read.
     pub fn serve_first(&mut self, runtime: &Handle) {
         let _entered = runtime.enter();
@@ -331,7 +320,6 @@ impl InlineReader {
         self.blocking = true;
         let mut next = match self.deferred.take() {
             Some(Deferred::Forward(item)) => self.send(item),
-            Some(Deferred::Request(frame)) => self.serve(frame, runtime),
             None => Next::Read,
         };
         if matches!(next, Next::Read) && !self.done {
@@ -451,22 +439,14 @@ impl InlineReader {
         let Some(handler) = self.slot.handler() else {
             return self.forward(Ok(Inbound::Single(Message::Request(request))));
         };
-        // A permit is taken by a request that waits: one answered on its first poll is in
-        // flight only while this thread polls it, and reads nothing else. This thread alone
-        // takes permits, so one seen free here is still free after the poll; with none free,
-        // the request waits for one before it starts, holding it throughout.
-        let mut permit = None;
-        if self.permits.available_permits() == 0 {
-            if !self.blocking {
-                let frame = Ok(Inbound::Single(Message::Request(request)));
-                self.deferred = Some(Deferred::Request(frame));
-                return Next::Pause;
-            }
-            match runtime.block_on(Arc::clone(&self.permits).acquire_owned()) {
-                Ok(taken) => permit = Some(taken),
-                Err(_) => return Next::Stop,
-            }
-        }
+        // One of the engine's permits, held while the request runs (given back at once when
+        // it answers on its first poll). With none free the request goes to the engine, which
+        // keeps it waiting for one while it goes on reading what this thread forwards: the
+        // client's answers to the requests of the handlers holding the permits, its
+        // cancellations and the end of input are never stuck behind it.
+        let Some(permit) = self.slot.try_permit(&request.method) else {
+            return self.forward(Ok(Inbound::Single(Message::Request(request))));
+        };
         let id = request.id.clone();
         let (cx, mut related) = match self.slot.engine_context_unregistered(
             id.clone(),
@@ -509,7 +489,6 @@ impl InlineReader {
             self.done = true;
             return Next::Stop;
         };
-        let permit = permit.or_else(|| Arc::clone(&self.permits).try_acquire_owned().ok());
         // It waits (or sent something first): in flight from now on, before the next read,
         // so the peer's cancellation and a reused id are seen. (Shutting down: its token is
         // cancelled, and it ends without an answer as the engine's own requests do.)
@@ -586,9 +565,8 @@ struct Waiting {
     first: Option<Option<HandlerOutcome>>,
     /// The first message it sent, taken to see whether there was any.
     sent: Option<Outbound>,
-    /// Its place among the requests in flight (`None` only if a permit seen free was gone,
-    /// which cannot happen: this thread alone takes them).
-    _permit: Option<OwnedSemaphorePermit>,
+    /// Its place among the requests in flight.
+    _permit: OwnedSemaphorePermit,
 }
 
 /// Serves the rest of a [`Waiting`] request on the runtime: what its handler sends and then

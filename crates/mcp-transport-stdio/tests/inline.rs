@@ -110,6 +110,11 @@ struct Unstarted {
 }
 
 fn unstarted(nonblocking_input: bool) -> Unstarted {
+    unstarted_with(nonblocking_input, 64)
+}
+
+/// [`unstarted`] with an engine that runs at most `places` requests at once.
+fn unstarted_with(nonblocking_input: bool, places: usize) -> Unstarted {
     let (server_in, to_server) = rustix::pipe::pipe().expect("pipe");
     if nonblocking_input {
         let flags = rustix::fs::fcntl_getfl(&server_in).expect("flags");
@@ -129,7 +134,9 @@ fn unstarted(nonblocking_input: bool) -> Unstarted {
         Arc::new(move |request, cx| Box::pin(methods.clone().serve(request, cx)))
     };
     assert!(connection.direct_slot().expect("a slot").offer(direct));
-    let (_peer, driver) = Engine::builder().start(connection, methods);
+    let (_peer, driver) = Engine::builder()
+        .max_in_flight(places)
+        .start(connection, methods);
     drop(entered);
     Unstarted {
         runtime,
@@ -149,12 +156,10 @@ impl Harness {
         Harness::start_from(unstarted(nonblocking_input))
     }
 
-    /// A harness whose reader lets at most `places` requests wait at once, with request 1
+    /// A harness whose engine lets at most `places` requests run at once, with request 1
     /// napping and request 2 asking whether it naps already sent.
     fn napping_with_places(places: usize) -> Harness {
-        let mut server = unstarted(false);
-        server.reader = server.reader.max_in_flight(places);
-        let mut h = Harness::start_from(server);
+        let mut h = Harness::start_from(unstarted_with(false, places));
         h.call(1, "nap");
         h.call(2, "napping");
         h

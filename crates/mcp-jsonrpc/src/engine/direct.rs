@@ -160,6 +160,16 @@ impl DirectSlot {
         Some(Peer::new(Arc::clone(shared), Tx::Engine(tx.clone()), None))
     }
 
+    /// One of the engine's request permits for a request with `method` (pings fall back on
+    /// a few permits of their own), or `None` when every one is taken or no engine serves the
+    /// connection yet. A transport that runs a request where it read it holds the permit
+    /// while the request runs; without one it hands the request to the connection, where the
+    /// engine keeps it waiting for a permit while it goes on reading.
+    pub fn try_permit(&self, method: &str) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let (shared, _) = self.inner.engine.get()?;
+        shared.try_permit(method)
+    }
+
     /// Whether an engine serves the connection, so [`engine_context`](Self::engine_context)
     /// can make contexts.
     pub fn has_engine(&self) -> bool {

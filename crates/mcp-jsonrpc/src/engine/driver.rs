@@ -4,9 +4,12 @@
 //! callers, progress to callbacks, cancellations to handler tokens), notifications run one at a
 //! time in wire order, and all writes go through one sink with a flush only when the outbound
 //! queue is momentarily empty. A request handler is first polled right here; one that does not
-//! finish at once moves onto a spawned task. Running handlers are bounded by a semaphore whose
-//! permit the driver must hold before it reads the next frame: when every permit is taken the
-//! transport is not read (backpressure instead of buffering).
+//! finish at once moves onto a spawned task. Running handlers are bounded by a semaphore: a
+//! request read while every permit is taken waits in a bounded queue until one is free, and
+//! only when that queue is full is the transport no longer read (backpressure instead of
+//! unbounded buffering). Reading never waits for a handler otherwise: the peer's answers to
+//! this side's requests, its cancellations and the end of input are seen while every handler
+//! waits for exactly those.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -20,12 +23,12 @@ use futures_util::FutureExt as _;
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 use serde::Deserialize;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::sync::PollSemaphore;
 
 use super::{
-    CANCELLED_METHOD, Cancellable, Cancellation, Handler, NotificationContext, PROGRESS_METHOD,
-    Peer, Progress, Queued, RequestContext, Shared, lock,
+    CANCELLED_METHOD, Cancellable, Cancellation, Handler, NotificationContext, PING_METHOD,
+    PROGRESS_METHOD, Peer, Progress, Queued, RequestContext, Shared, lock,
 };
 use crate::connection::{Connection, Extensions, InboundStream, Incoming, Outbound, OutboundSink};
 use crate::error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError};
@@ -59,7 +62,12 @@ pub(super) struct DriverState<H> {
     staged: Option<Outbound>,
     unflushed: bool,
     permits: PollSemaphore,
+    /// A permit taken and not used yet: a request answered on its first poll leaves it here
+    /// for the next one.
     permit: Option<OwnedSemaphorePermit>,
+    /// Requests (and batches) read while every permit was taken, in wire order; at most
+    /// `queue_capacity`. Already counted as in flight, so the peer can cancel them.
+    waiting: VecDeque<Parked>,
     notifications: VecDeque<(Notification, Extensions)>,
     current: Option<BoxFuture>,
     /// Requests the current read pass may still run inline (first poll on the driver's task).
@@ -97,7 +105,7 @@ impl<H: Handler> DriverState<H> {
         rx: mpsc::Receiver<Queued>,
     ) -> Self {
         let (reader, writer) = connection.into_parts();
-        let permits = PollSemaphore::new(Arc::new(Semaphore::new(shared.config.max_in_flight)));
+        let permits = PollSemaphore::new(Arc::clone(&shared.permits));
         let current_thread = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
         let inline_per_pass = if current_thread { u8::MAX } else { 1 };
@@ -116,6 +124,7 @@ impl<H: Handler> DriverState<H> {
             unflushed: false,
             permits,
             permit: None,
+            waiting: VecDeque::new(),
             notifications: VecDeque::with_capacity(1),
             current: None,
             inline_left: inline_per_pass,
@@ -152,6 +161,14 @@ impl<H: Handler> DriverState<H> {
         }
         lock(&self.shared.cancels).clear();
         self.notifications.clear();
+        {
+            let mut inflight = lock(&self.shared.inflight);
+            for parked in self.waiting.drain(..) {
+                for id in parked.ids() {
+                    inflight.remove(id);
+                }
+            }
+        }
         self.current = None;
         self.permit = None;
         self.rx.close();
@@ -253,7 +270,35 @@ impl<H: Handler> DriverState<H> {
     /// Whether the driver's own queues are full, which stops reading.
     fn queues_full(&self) -> bool {
         let capacity = self.shared.config.queue_capacity;
-        self.notifications.len() >= capacity || self.local.len() >= capacity
+        self.notifications.len() >= capacity
+            || self.local.len() >= capacity
+            || self.waiting.len() >= capacity
+    }
+
+    /// Takes a request permit unless one is already held; `false` when none is free.
+    fn take_permit(&mut self) -> bool {
+        if self.permit.is_none() {
+            self.permit = Arc::clone(&self.shared.permits).try_acquire_owned().ok();
+        }
+        self.permit.is_some()
+    }
+
+    /// Starts the requests that waited for a permit, in wire order, while permits are free;
+    /// with none free, the semaphore wakes the driver when one is.
+    fn poll_waiting(&mut self, cx: &mut Context<'_>) {
+        while !self.waiting.is_empty() {
+            if self.permit.is_none() {
+                match self.permits.poll_acquire(cx) {
+                    Poll::Ready(Some(p)) => self.permit = Some(p),
+                    Poll::Ready(None) | Poll::Pending => return,
+                }
+            }
+            match self.waiting.pop_front() {
+                Some(Parked::Request(request, rcx)) => self.start_request(request, rcx, cx),
+                Some(Parked::Batch(batch)) => self.start_batch(batch),
+                None => return,
+            }
+        }
     }
 
     /// Reads and dispatches frames while there is room; returns after the budget is spent.
@@ -264,12 +309,6 @@ impl<H: Handler> DriverState<H> {
         for _ in 0..READ_BUDGET {
             if self.queues_full() {
                 return true;
-            }
-            if self.permit.is_none() {
-                match self.permits.poll_acquire(cx) {
-                    Poll::Ready(Some(p)) => self.permit = Some(p),
-                    Poll::Ready(None) | Poll::Pending => return false,
-                }
             }
             match self.reader.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(incoming))) => self.dispatch(incoming, cx),
@@ -358,6 +397,15 @@ impl<H: Handler> DriverState<H> {
             }
             return;
         }
+        if !self.waiting.is_empty() || !self.take_permit() {
+            self.waiting.push_back(Parked::Batch(batch));
+            return;
+        }
+        self.start_batch(batch);
+    }
+
+    /// Runs a batch's requests on a task of their own, with the permit the driver holds.
+    fn start_batch(&mut self, batch: Batch) {
         let handler = self.handler.clone();
         let shared = self.shared.clone();
         let tx = self.tx.clone();
@@ -429,6 +477,29 @@ impl<H: Handler> DriverState<H> {
             b.requests.push((request, rcx));
             return;
         }
+        if self.waiting.is_empty() && self.take_permit() {
+            self.start_request(request, rcx, cx);
+            return;
+        }
+        // Every permit is taken (or earlier requests wait for one): a ping still runs on a
+        // control permit, anything else waits its turn.
+        if request.method == PING_METHOD {
+            if let Ok(control) = Arc::clone(&self.shared.control).try_acquire_owned() {
+                let held = self.permit.replace(control);
+                self.start_request(request, rcx, cx);
+                // Back to the permit held before (a control permit not taken by a spawned
+                // task is released here).
+                self.permit = held;
+                return;
+            }
+        }
+        self.waiting.push_back(Parked::Request(request, rcx));
+    }
+
+    /// Runs a request whose permit the driver holds: first polled here when it may be, else
+    /// on a task of its own.
+    fn start_request(&mut self, request: Request, rcx: RequestContext, cx: &mut Context<'_>) {
+        let id = rcx.id.clone();
         // Notifications that arrived before this request are handled first (wire order: a
         // client's `notifications/initialized` precedes its first request).
         self.poll_notifications(cx);
@@ -595,6 +666,22 @@ struct Batch {
     responses: Vec<Response>,
 }
 
+/// What waits for a permit.
+enum Parked {
+    Request(Request, RequestContext),
+    Batch(Batch),
+}
+
+impl Parked {
+    /// The ids it holds in the in-flight map.
+    fn ids(&self) -> Vec<&Id> {
+        match self {
+            Parked::Request(_, rcx) => vec![&rcx.id],
+            Parked::Batch(batch) => batch.requests.iter().map(|(_, rcx)| &rcx.id).collect(),
+        }
+    }
+}
+
 /// Runs one request handler; `None` when the request was cancelled (no response is sent).
 async fn run_handler<H: Handler>(
     handler: Arc<H>,
@@ -648,9 +735,12 @@ impl<H: Handler> Future for DriverState<H> {
         let mut read_blocked = false;
         if matches!(this.phase, Phase::Running) {
             this.poll_notifications(cx);
+            this.poll_waiting(cx);
             read_blocked = this.poll_read(cx);
-            // Reading may have queued answers and notifications.
+            // Reading may have queued answers and notifications, and requests that wait for a
+            // permit (polling the semaphore registers the driver's waker for them).
             this.poll_notifications(cx);
+            this.poll_waiting(cx);
         }
         if matches!(this.phase, Phase::Running) {
             if let Err(e) = this.poll_write(cx) {

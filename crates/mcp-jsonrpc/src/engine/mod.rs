@@ -36,6 +36,12 @@ use crate::raw::RawJson;
 pub const CANCELLED_METHOD: &str = "notifications/cancelled";
 /// The method of the progress notification.
 pub const PROGRESS_METHOD: &str = "notifications/progress";
+/// The method of the liveness check. A `ping` is answered even when every request permit is
+/// taken: it runs on one of a few permits of its own ([`CONTROL_PERMITS`]).
+pub const PING_METHOD: &str = "ping";
+/// Requests beyond `max_in_flight` that may still run at once when they are pings: a client
+/// checking that a busy server is alive gets an answer.
+const CONTROL_PERMITS: usize = 4;
 
 /// Whether a protocol revision allows JSON-RPC batches (only 2025-03-26 does).
 ///
@@ -259,8 +265,12 @@ pub struct EngineBuilder {
 }
 
 impl EngineBuilder {
-    /// Maximum number of inbound requests handled at once (default 64). When all are busy the
-    /// engine stops reading from the transport until one finishes.
+    /// Maximum number of inbound requests handled at once (default 64). A request read while
+    /// all are busy waits, with up to `queue_capacity` others, for one to finish; only with
+    /// that many waiting does the engine stop reading from the transport. Everything else
+    /// (responses to this side's requests, cancellations, notifications, the end of input) is
+    /// read and dispatched whatever the handlers do, so handlers that wait for the peer's
+    /// answers never starve them.
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.config.max_in_flight = n.max(1);
         self
@@ -273,7 +283,8 @@ impl EngineBuilder {
         self
     }
 
-    /// Capacity of the outbound queue and of the inbound notification queue (default 256).
+    /// Capacity of the outbound queue, of the inbound notification queue and of the requests
+    /// waiting for a permit (default 256).
     pub fn queue_capacity(mut self, n: usize) -> Self {
         self.config.queue_capacity = n.max(1);
         self
@@ -447,6 +458,10 @@ struct Shared {
     close_reason: Mutex<Option<String>>,
     batches_allowed: AtomicBool,
     outgoing: Arc<Semaphore>,
+    /// One permit per inbound request running (`max_in_flight`), whichever way it was read.
+    permits: Arc<Semaphore>,
+    /// The permits of pings beyond `max_in_flight` ([`CONTROL_PERMITS`]).
+    control: Arc<Semaphore>,
     epoch: tokio::time::Instant,
     /// No driver behind it: requests served outside an engine (see [`Detached`]). Requests to
     /// the peer fail at once; related messages go to each request's own channel.
@@ -469,6 +484,8 @@ impl Shared {
             close_reason: Mutex::default(),
             batches_allowed: AtomicBool::new(config.batches_allowed),
             outgoing: Arc::new(Semaphore::new(config.max_outgoing)),
+            permits: Arc::new(Semaphore::new(config.max_in_flight)),
+            control: Arc::new(Semaphore::new(CONTROL_PERMITS)),
             epoch: tokio::time::Instant::now(),
             config,
         }
@@ -522,6 +539,19 @@ impl Shared {
     /// Whether shutdown has begun (`shutdown` has fired or is firing).
     fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
+    }
+
+    /// A permit for a request with `method`, if one is free: pings fall back on the control
+    /// permits.
+    fn try_permit(&self, method: &str) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.permits)
+            .try_acquire_owned()
+            .ok()
+            .or_else(|| {
+                (method == PING_METHOD)
+                    .then(|| Arc::clone(&self.control).try_acquire_owned().ok())
+                    .flatten()
+            })
     }
 
     fn batches_allowed(&self) -> bool {
