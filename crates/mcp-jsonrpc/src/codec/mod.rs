@@ -1,15 +1,16 @@
 //! Framing codecs: `tokio_util::codec` decoder/encoder pairs over `bytes`.
 //!
-//! Every decoder yields `Result<Inbound, FrameError>` items. A [`FrameError`] is recoverable: the
-//! decoder has already skipped to the next frame boundary and the error carries the answer to
-//! send back, so one bad message never ends the stream. Only I/O errors end it.
+//! Every decoder yields `Result<Inbound, FrameError>` items (the SSE codec yields events, whose
+//! data the caller decodes). A [`FrameError`] is recoverable: the decoder has already skipped to
+//! the next frame boundary and the error carries the answer to send back, so one bad message
+//! never ends the stream. Only I/O errors end it.
 //!
 //! | codec | framing |
 //! |---|---|
 //! | [`LineCodec`] | newline-delimited JSON (MCP stdio), `\r\n` tolerated |
 //! | [`ContentLengthCodec`] | `Content-Length: N\r\n\r\n` headers (LSP style) |
 //! | [`AutoCodec`] | picks one of the two from the first bytes of the stream |
-//! | [`SseCodec`] | Server-Sent Events, for the HTTP transport |
+//! | [`SseCodec`] | Server-Sent Events, for the HTTP transports (see [`SseFields`] to encode borrowed fields) |
 //!
 //! [`FrameError`]: crate::FrameError
 
@@ -21,7 +22,7 @@ mod sse;
 pub use auto::AutoCodec;
 pub use content_length::ContentLengthCodec;
 pub use line::LineCodec;
-pub use sse::{SseCodec, SseEvent};
+pub use sse::{SseCodec, SseEvent, SseFields, encode_sse_comment};
 
 use bytes::BytesMut;
 

@@ -54,7 +54,6 @@
 mod error;
 mod headers;
 mod net;
-mod sse;
 mod transport;
 
 use std::pin::Pin;

@@ -11,19 +11,20 @@ use http::header::{HeaderMap, HeaderValue};
 use http::{Method, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
 use hyper::body::Incoming as Body;
+use mcp_jsonrpc::codec::{CodecConfig, SseCodec, SseEvent};
 use mcp_jsonrpc::{
-    ErrorObject, Frame, Id, Inbound, Incoming, Message, Outbound, Response as RpcResponse,
-    TransportError,
+    ErrorObject, Frame, FrameError, Id, Inbound, Incoming, Message, Outbound,
+    Response as RpcResponse, TransportError,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 
 use super::error::HttpError;
 use super::headers::{ToolHeaders, encode_header_value};
 use super::net::{self, Exchange, Net};
-use super::sse::{SseDecoder, SseEvent};
 use super::{ClientMode, Config, Transport};
 
 /// Protocol revisions that use `initialize` and sessions; any other version named in a
@@ -819,10 +820,14 @@ impl Shared {
             if let Some(ms) = ev.retry {
                 cursor.retry = Some(Duration::from_millis(ms));
             }
-            if !ev.is_message() || ev.data.trim().is_empty() {
+            let Some(data) = ev
+                .data
+                .as_deref()
+                .filter(|d| ev.is_message() && !d.trim().is_empty())
+            else {
                 continue;
-            }
-            match Inbound::from_slice(ev.data.as_bytes(), self.config.max_batch_len) {
+            };
+            match Inbound::from_slice(data.as_bytes(), self.config.max_batch_len) {
                 Ok(Inbound::Single(m)) => self.deliver(m, pending).await,
                 Ok(Inbound::Batch(items)) => {
                     for item in items {
@@ -906,7 +911,9 @@ impl Shared {
         let first = tokio::time::timeout(self.config.ack_timeout, async {
             loop {
                 match reader.next().await? {
-                    Some(ev) if ev.event.as_deref() == Some("endpoint") => return Ok(ev.data),
+                    Some(ev) if ev.event.as_deref() == Some("endpoint") => {
+                        return Ok(ev.data.unwrap_or_default());
+                    }
                     Some(_) => continue,
                     None => {
                         return Err(HttpError::Protocol(
@@ -1006,7 +1013,7 @@ struct Cursor {
 /// An SSE body with its decoder.
 struct SseReader {
     body: Body,
-    decoder: SseDecoder,
+    decoder: SseCodec,
     buf: BytesMut,
     done: bool,
 }
@@ -1015,23 +1022,28 @@ impl SseReader {
     fn new(body: Body, max_event_size: usize) -> Self {
         SseReader {
             body,
-            decoder: SseDecoder::new(max_event_size),
+            decoder: SseCodec::with_config(CodecConfig::default().max_frame_size(max_event_size)),
             buf: BytesMut::new(),
             done: false,
         }
     }
 
+    /// The next event; an oversized event ends the stream with [`HttpError::TooLarge`].
     async fn next(&mut self) -> Result<Option<SseEvent>, HttpError> {
         loop {
-            let limit_err = |e| match e {
-                super::sse::SseError::TooLarge(limit) => HttpError::TooLarge { limit },
-                other => HttpError::Protocol(other.to_string()),
+            let item = if self.done {
+                self.decoder.decode_eof(&mut self.buf)
+            } else {
+                self.decoder.decode(&mut self.buf)
             };
-            if let Some(ev) = self.decoder.decode(&mut self.buf).map_err(limit_err)? {
-                return Ok(Some(ev));
-            }
-            if self.done {
-                return Ok(None);
+            match item.map_err(|e| HttpError::Protocol(e.to_string()))? {
+                Some(Ok(ev)) => return Ok(Some(ev)),
+                Some(Err(FrameError::TooLarge { limit })) => {
+                    return Err(HttpError::TooLarge { limit });
+                }
+                Some(Err(e)) => return Err(HttpError::Protocol(e.to_string())),
+                None if self.done => return Ok(None),
+                None => {}
             }
             match self.body.frame().await {
                 None => self.done = true,

@@ -1,4 +1,5 @@
-//! Response bodies: a full body or a Server-Sent Events stream, plus SSE encoding.
+//! Response bodies: a full body or a Server-Sent Events stream, plus SSE encoding (with
+//! mcp-jsonrpc's SSE codec).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -7,11 +8,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::BufMut;
 use bytes::{Bytes, BytesMut};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, Response, StatusCode};
 use hyper::body::{Body, Frame, SizeHint};
+use mcp_jsonrpc::codec::{SseFields, encode_sse_comment};
 use mcp_jsonrpc::{ErrorObject, Id, Message};
 use tokio::sync::mpsc;
 
@@ -136,66 +137,26 @@ impl SseBody {
         }
         if let Some(ka) = &mut self.keep_alive {
             if ka.poll_tick(cx).is_ready() {
-                return Poll::Ready(Some(Bytes::from_static(b": keep-alive\n\n")));
+                let mut comment = BytesMut::with_capacity(16);
+                encode_sse_comment("keep-alive", &mut comment);
+                return Poll::Ready(Some(comment.freeze()));
             }
         }
         Poll::Pending
     }
 }
 
-/// The bytes an event's `id`, `event` and `retry` lines take at most.
-fn head_len(id: Option<&str>, event: Option<&str>, retry: Option<Duration>) -> usize {
-    id.map_or(0, |i| i.len() + 5) + event.map_or(0, |e| e.len() + 8) + retry.map_or(0, |_| 28)
-}
-
-/// Writes the `event`, `id` and `retry` lines of an event (in the order of mcp-jsonrpc's SSE
-/// codec). Event types and ids are single-line: anything after a line break is dropped.
-fn put_head(out: &mut BytesMut, id: Option<&str>, event: Option<&str>, retry: Option<Duration>) {
-    let first_line = |s: &str| s.split(['\n', '\r']).next().unwrap_or("").len();
-    if let Some(kind) = event {
-        out.put_slice(b"event: ");
-        out.put_slice(&kind.as_bytes()[..first_line(kind)]);
-        out.put_u8(b'\n');
+/// The codec's fields for an event's `id`, `event` and `retry` lines.
+fn fields<'a>(
+    id: Option<&'a str>,
+    event: Option<&'a str>,
+    retry: Option<Duration>,
+) -> SseFields<'a> {
+    SseFields {
+        event,
+        id,
+        retry: retry.map(|r| u64::try_from(r.as_millis()).unwrap_or(u64::MAX)),
     }
-    if let Some(id) = id {
-        out.put_slice(b"id: ");
-        out.put_slice(&id.as_bytes()[..first_line(id)]);
-        out.put_u8(b'\n');
-    }
-    if let Some(retry) = retry {
-        let ms = u64::try_from(retry.as_millis()).unwrap_or(u64::MAX);
-        out.put_slice(b"retry: ");
-        out.put_slice(ms.to_string().as_bytes());
-        out.put_u8(b'\n');
-    }
-}
-
-/// Writes `data` as `data:` lines: `\r\n`, `\r` and `\n` each end a line, which decoders
-/// join again with `\n`. JSON never has a raw line break inside a string, so a message
-/// (pretty-printed raw params included) is unchanged.
-fn put_data(out: &mut BytesMut, data: &[u8]) {
-    let mut rest = data;
-    loop {
-        out.put_slice(b"data: ");
-        match memchr::memchr2(b'\n', b'\r', rest) {
-            Some(i) => {
-                out.put_slice(&rest[..i]);
-                out.put_u8(b'\n');
-                let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') {
-                    2
-                } else {
-                    1
-                };
-                rest = &rest[i + skip..];
-            }
-            None => {
-                out.put_slice(rest);
-                out.put_u8(b'\n');
-                break;
-            }
-        }
-    }
-    out.put_u8(b'\n');
 }
 
 /// Encodes one SSE event into one buffer, allocated once: each event is one body frame, so
@@ -207,19 +168,8 @@ pub(crate) fn encode_event(
     data: &[u8],
     retry: Option<Duration>,
 ) -> Bytes {
-    let lossy;
-    let data = match std::str::from_utf8(data) {
-        Ok(_) => data,
-        Err(_) => {
-            lossy = String::from_utf8_lossy(data).into_owned();
-            lossy.as_bytes()
-        }
-    };
-    let breaks = memchr::memchr2_iter(b'\n', b'\r', data).count();
-    let mut out =
-        BytesMut::with_capacity(head_len(id, event, retry) + data.len() + 8 * (breaks + 1) + 1);
-    put_head(&mut out, id, event, retry);
-    put_data(&mut out, data);
+    let mut out = BytesMut::new();
+    fields(id, event, retry).encode(&String::from_utf8_lossy(data), &mut out);
     out.freeze()
 }
 
@@ -231,23 +181,22 @@ pub(crate) fn encode_message_event(
     event: Option<&str>,
     message: &Message,
 ) -> (Bytes, Bytes) {
-    let mut out = BytesMut::with_capacity(head_len(id, event, None) + 8 + message.encoded_len());
-    put_head(&mut out, id, event, None);
-    out.put_slice(b"data: ");
-    let start = out.len();
-    if let Err(e) = message.encode_into(&mut out) {
-        tracing::error!(error = %e, "could not encode an outbound message");
+    let fields = fields(id, event, None);
+    let mut out = BytesMut::with_capacity(fields.head_len() + 8 + message.encoded_len());
+    match fields.encode_json(message, &mut out) {
+        Ok(Some(json)) => {
+            let event = out.freeze();
+            let data = event.slice(json);
+            (event, data)
+        }
+        // Line breaks inside raw values (pretty-printed params) were split over lines.
+        Ok(None) => (out.freeze(), message_bytes(message)),
+        Err(e) => {
+            // Raw values are already valid JSON, so this only happens for a broken Serialize impl.
+            tracing::error!(error = %e, "could not encode an outbound message");
+            (encode_event(id, event, b"", None), Bytes::new())
+        }
     }
-    let end = out.len();
-    if memchr::memchr2(b'\n', b'\r', &out[start..end]).is_some() {
-        // Line breaks inside raw values (pretty-printed params): split them over lines.
-        let data = Bytes::copy_from_slice(&out[start..end]);
-        return (encode_event(id, event, &data, None), data);
-    }
-    out.put_slice(b"\n\n");
-    let event = out.freeze();
-    let data = event.slice(start..end);
-    (event, data)
 }
 
 /// The compact JSON of a message, in one allocation: the buffer is sized exactly (but for
