@@ -39,7 +39,7 @@ pub enum ServerConfig {
     /// A local server started as a child process, spoken to over its stdin and stdout.
     Stdio(StdioServerConfig),
     /// A remote server reached over HTTP.
-    Http(HttpServerConfig),
+    Http(RemoteServerConfig),
 }
 
 /// A child-process server: `{"command", "args", "env", "cwd"}`.
@@ -57,7 +57,7 @@ pub struct StdioServerConfig {
 
 /// A remote server: `{"url", "headers"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HttpServerConfig {
+pub struct RemoteServerConfig {
     /// The MCP endpoint.
     pub url: String,
     /// Extra HTTP headers sent with every request (for example `Authorization`).
@@ -268,7 +268,7 @@ fn parse_http(
     name: &str,
     entry: &Map<String, Value>,
     legacy_sse: bool,
-) -> Result<HttpServerConfig, ConfigError> {
+) -> Result<RemoteServerConfig, ConfigError> {
     let url = match entry.get("url") {
         Some(Value::String(url)) => url.trim().to_owned(),
         _ => return Err(server_error(name, "`url` is not a string")),
@@ -299,7 +299,7 @@ fn parse_http(
             ));
         }
     }
-    Ok(HttpServerConfig {
+    Ok(RemoteServerConfig {
         url,
         headers,
         legacy_sse,

@@ -152,7 +152,7 @@ impl Connector for DefaultConnector {
 #[cfg(feature = "http")]
 async fn open_http(
     name: &str,
-    config: &crate::config::HttpServerConfig,
+    config: &crate::config::RemoteServerConfig,
 ) -> Result<Transport, ConnectError> {
     use mcp_transport_http::client::{ClientMode, StreamableHttpClient};
     let mut headers = http::HeaderMap::new();
