@@ -75,7 +75,7 @@ impl Activity {
         if data.is_empty() {
             return;
         }
-        if !self.started.swap(true, Ordering::Relaxed) {
+        if !self.started.load(Ordering::Relaxed) && !self.started.swap(true, Ordering::Relaxed) {
             let n = data.len().min(H2_PREFACE.len());
             if data[..n] == H2_PREFACE[..n] {
                 self.h2.store(true, Ordering::Relaxed);
