@@ -65,8 +65,13 @@ pub async fn run(command: Command, verbose: u8) -> Result<Exit, Fail> {
     }
 }
 
-/// The client this command presents to servers.
-fn client(args: &ServerArgs, term: &Arc<Term>) -> Result<Client, Fail> {
+/// The client this command presents to servers. Connecting may take `connect_budget`, by
+/// default `--timeout`.
+fn client(
+    args: &ServerArgs,
+    term: &Arc<Term>,
+    connect_budget: Option<Duration>,
+) -> Result<Client, Fail> {
     let timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
     let elicit = Arc::clone(term);
     let sample = Arc::clone(term);
@@ -83,7 +88,11 @@ fn client(args: &ServerArgs, term: &Arc<Term>) -> Result<Client, Fail> {
         })
         .on_notification(move |notification| notes.notification(notification))
         .request_timeout(timeout)
-        .initialize_timeout(timeout.unwrap_or(Duration::from_secs(30)));
+        .initialize_timeout(
+            connect_budget
+                .or(timeout)
+                .unwrap_or(Duration::from_secs(30)),
+        );
     if let Some(version) = args.protocol {
         builder = builder
             .protocol_version(version)
@@ -107,6 +116,20 @@ where
     F: FnOnce(ClientSession, Arc<Term>) -> Fut,
     Fut: std::future::Future<Output = Result<Exit, Fail>>,
 {
+    with_session_within(args, verbose, None, body).await
+}
+
+/// [`with_session`], connecting within `connect_budget` (default: `--timeout`).
+async fn with_session_within<F, Fut>(
+    args: &ServerArgs,
+    verbose: u8,
+    connect_budget: Option<Duration>,
+    body: F,
+) -> Result<Exit, Fail>
+where
+    F: FnOnce(ClientSession, Arc<Term>) -> Fut,
+    Fut: std::future::Future<Output = Result<Exit, Fail>>,
+{
     let target = target::resolve(args)?;
     // Log messages are shown at `info` and above unless asked otherwise. A stateless
     // (2026-07-28) server sends none unless the request names a level, so ask for one always.
@@ -121,7 +144,7 @@ where
         })
         .transpose()?;
     let term = Term::new();
-    let client = client(args, &term)?;
+    let client = client(args, &term, connect_budget)?;
     let opened = target::open(&target, verbose).await?;
     let session = match client.connect(opened.connection).await {
         Ok(session) => session,
@@ -653,9 +676,14 @@ async fn discover(args: &ServerArgs, format: Format, verbose: u8) -> Result<Exit
     let stateless = args
         .protocol
         .is_none_or(|version| version.era() == Era::Stateless);
+    // The probe and the fallback share `--timeout`: the probe gets at most half of it, and
+    // connecting what the probe left.
+    let started = Instant::now();
+    let budget = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
     if stateless {
         let version = args.protocol.unwrap_or(ProtocolVersion::LATEST);
-        match server_discover(&target, version, verbose).await {
+        let wait = budget.map_or(DISCOVER_WAIT, |b| DISCOVER_WAIT.min(b / 2));
+        match server_discover(&target, version, verbose, wait).await {
             Ok(result) => {
                 match format {
                     Format::Json => print_json(&result)?,
@@ -669,7 +697,8 @@ async fn discover(args: &ServerArgs, format: Format, verbose: u8) -> Result<Exit
             }
         }
     }
-    with_session(args, verbose, move |session, _| async move {
+    let left = budget.map(|b| b.saturating_sub(started.elapsed()));
+    with_session_within(args, verbose, left, move |session, _| async move {
         let init = to_json(session.initialize_result());
         match format {
             Format::Json => print_json(&init)?,
@@ -684,6 +713,7 @@ async fn server_discover(
     target: &Target,
     version: ProtocolVersion,
     verbose: u8,
+    wait: Duration,
 ) -> Result<Value, Fail> {
     let opened = target::open(target, verbose).await?;
     let (peer, driver) = Engine::builder().spawn(opened.connection, ());
@@ -698,7 +728,7 @@ async fn server_discover(
         .call::<Value, Value>(
             "server/discover",
             &params,
-            RequestOptions::new().timeout(Some(DISCOVER_WAIT)),
+            RequestOptions::new().timeout(Some(wait)),
         )
         .await;
     peer.close();

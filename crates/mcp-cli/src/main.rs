@@ -117,9 +117,16 @@ fn run_async(command: Command, verbose: u8) -> Result<Exit, Fail> {
     })
 }
 
+/// Whether log lines on stderr are coloured: only on a terminal, and never when `NO_COLOR` is
+/// set to a non-empty value (<https://no-color.org>).
+fn log_colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(std::ffi::OsStr::is_empty)
+}
+
 /// Diagnostics go to stderr through `tracing`: warnings by default, `-v` debug, `-vv` trace;
-/// `RUST_LOG` overrides.
+/// `RUST_LOG` overrides. Coloured only when stderr is a terminal and `NO_COLOR` is unset.
 fn init_tracing(verbose: u8) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
         0 => "warn",
@@ -131,6 +138,28 @@ fn init_tracing(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(log_colour(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR").as_deref(),
+        ))
         .with_target(verbose > 1)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_colour;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(log_colour(true, None));
+        assert!(
+            log_colour(true, Some(OsStr::new(""))),
+            "an empty NO_COLOR is unset"
+        );
+        assert!(!log_colour(true, Some(OsStr::new("1"))));
+        assert!(!log_colour(false, None));
+        assert!(!log_colour(false, Some(OsStr::new("1"))));
+    }
 }

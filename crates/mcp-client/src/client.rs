@@ -253,7 +253,9 @@ impl ClientBuilder {
     }
 
     /// How long `server/discover` may take before the client treats the server as one from
-    /// before the stateless era and falls back to `initialize` (default 10 s).
+    /// before the stateless era and falls back to `initialize` (default 10 s). The probe never
+    /// gets more than half of what is left of [`initialize_timeout`](Self::initialize_timeout),
+    /// the budget of the whole connection attempt, so that the fallback has time too.
     pub fn discover_timeout(mut self, timeout: Duration) -> Self {
         self.shared.discover_timeout = timeout;
         self
@@ -293,7 +295,10 @@ impl ClientBuilder {
         self
     }
 
-    /// How long `initialize` may take (default 30 s).
+    /// How long connecting may take in all (default 30 s): the `server/discover` probe (at
+    /// most [`discover_timeout`](Self::discover_timeout) of it), its retries and `initialize`.
+    /// When the probe runs out of time, `initialize` gets what is left; with nothing left the
+    /// connection fails with a timeout.
     pub fn initialize_timeout(mut self, timeout: Duration) -> Self {
         self.shared.initialize_timeout = timeout;
         self

@@ -12,6 +12,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use std::time::Duration;
+
+use tokio::time::Instant;
+
 use crate::client::Client;
 use crate::error::{CallError, ConnectError};
 use crate::rpc::Rpc;
@@ -200,11 +204,13 @@ enum Probe {
 /// Negotiates as [`Client::connect`] documents.
 pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, ConnectError> {
     let shared = &client.shared;
+    // The whole negotiation (probe, retries, `initialize`) fits in the caller's budget.
+    let deadline = Instant::now() + shared.initialize_timeout;
     let mut probe_failure = None;
     if let Some(mut version) = newest_in_range(client, Era::Stateless) {
         let mut retries = 0;
         loop {
-            match discover(client, rpc, version).await? {
+            match discover(client, rpc, version, deadline).await? {
                 Probe::Found(negotiated) => return Ok(*negotiated),
                 Probe::Legacy(reason) => {
                     tracing::debug!(%reason, "server/discover not understood; falling back to initialize");
@@ -220,7 +226,7 @@ pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, 
                         });
                     };
                     if mutual.era() == Era::Session {
-                        return initialize(client, rpc, mutual).await;
+                        return initialize(client, rpc, mutual, deadline).await;
                     }
                     retries += 1;
                     if retries > MAX_VERSION_RETRIES {
@@ -233,7 +239,7 @@ pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, 
         }
     }
     match newest_in_range(client, Era::Session) {
-        Some(version) => initialize(client, rpc, version).await,
+        Some(version) => initialize(client, rpc, version, deadline).await,
         None => Err(ConnectError::UnsupportedVersion {
             requested: shared.protocol_version,
             min: shared.min_protocol_version,
@@ -245,21 +251,29 @@ pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, 
     }
 }
 
-/// One `server/discover` at `version`.
+/// What is left of the negotiation's budget; `None` once it is spent.
+fn remaining(deadline: Instant) -> Option<Duration> {
+    Some(deadline.saturating_duration_since(Instant::now())).filter(|d| !d.is_zero())
+}
+
+/// One `server/discover` at `version`, given at most
+/// [`discover_timeout`](crate::ClientBuilder::discover_timeout) and half of what is left until
+/// `deadline`.
 async fn discover(
     client: &Client,
     rpc: &Rpc,
     version: ProtocolVersion,
+    deadline: Instant,
 ) -> Result<Probe, ConnectError> {
+    let Some(left) = remaining(deadline) else {
+        return Ok(Probe::Legacy("no time left for server/discover".into()));
+    };
+    // At most half of what is left: a server that ignores `server/discover` (instead of
+    // answering `-32601`) still leaves `initialize` time to succeed.
+    let timeout = client.shared.discover_timeout.min(left / 2);
     let params = json!({ "_meta": stateless_meta(client, version) });
     let raw = match rpc
-        .request(
-            "server/discover",
-            Some(params),
-            Some(client.shared.discover_timeout),
-            None,
-            true,
-        )
+        .request("server/discover", Some(params), Some(timeout), None, true)
         .await
     {
         Ok(raw) => raw,
@@ -368,8 +382,15 @@ async fn initialize(
     client: &Client,
     rpc: &Rpc,
     requested: ProtocolVersion,
+    deadline: Instant,
 ) -> Result<Negotiated, ConnectError> {
     let shared = &client.shared;
+    // What the probe left of the budget ([`ClientBuilder::initialize_timeout`]).
+    //
+    // [`ClientBuilder::initialize_timeout`]: crate::ClientBuilder::initialize_timeout
+    let Some(timeout) = remaining(deadline) else {
+        return Err(ConnectError::Initialize(CallError::Timeout));
+    };
     let mut params = Map::new();
     params.insert("protocolVersion".into(), json!(requested));
     let mut capabilities = client.capabilities();
@@ -388,7 +409,7 @@ async fn initialize(
         .request(
             "initialize",
             Some(Value::Object(params)),
-            Some(shared.initialize_timeout),
+            Some(timeout),
             None,
             // The specification forbids cancelling `initialize`.
             false,

@@ -199,6 +199,10 @@ impl ServerCommand {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true);
+        // Its own process group: signals reach the whole tree the server starts (a wrapper
+        // script's real server, `npx`'s node), not just the process launched.
+        #[cfg(unix)]
+        cmd.process_group(0);
         if self.env_clear {
             cmd.env_clear();
         }
@@ -287,8 +291,14 @@ where
 
 /// The handle to a launched server process.
 ///
-/// Dropping it kills the process (`SIGKILL`); call [`shutdown`](Self::shutdown) for the graceful
-/// sequence the specification describes.
+/// Dropping it kills the process (`SIGKILL`; on Unix its whole process group, see below); call
+/// [`shutdown`](Self::shutdown) for the graceful sequence the specification describes.
+///
+/// On Unix the server is started in a process group of its own, so that shutting it down also
+/// ends what it started. A consequence: the terminal's Ctrl-C (`SIGINT` to the foreground
+/// process group) no longer reaches the server directly. The client process handles Ctrl-C and
+/// shuts the server down (or, if it simply exits, the server sees end of input on its stdin,
+/// which ends a well-behaved server).
 #[derive(Debug)]
 pub struct ChildProcess {
     name: String,
@@ -342,32 +352,59 @@ impl ChildProcess {
     /// [`after_close`](ShutdownTimeouts::after_close), sends `SIGTERM`, waits
     /// [`after_terminate`](ShutdownTimeouts::after_terminate), then sends `SIGKILL`.
     ///
-    /// Returns the exit status. Pending requests on the connection fail with it.
+    /// On Unix the server runs in a process group of its own and the signals go to the whole
+    /// group: processes it started (a wrapper script's real server, `npx`'s node) are ended
+    /// with it, also when the server itself exits first. Elsewhere only the server process is
+    /// signalled (`TerminateProcess` in place of both signals).
+    ///
+    /// Returns the server's exit status. Pending requests on the connection fail with it.
     pub async fn shutdown(&self) -> io::Result<ExitStatus> {
         self.close_stdin();
         let mut status = self.status.clone();
         if let Ok(done) =
             tokio::time::timeout(self.timeouts.after_close, wait_status(&mut status)).await
         {
-            return done;
+            if !self.group_alive() {
+                return done;
+            }
         }
         tracing::debug!(server = %self.name, "server did not exit after stdin closed; sending SIGTERM");
         let _ = self.control.send(Control::Terminate).await;
-        if let Ok(done) =
-            tokio::time::timeout(self.timeouts.after_terminate, wait_status(&mut status)).await
-        {
+        let ended = async {
+            let done = wait_status(&mut status).await;
+            // The processes the server started may outlive it: wait for them as well.
+            while self.group_alive() {
+                tokio::time::sleep(GROUP_POLL).await;
+            }
+            done
+        };
+        if let Ok(done) = tokio::time::timeout(self.timeouts.after_terminate, ended).await {
             return done;
         }
         tracing::debug!(server = %self.name, "server did not exit after SIGTERM; sending SIGKILL");
         self.kill().await
     }
 
-    /// Kills the process at once (`SIGKILL`) and returns its exit status.
+    /// Kills the process at once (`SIGKILL`, on Unix to its whole process group) and returns
+    /// its exit status.
     pub async fn kill(&self) -> io::Result<ExitStatus> {
         self.close_stdin();
         let _ = self.control.send(Control::Kill).await;
         let mut status = self.status.clone();
         wait_status(&mut status).await
+    }
+
+    /// Whether a process of the server's process group is still running (Unix; elsewhere
+    /// always `false`).
+    fn group_alive(&self) -> bool {
+        #[cfg(unix)]
+        {
+            group(self.pid).is_some_and(|g| rustix::process::test_kill_process_group(g).is_ok())
+        }
+        #[cfg(not(unix))]
+        {
+            false
+        }
     }
 }
 
@@ -381,58 +418,100 @@ async fn wait_status(status: &mut watch::Receiver<Option<ExitStatus>>) -> io::Re
 }
 
 /// Owns the `Child`: publishes its exit status and delivers signals. When every handle is gone
-/// (the control channel closes) the process is killed.
+/// (the control channel closes) the process is killed, with its process group on Unix (also
+/// when the server itself already exited).
 async fn reap(
     mut child: Child,
     mut control: mpsc::Receiver<Control>,
     status_tx: watch::Sender<Option<ExitStatus>>,
     pid: Option<u32>,
 ) {
+    let mut exited = false;
     let mut control_open = true;
     loop {
         tokio::select! {
-            status = child.wait() => {
+            status = child.wait(), if !exited => {
                 match status {
                     Ok(s) => { let _ = status_tx.send(Some(s)); }
-                    Err(e) => tracing::warn!(error = %e, "waiting for the server process failed"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "waiting for the server process failed");
+                        return;
+                    }
                 }
-                return;
+                exited = true;
             }
             cmd = control.recv(), if control_open => match cmd {
-                Some(Control::Terminate) => terminate(&mut child, pid),
-                Some(Control::Kill) => { let _ = child.start_kill(); }
+                Some(Control::Terminate) => terminate(&mut child, pid, exited),
+                Some(Control::Kill) => kill(&mut child, pid, exited),
                 None => {
                     control_open = false;
-                    let _ = child.start_kill();
+                    kill(&mut child, pid, exited);
                 }
             },
         }
+        if exited && !control_open {
+            return;
+        }
+    }
+}
+
+/// How often [`ChildProcess::shutdown`] checks whether the server's process group is empty.
+const GROUP_POLL: Duration = Duration::from_millis(20);
+
+/// The process group the server leads (its pid: it was spawned with `process_group(0)`).
+#[cfg(unix)]
+fn group(pid: Option<u32>) -> Option<rustix::process::Pid> {
+    pid.and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw)
+}
+
+/// Sends `signal` to the server's process group; `false` when there was nothing to signal.
+#[cfg(unix)]
+fn signal_group(pid: Option<u32>, signal: rustix::process::Signal) -> bool {
+    // The group outlives its leader while any member runs, and its id is not handed out again
+    // until it is empty; an empty group fails with `ESRCH`.
+    match group(pid) {
+        Some(g) => match rustix::process::kill_process_group(g, signal) {
+            Ok(()) => true,
+            Err(e) => {
+                if e != rustix::io::Errno::SRCH {
+                    tracing::debug!(error = %e, ?signal, "signalling the server's process group failed");
+                }
+                false
+            }
+        },
+        None => false,
     }
 }
 
 #[cfg(unix)]
-fn terminate(child: &mut Child, pid: Option<u32>) {
-    use rustix::process::{Pid, Signal, kill_process};
-    let pid = pid
-        .and_then(|p| i32::try_from(p).ok())
-        .and_then(Pid::from_raw);
-    match pid {
-        // The process has not been reaped yet (we own the Child), so the pid is still ours.
-        Some(pid) => {
-            if let Err(e) = kill_process(pid, Signal::TERM) {
-                tracing::debug!(error = %e, "SIGTERM failed; killing");
-                let _ = child.start_kill();
-            }
-        }
-        None => {
-            let _ = child.start_kill();
-        }
+fn terminate(child: &mut Child, pid: Option<u32>, exited: bool) {
+    if !signal_group(pid, rustix::process::Signal::TERM) && !exited {
+        tracing::debug!("SIGTERM to the process group failed; killing");
+        let _ = child.start_kill();
+    }
+}
+
+#[cfg(unix)]
+fn kill(child: &mut Child, pid: Option<u32>, exited: bool) {
+    signal_group(pid, rustix::process::Signal::KILL);
+    if !exited {
+        let _ = child.start_kill();
     }
 }
 
 #[cfg(not(unix))]
-fn terminate(child: &mut Child, _pid: Option<u32>) {
-    let _ = child.start_kill();
+fn terminate(child: &mut Child, _pid: Option<u32>, exited: bool) {
+    if !exited {
+        let _ = child.start_kill();
+    }
+}
+
+#[cfg(not(unix))]
+fn kill(child: &mut Child, _pid: Option<u32>, exited: bool) {
+    if !exited {
+        let _ = child.start_kill();
+    }
 }
 
 async fn pump_stderr(stderr: ChildStderr, mode: StderrMode, name: String) {

@@ -12,7 +12,8 @@
 //!   a server that only serves its own stdin/stdout can leave it out), which returns the connection and
 //!   a `ChildProcess` handle that captures the server's stderr, reports its exit status (pending
 //!   requests fail with it) and shuts it down the way the specification describes: close stdin,
-//!   wait, `SIGTERM`, wait, `SIGKILL`.
+//!   wait, `SIGTERM`, wait, `SIGKILL` (on Unix to the server's own process group, so that what
+//!   it started ends with it).
 //! * Anything else that is a byte stream goes through [`io()`].
 //!
 //! On Unix, when stdin and stdout are pipes or sockets (as they are when a client launches the

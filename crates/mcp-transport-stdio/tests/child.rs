@@ -187,3 +187,98 @@ async fn spawning_a_missing_program_fails_cleanly() {
         .unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
 }
+
+/// Whether `pid` names a live process (a zombie waiting for its parent counts as gone).
+fn alive(pid: i32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    if rustix::process::test_kill_process(pid).is_err() {
+        return false;
+    }
+    // The field after the parenthesised command name is the state; `Z` is a zombie.
+    match std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero())) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_none_or(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => true,
+    }
+}
+
+/// A shell that ignores SIGTERM, with a background `sleep` (which inherits that) whose pid it
+/// writes to a file: a wrapper script's server that outlives the signal.
+fn stubborn_wrapper(pid_file: &std::path::Path) -> ServerCommand {
+    let script = format!(
+        "trap '' TERM; sleep 1000 & echo $! > '{}'; wait",
+        pid_file.display()
+    );
+    ServerCommand::new("sh")
+        .args(["-c", &script])
+        .shutdown_timeouts(quick())
+}
+
+/// Waits (hang guard: 10 s) for the pid the wrapper writes.
+async fn read_pid(pid_file: &std::path::Path) -> i32 {
+    let read = async {
+        loop {
+            if let Ok(text) = std::fs::read_to_string(pid_file) {
+                if let Ok(pid) = text.trim().parse::<i32>() {
+                    return pid;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .expect("the wrapper writes its grandchild's pid")
+}
+
+/// Waits (hang guard: 10 s) until `pid` is gone.
+async fn assert_gone(pid: i32) {
+    let gone = async {
+        while alive(pid) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let outcome = tokio::time::timeout(Duration::from_secs(10), gone).await;
+    if outcome.is_err() {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        panic!("the grandchild {pid} survived the server's shutdown");
+    }
+}
+
+fn pid_file(tag: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "mcp-stdio-grandchild-{tag}-{}.pid",
+        std::process::id()
+    ))
+}
+
+#[tokio::test]
+async fn shutdown_ends_a_grandchild_that_ignores_sigterm() {
+    let file = pid_file("shutdown");
+    let _ = std::fs::remove_file(&file);
+    let (_conn, child) = stubborn_wrapper(&file).spawn().unwrap();
+    let grandchild = read_pid(&file).await;
+    assert!(alive(grandchild));
+    tokio::time::timeout(Duration::from_secs(10), child.shutdown())
+        .await
+        .expect("shutdown finishes")
+        .unwrap();
+    assert_gone(grandchild).await;
+    let _ = std::fs::remove_file(&file);
+}
+
+#[tokio::test]
+async fn dropping_the_handle_ends_the_grandchildren_too() {
+    let file = pid_file("drop");
+    let _ = std::fs::remove_file(&file);
+    let (_conn, child) = stubborn_wrapper(&file).spawn().unwrap();
+    let grandchild = read_pid(&file).await;
+    drop(child);
+    assert_gone(grandchild).await;
+    let _ = std::fs::remove_file(&file);
+}

@@ -338,10 +338,33 @@ impl<H: Handler> DriverState<H> {
                 if let FrameError::Invalid(invalid) = &error {
                     self.fail_pending_with(invalid);
                 }
+                if let FrameError::TooLarge { limit } = &error {
+                    self.fail_pending_too_large(*limit);
+                }
                 if let Some(response) = error.to_response() {
                     self.push_local(Message::Response(response));
                 }
             }
+        }
+    }
+
+    /// A frame over the size limit was skipped unread, so which request it answered (if any)
+    /// is unknown: every request pending now fails at once rather than waiting out its timeout
+    /// for a response that will never come. Later requests are unaffected.
+    fn fail_pending_too_large(&mut self, limit: usize) {
+        let pending: Vec<_> = lock(&self.shared.pending).drain().collect();
+        if pending.is_empty() {
+            return;
+        }
+        tracing::warn!(
+            requests = pending.len(),
+            limit,
+            "an inbound message exceeded the size limit; failing the requests pending"
+        );
+        for (_, entry) in pending {
+            let _ = entry.tx.send(Err(CallError::InvalidResponse(format!(
+                "response exceeds the maximum size of {limit} bytes"
+            ))));
         }
     }
 

@@ -97,6 +97,12 @@ pub struct HttpServerConfig {
     pub(crate) sse_retry: Duration,
     pub(crate) legacy_sse: Option<LegacySsePaths>,
     pub(crate) shutdown_timeout: Duration,
+    pub(crate) header_read_timeout: Option<Duration>,
+    pub(crate) idle_timeout: Option<Duration>,
+    pub(crate) request_body_timeout: Option<Duration>,
+    pub(crate) http2_keep_alive_interval: Option<Duration>,
+    pub(crate) http2_keep_alive_timeout: Duration,
+    pub(crate) max_connections: usize,
 }
 
 impl Default for HttpServerConfig {
@@ -127,7 +133,32 @@ impl Default for HttpServerConfig {
             sse_retry: Duration::from_secs(1),
             legacy_sse: None,
             shutdown_timeout: Duration::from_secs(10),
+            header_read_timeout: Some(Duration::from_secs(10)),
+            idle_timeout: Some(Duration::from_secs(60)),
+            request_body_timeout: Some(Duration::from_secs(30)),
+            http2_keep_alive_interval: Some(Duration::from_secs(30)),
+            http2_keep_alive_timeout: Duration::from_secs(20),
+            max_connections: default_max_connections(),
         }
+    }
+}
+
+/// The most connections served at once by default: 1024, or three quarters of the process's
+/// limit on open files when that is lower (Unix), so that refusing happens before `accept`
+/// runs out of descriptors.
+fn default_max_connections() -> usize {
+    const DEFAULT: usize = 1024;
+    #[cfg(unix)]
+    {
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        match limit.and_then(|n| usize::try_from(n).ok()) {
+            Some(n) => DEFAULT.min(n / 4 * 3).max(1),
+            None => DEFAULT,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        DEFAULT
     }
 }
 
@@ -299,6 +330,58 @@ impl HttpServerConfig {
     /// How long graceful shutdown waits for in-flight requests (default 10 s).
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// How long an HTTP/1.1 client may take to send a request's headers, from their first byte
+    /// (default 10 s; `None`: no limit); past it the connection is closed without an answer.
+    /// Enforced by the serving helpers ([`serve`], [`serve_with_listener`]) only, not when the
+    /// service is mounted in another server.
+    ///
+    /// [`serve`]: super::StreamableHttpService::serve
+    /// [`serve_with_listener`]: super::StreamableHttpService::serve_with_listener
+    pub fn header_read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.header_read_timeout = timeout.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// How long a connection may stay open with no request in flight (default 60 s; `None`:
+    /// no limit): HTTP/1.1 keep-alive between requests, an HTTP/2 connection without streams.
+    /// Past it the connection is closed. An open SSE stream is a request in flight. Enforced by
+    /// the serving helpers only.
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = timeout.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// How long reading a POST body may take, from the start of the read (default 30 s;
+    /// `None`: no limit). A body that has not arrived in full by then is answered with 408 (and
+    /// the HTTP/1.1 connection closed). Enforced by the service itself, wherever it is mounted.
+    pub fn request_body_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.request_body_timeout = timeout.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// The interval of HTTP/2 keep-alive pings (default 30 s; `None`: none). A client that does
+    /// not answer a ping within [`http2_keep_alive_timeout`](Self::http2_keep_alive_timeout)
+    /// is disconnected. Serving helpers only.
+    pub fn http2_keep_alive_interval(mut self, interval: Option<Duration>) -> Self {
+        self.http2_keep_alive_interval = interval.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// How long an HTTP/2 keep-alive ping may go unanswered (default 20 s).
+    pub fn http2_keep_alive_timeout(mut self, timeout: Duration) -> Self {
+        self.http2_keep_alive_timeout = timeout;
+        self
+    }
+
+    /// The most connections served at once (default 1024, or three quarters of the process's
+    /// open-file limit when that is lower, on Unix). A connection beyond it is accepted, answered
+    /// `503 Service Unavailable` with `Connection: close` and closed at once; a warning is
+    /// logged at most every 10 s while connections are being refused. Serving helpers only.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
         self
     }
 }

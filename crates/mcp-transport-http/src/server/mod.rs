@@ -37,6 +37,7 @@ mod body;
 mod config;
 mod direct;
 mod hub;
+mod reaper;
 mod security;
 mod serve;
 mod service;

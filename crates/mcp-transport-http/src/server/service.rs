@@ -245,6 +245,45 @@ fn header_size(parts: &Parts) -> usize {
         + parts.uri.path_and_query().map_or(1, |p| p.as_str().len())
 }
 
+/// Reads a body up to the configured size, within the configured time: a body still
+/// incomplete at [`request_body_timeout`] is answered with 408 (on HTTP/1.1 with
+/// `Connection: close`: the rest of the body is never read).
+///
+/// [`request_body_timeout`]: HttpServerConfig::request_body_timeout
+async fn read_body_within<B>(
+    parts: &Parts,
+    body: B,
+    config: &HttpServerConfig,
+) -> Result<Bytes, Response<HttpBody>>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let read = read_body(parts, body, config.max_body_size);
+    let Some(limit) = config.request_body_timeout else {
+        return read.await;
+    };
+    match tokio::time::timeout(limit, read).await {
+        Ok(read) => read,
+        Err(_) => {
+            tracing::debug!(?limit, "request body incomplete in time: answering 408");
+            let mut r = error_status(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} ms",
+                    limit.as_millis()
+                ),
+            );
+            if parts.version < http::Version::HTTP_2 {
+                r.headers_mut()
+                    .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Err(r)
+        }
+    }
+}
+
 /// Reads a body up to `limit` bytes.
 async fn read_body<B>(parts: &Parts, body: B, limit: usize) -> Result<Bytes, Response<HttpBody>>
 where
@@ -864,7 +903,7 @@ impl Inner {
                 "Not Acceptable: accept application/json and text/event-stream",
             );
         }
-        let bytes = match read_body(&parts, body, self.config.max_body_size).await {
+        let bytes = match read_body_within(&parts, body, &self.config).await {
             Ok(b) => b,
             Err(r) => return r,
         };
@@ -1338,7 +1377,7 @@ impl Inner {
             Some(h) if matches!(h.kind, HubKind::Legacy { .. }) => h,
             _ => return session_not_found(),
         };
-        let bytes = match read_body(&parts, body, self.config.max_body_size).await {
+        let bytes = match read_body_within(&parts, body, &self.config).await {
             Ok(b) => b,
             Err(r) => return r,
         };

@@ -89,6 +89,11 @@ impl Tracker {
         }
     }
 
+    /// How many connections are open.
+    pub(crate) fn open(&self) -> usize {
+        self.shared.lock().open.len()
+    }
+
     /// Asks every connection to finish and waits until all have closed.
     pub(crate) async fn shutdown(&self) {
         {
