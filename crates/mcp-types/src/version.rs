@@ -43,6 +43,17 @@ impl ProtocolVersion {
         self as usize
     }
 
+    /// Whether the revision negotiates a session with `initialize` ([`Era::Session`]).
+    pub const fn is_session(self) -> bool {
+        matches!(self.era(), Era::Session)
+    }
+
+    /// Whether the revision carries version and capabilities per request
+    /// ([`Era::Stateless`]).
+    pub const fn is_stateless(self) -> bool {
+        matches!(self.era(), Era::Stateless)
+    }
+
     /// Whether the revision is in a bit set of revisions (bit `i` = `ALL[i]`).
     #[doc(hidden)]
     pub const fn in_mask(self, mask: u32) -> bool {
