@@ -14,6 +14,18 @@ pub enum Era {
     Stateless,
 }
 
+impl Era {
+    /// Whether this is [`Era::Session`].
+    pub const fn is_session(self) -> bool {
+        matches!(self, Era::Session)
+    }
+
+    /// Whether this is [`Era::Stateless`].
+    pub const fn is_stateless(self) -> bool {
+        matches!(self, Era::Stateless)
+    }
+}
+
 /// A protocol version string that is not a known revision.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct UnsupportedProtocolVersion {
@@ -45,13 +57,13 @@ impl ProtocolVersion {
 
     /// Whether the revision negotiates a session with `initialize` ([`Era::Session`]).
     pub const fn is_session(self) -> bool {
-        matches!(self.era(), Era::Session)
+        self.era().is_session()
     }
 
     /// Whether the revision carries version and capabilities per request
     /// ([`Era::Stateless`]).
     pub const fn is_stateless(self) -> bool {
-        matches!(self.era(), Era::Stateless)
+        self.era().is_stateless()
     }
 
     /// Whether the revision is in a bit set of revisions (bit `i` = `ALL[i]`).

@@ -37,16 +37,6 @@ pub const CANCELLED_METHOD: &str = "notifications/cancelled";
 /// The method of the progress notification.
 pub const PROGRESS_METHOD: &str = "notifications/progress";
 
-/// Whether a protocol revision allows JSON-RPC batches (only 2025-03-26 does).
-///
-/// ```
-/// assert!(mcp_jsonrpc::batches_allowed_in("2025-03-26"));
-/// assert!(!mcp_jsonrpc::batches_allowed_in("2025-06-18"));
-/// ```
-pub fn batches_allowed_in(revision: &str) -> bool {
-    revision == "2025-03-26"
-}
-
 /// What the engine calls for inbound requests and notifications.
 ///
 /// The methods return `impl Future + Send` (no boxing); the engine is generic over the handler,
@@ -300,7 +290,8 @@ impl EngineBuilder {
     }
 
     /// Whether inbound batches are accepted at first (default `false`); change it later with
-    /// [`Peer::set_batches_allowed`] once the revision is known.
+    /// [`Peer::set_batches_allowed`] once the revision is known. The engine knows nothing of
+    /// revisions: whoever negotiates one says whether it has batches.
     pub fn batches_allowed(mut self, allowed: bool) -> Self {
         self.config.batches_allowed = allowed;
         self

@@ -60,10 +60,13 @@ pub(crate) fn classify(method: &str, params: Option<&RawValue>) -> Option<Option
         .filter(|p| may_have_meta(p.get()))
         .and_then(probe_meta)
         .unwrap_or((false, None, false));
-    if !wire::stateless_only(method) && !has_version && !has_capabilities {
-        return None;
-    }
-    Some(version)
+    let evidence = wire::EraEvidence {
+        method: Some(method),
+        meta_version: has_version,
+        meta_capabilities: has_capabilities,
+        ..wire::EraEvidence::default()
+    };
+    wire::classify(&evidence).is_stateless().then_some(version)
 }
 
 /// From `_meta`: whether it has a protocol version, the revision that names (when it is a string
