@@ -870,6 +870,18 @@ mod classify_tests {
     fn methods_of_the_stateless_revision_only_are_stateless_without_meta() {
         assert!(classify("server/discover", None).is_some());
     }
+
+    /// The probe's member names are spelled out for serde: they are the keys of `wire`.
+    #[test]
+    fn the_probe_reads_the_wire_keys() {
+        let version = wire::stateless_versions()[0];
+        let params = serde_json::json!({"_meta": {
+            wire::META_PROTOCOL_VERSION: version,
+            wire::META_CLIENT_CAPABILITIES: {},
+        }});
+        let params = serde_json::value::to_raw_value(&params).unwrap();
+        assert_eq!(probe_meta(&params), Some((true, Some(version), true)));
+    }
 }
 
 #[cfg(test)]
