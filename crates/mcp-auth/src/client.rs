@@ -8,6 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use mcp_types::{Feature, ProtocolVersion};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -368,7 +369,8 @@ impl OAuthClientBuilder {
 
     /// The MCP protocol revision in use (`"2025-11-25"`, `"2026-07-28"`, ...). It is sent as
     /// `MCP-Protocol-Version` on discovery requests and decides whether `application_type`
-    /// is sent at registration (from 2026-07-28 on).
+    /// is sent at registration (the revisions with
+    /// [`Feature::RegistrationApplicationType`](mcp_types::Feature::RegistrationApplicationType)).
     pub fn protocol_revision(mut self, revision: impl Into<String>) -> Self {
         self.config.protocol_revision = Some(revision.into());
         self
@@ -967,7 +969,8 @@ impl OAuthClient {
                 .config
                 .protocol_revision
                 .as_deref()
-                .is_some_and(|r| r >= "2026-07-28")
+                .and_then(ProtocolVersion::from_date)
+                .is_some_and(|r| r.has(Feature::RegistrationApplicationType))
     }
 
     async fn resolve_client(

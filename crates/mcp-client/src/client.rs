@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_jsonrpc::Connection;
-use mcp_types::{ClientCapabilities, Era, Implementation, ProtocolVersion};
+use mcp_types::{ClientCapabilities, Implementation, ProtocolVersion};
 use serde_json::{Map, Value, json};
 
 use crate::error::ConnectError;
@@ -14,14 +14,7 @@ use crate::session::ClientSession;
 
 /// The newest revision that negotiates with `initialize`: the one a client asks for when it
 /// falls back from `server/discover` (or when the stateless era is not configured).
-pub fn latest_session_version() -> ProtocolVersion {
-    ProtocolVersion::ALL
-        .iter()
-        .copied()
-        .filter(|v| v.era() == Era::Session)
-        .max()
-        .unwrap_or(ProtocolVersion::V2024_11_05)
-}
+pub use mcp_types::wire::latest_session_version;
 
 /// An MCP client: who it is and how it answers the server. Cheap to clone; one client can hold
 /// sessions with many servers.
@@ -101,7 +94,7 @@ impl Client {
                 on_notification: None,
                 notification_buffer: 256,
                 protocol_version: ProtocolVersion::LATEST,
-                min_protocol_version: ProtocolVersion::V2024_11_05,
+                min_protocol_version: ProtocolVersion::ALL[0],
                 request_timeout: Some(Duration::from_secs(60)),
                 initialize_timeout: Duration::from_secs(30),
                 discover_timeout: Duration::from_secs(10),

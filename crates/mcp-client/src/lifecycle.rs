@@ -1,13 +1,17 @@
 //! Negotiation: `server/discover` for the stateless era, falling back to the `initialize`
 //! handshake of the session era, and the per-request `_meta` of stateless requests.
 
+use std::ops::RangeInclusive;
+
 use mcp_jsonrpc::ErrorObject;
 use mcp_types::error_codes::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
+use mcp_types::wire::{self, ResultType};
 use mcp_types::{
-    CacheScope, DiscoverResult, Era, Implementation, InitializeResult, Project, ProtocolVersion,
+    CacheScope, DiscoverResult, Implementation, InitializeResult, Project, ProtocolVersion,
 };
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -19,17 +23,6 @@ use tokio::time::Instant;
 use crate::client::Client;
 use crate::error::{CallError, ConnectError};
 use crate::rpc::Rpc;
-
-/// `_meta` key of a stateless request's protocol version.
-pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// `_meta` key of a stateless request's client capabilities.
-pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-/// `_meta` key of a stateless request's client info.
-pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-/// `_meta` key of a stateless request's wanted log level.
-pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-/// `_meta` key of the server's info on stateless results.
-pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// How many times `server/discover` is retried after `-32022` before giving up.
 const MAX_VERSION_RETRIES: usize = 3;
@@ -53,20 +46,7 @@ pub(crate) enum Negotiated {
 
 /// The `_meta` members every stateless request of this client carries at `version`.
 pub(crate) fn stateless_meta(client: &Client, version: ProtocolVersion) -> Map<String, Value> {
-    let mut capabilities = client.capabilities();
-    capabilities.project(version);
-    let mut info = client.shared.info.clone();
-    info.project(version);
-    let mut meta = Map::new();
-    meta.insert(META_PROTOCOL_VERSION.into(), json!(version));
-    meta.insert(
-        META_CLIENT_CAPABILITIES.into(),
-        serde_json::to_value(capabilities).unwrap_or_else(|_| json!({})),
-    );
-    if let Ok(info) = serde_json::to_value(info) {
-        meta.insert(META_CLIENT_INFO.into(), info);
-    }
-    meta
+    wire::request_meta(version, &client.capabilities(), Some(&client.shared.info))
 }
 
 /// `_meta` members with each value encoded once, to be written into every request as they are
@@ -162,26 +142,9 @@ pub(crate) fn supported_versions(error: &ErrorObject) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The newest revision in `offered` the client speaks within its configured range.
-fn best_mutual(client: &Client, offered: &[String]) -> Option<ProtocolVersion> {
-    let shared = &client.shared;
-    offered
-        .iter()
-        .filter_map(|v| v.parse::<ProtocolVersion>().ok())
-        .filter(|v| *v >= shared.min_protocol_version && *v <= shared.protocol_version)
-        .max()
-}
-
-/// The newest revision of `era` within the client's range.
-fn newest_in_range(client: &Client, era: Era) -> Option<ProtocolVersion> {
-    let shared = &client.shared;
-    ProtocolVersion::ALL
-        .iter()
-        .copied()
-        .filter(|v| {
-            v.era() == era && *v >= shared.min_protocol_version && *v <= shared.protocol_version
-        })
-        .max()
+/// The revisions the client is configured to speak.
+fn range(client: &Client) -> RangeInclusive<ProtocolVersion> {
+    client.shared.min_protocol_version..=client.shared.protocol_version
 }
 
 /// Whether an error is one only a stateless-era server sends, which rules out a fallback.
@@ -207,7 +170,7 @@ pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, 
     // The whole negotiation (probe, retries, `initialize`) fits in the caller's budget.
     let deadline = Instant::now() + shared.initialize_timeout;
     let mut probe_failure = None;
-    if let Some(mut version) = newest_in_range(client, Era::Stateless) {
+    if let Some(mut version) = wire::newest_stateless_in(&range(client)) {
         let mut retries = 0;
         loop {
             match discover(client, rpc, version, deadline).await? {
@@ -218,14 +181,14 @@ pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, 
                     break;
                 }
                 Probe::Unsupported(offered, error) => {
-                    let Some(mutual) = best_mutual(client, &offered) else {
+                    let Some(mutual) = wire::best_mutual(&offered, &range(client)) else {
                         return Err(ConnectError::UnsupportedVersion {
                             requested: version,
                             min: shared.min_protocol_version,
                             answered: offered.join(", "),
                         });
                     };
-                    if mutual.era() == Era::Session {
+                    if mutual.is_session() {
                         return initialize(client, rpc, mutual, deadline).await;
                     }
                     retries += 1;
@@ -238,7 +201,7 @@ pub(crate) async fn negotiate(client: &Client, rpc: &Rpc) -> Result<Negotiated, 
             }
         }
     }
-    match newest_in_range(client, Era::Session) {
+    match wire::newest_session_in(&range(client)) {
         Some(version) => initialize(client, rpc, version, deadline).await,
         None => Err(ConnectError::UnsupportedVersion {
             requested: shared.protocol_version,
@@ -329,14 +292,14 @@ fn parse(text: &str) -> Result<(DiscoverResult, Implementation), String> {
     let server_info = probe
         .meta
         .as_ref()
-        .and_then(|meta| meta.get(META_SERVER_INFO).cloned())
+        .and_then(|meta| meta.get(wire::META_SERVER_INFO).cloned())
         .or(probe.server_info)
         .and_then(|info| serde_json::from_value::<Implementation>(info).ok())
         .unwrap_or_else(|| Implementation::new("", ""));
     let mut model = json!({
         "supportedVersions": probe.supported_versions,
         "capabilities": probe.capabilities.unwrap_or_else(|| json!({})),
-        "resultType": "complete",
+        "resultType": ResultType::Complete.as_str(),
         "ttlMs": probe.ttl_ms.unwrap_or(0).max(0),
         "cacheScope": probe.cache_scope.unwrap_or(CacheScope::Private),
     });
@@ -425,9 +388,8 @@ async fn initialize(
         .to_owned();
     let version = match answered.parse::<ProtocolVersion>() {
         Ok(version)
-            if version.era() == Era::Session
-                && version >= shared.min_protocol_version
-                && version <= requested =>
+            if version.is_session()
+                && (shared.min_protocol_version..=requested).contains(&version) =>
         {
             version
         }

@@ -13,8 +13,6 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::notify::ServerNotification;
 
-/// `_meta` key naming the subscription a notification belongs to.
-pub(crate) const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// The acknowledgement that opens a subscription.
 pub(crate) const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
@@ -48,7 +46,7 @@ pub(crate) fn key_of(id: &Value) -> String {
 pub(crate) fn subscription_key(params: Option<&Value>) -> Option<String> {
     params?
         .get("_meta")?
-        .get(META_SUBSCRIPTION_ID)
+        .get(mcp_types::wire::META_SUBSCRIPTION_ID)
         .filter(|id| id.is_string() || id.is_number())
         .map(key_of)
 }

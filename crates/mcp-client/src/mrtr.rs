@@ -4,6 +4,7 @@
 //! same call with `inputResponses` and the state, under a new JSON-RPC id.
 
 use mcp_types::InputRequiredResult;
+use mcp_types::wire::ResultType;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -43,14 +44,17 @@ struct TypeProbe<'a> {
 /// Decodes a stateless result: an `InputRequiredResult` or the final `T`.
 pub(crate) fn decode_outcome<T: DeserializeOwned>(raw: &RawValue) -> Result<Outcome<T>, CallError> {
     let probe: TypeProbe<'_> = serde_json::from_str(raw.get()).map_err(CallError::Decode)?;
-    match probe.result_type {
-        None | Some("complete") => serde_json::from_str(raw.get())
+    match ResultType::of_result(probe.result_type) {
+        Ok(ResultType::Complete) => serde_json::from_str(raw.get())
             .map(Outcome::Complete)
             .map_err(CallError::Decode),
-        Some("input_required") => serde_json::from_str(raw.get())
+        Ok(ResultType::InputRequired) => serde_json::from_str(raw.get())
             .map(Outcome::InputRequired)
             .map_err(CallError::Decode),
-        Some(other) => Err(CallError::InvalidResponse(format!(
+        Ok(other) => Err(CallError::InvalidResponse(format!(
+            "unexpected resultType `{other}`"
+        ))),
+        Err(other) => Err(CallError::InvalidResponse(format!(
             "unexpected resultType `{other}`"
         ))),
     }

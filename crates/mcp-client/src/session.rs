@@ -8,10 +8,11 @@ use futures_core::Stream;
 use futures_util::{TryStreamExt, stream};
 use mcp_jsonrpc::Connection;
 use mcp_types::error_codes::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
+use mcp_types::wire;
 use mcp_types::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, DiscoverResult,
-    Era, GetPromptRequestParams, GetPromptResult, Implementation, InitializeResult, InputRequests,
-    InputRequiredResult, InputResponse, InputResponses, ListPromptsResult,
+    Era, Feature, GetPromptRequestParams, GetPromptResult, Implementation, InitializeResult,
+    InputRequests, InputRequiredResult, InputResponse, InputResponses, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, Project,
     Prompt, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, Resource,
     ResourceTemplate, ServerCapabilities, SubscriptionFilter, Tool,
@@ -26,7 +27,7 @@ use crate::cache::ResponseCache;
 use crate::client::Client;
 use crate::error::{CallError, ConnectError};
 use crate::incoming::IncomingHandler;
-use crate::lifecycle::{self, META_LOG_LEVEL, Negotiated};
+use crate::lifecycle::{self, Negotiated};
 use crate::listen::{PendingListen, Subscription};
 use crate::mrtr::{Outcome, decode_outcome, retry_params};
 use crate::notify::{Notifications, ServerNotification};
@@ -226,7 +227,12 @@ impl ClientSession {
             listen_gate: tokio::sync::Mutex::new(()),
         });
         // `notifications/roots/list_changed` exists in the session era only.
-        if let (Some(roots), Era::Session) = (&client.shared.roots, version.era()) {
+        let roots = client
+            .shared
+            .roots
+            .as_ref()
+            .filter(|_| wire::accepts("notifications/roots/list_changed", version));
+        if let Some(roots) = roots {
             spawn_roots_watcher(Arc::downgrade(&inner), roots.subscribe());
         }
         Ok(ClientSession {
@@ -247,7 +253,7 @@ impl ClientSession {
     }
 
     fn is_stateless(&self) -> bool {
-        self.era() == Era::Stateless
+        self.inner.version.is_stateless()
     }
 
     /// The server's implementation info. A stateless server gives it in its discover result's
@@ -452,7 +458,7 @@ impl ClientSession {
         mcp_jsonrpc::to_raw(&lifecycle::Stamped {
             params: params.and_then(Value::as_object),
             meta: &self.inner.meta,
-            extra: level.as_ref().map(|level| (META_LOG_LEVEL, level)),
+            extra: level.as_ref().map(|level| (wire::META_LOG_LEVEL, level)),
         })
     }
 
@@ -1098,7 +1104,7 @@ impl ClientSession {
     ) -> Result<CompleteResult, CallError> {
         // 2024-11-05 had no `completions` capability; later revisions require it.
         let capability: Option<(&'static str, &[&str])> =
-            if self.inner.version > ProtocolVersion::V2024_11_05 {
+            if self.inner.version.has(Feature::CompletionsCapability) {
                 Some(("completions", &["completions"]))
             } else {
                 None

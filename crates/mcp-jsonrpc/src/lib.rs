@@ -107,8 +107,7 @@ pub use engine::{
     CANCELLED_METHOD, Cancellable, Cancellation, Detached, DirectHandler, DirectRun, DirectSlot,
     Driver, Engine, EngineBuilder, EngineContextError, Handler, HandlerOutcome,
     NotificationContext, PING_METHOD, PROGRESS_METHOD, Peer, Progress, RelatedReceiver,
-    RequestContext, RequestOptions, RequestParts, ResponseFuture, batches_allowed_in, direct_run,
-    handler_response,
+    RequestContext, RequestOptions, RequestParts, ResponseFuture, direct_run, handler_response,
 };
 pub use error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError, codes};
 pub use id::{BuildIdHasher, Id, IdHasher, IdMap, IdSet};

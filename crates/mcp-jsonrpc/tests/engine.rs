@@ -556,7 +556,7 @@ async fn batches_follow_the_revision_policy() {
     assert_eq!(r.id, None);
     assert_eq!(r.result.unwrap_err().code, codes::INVALID_REQUEST);
 
-    peer.set_batches_allowed(mcp_jsonrpc::batches_allowed_in("2025-03-26"));
+    peer.set_batches_allowed(true);
     tx.send(Outbound::new(batch)).await.unwrap();
     let Inbound::Batch(answers) = next_frame(&mut rx).await else {
         panic!()

@@ -24,7 +24,6 @@ use serde_json::{Map, Value, json};
 
 use crate::context::BoxFuture;
 use crate::handler::{Middleware, Next, Request};
-use crate::session::latest_session_version;
 use crate::uri_template::UriTemplate;
 
 /// The error code of a failed `mcp/tool/execute`.
@@ -103,7 +102,7 @@ impl LegacyMethods {
             "mcp/initialize" => {
                 let mut p = params;
                 p.entry("protocolVersion")
-                    .or_insert_with(|| json!(latest_session_version().as_str()));
+                    .or_insert_with(|| json!(mcp_types::wire::latest_session_version().as_str()));
                 p.entry("capabilities").or_insert_with(|| json!({}));
                 p.entry("clientInfo")
                     .or_insert_with(|| json!({"name": "legacy-client", "version": "0"}));

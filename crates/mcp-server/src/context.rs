@@ -18,9 +18,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use mcp_jsonrpc::{ErrorObject, Extensions, Id};
+use mcp_types::wire;
 use mcp_types::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams,
-    ElicitRequestURLParams, ElicitResultAction, Implementation, InputResponse, JsonObject,
+    ElicitRequestURLParams, ElicitResultAction, Feature, Implementation, InputResponse, JsonObject,
     ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams,
     ProgressToken, Project, ProtocolVersion, Root,
 };
@@ -451,8 +452,11 @@ impl RequestContext {
         // The generated projection keeps `mode` for 2025-06-18 (the form-params type only exists
         // from 2025-11-25 on, so the generator sees `mode` in every revision that has the type);
         // the field is new in 2025-11-25.
-        let mode =
-            (self.scope.version >= ProtocolVersion::V2025_11_25).then_some(mcp_types::tag::Form);
+        let mode = self
+            .scope
+            .version
+            .has(Feature::ElicitationMode)
+            .then_some(mcp_types::tag::Form);
         let params = ElicitRequestFormParams {
             meta: None,
             message: message.to_owned(),
@@ -493,7 +497,7 @@ impl RequestContext {
         url: &str,
         elicitation_id: &str,
     ) -> Result<ElicitResultAction, CallError> {
-        if self.protocol_version() < ProtocolVersion::V2025_11_25 {
+        if !self.protocol_version().has(Feature::UrlElicitation) {
             return Err(CallError::NotInRevision {
                 feature: "URL-mode elicitation",
                 version: self.protocol_version().to_string(),
@@ -520,7 +524,7 @@ impl RequestContext {
     }
 
     fn require_elicitation(&self, mode: &'static str) -> Result<(), CallError> {
-        if self.protocol_version() < ProtocolVersion::V2025_06_18 {
+        if !wire::server_may_send("elicitation/create", self.protocol_version()) {
             return Err(CallError::NotInRevision {
                 feature: "elicitation",
                 version: self.protocol_version().to_string(),
@@ -551,7 +555,7 @@ impl RequestContext {
             return Err(self.missing("sampling"));
         }
         if request.tools.is_some() || request.tool_choice.is_some() {
-            if self.protocol_version() < ProtocolVersion::V2025_11_25 {
+            if !self.protocol_version().has(Feature::SamplingTools) {
                 return Err(CallError::NotInRevision {
                     feature: "tools in sampling",
                     version: self.protocol_version().to_string(),

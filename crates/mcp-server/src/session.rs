@@ -19,11 +19,11 @@ use mcp_jsonrpc::{
     Connection, ErrorObject, Handler, Notification, NotificationContext, Peer, RawJson,
     RequestOptions,
 };
-use mcp_types::methods;
 use mcp_types::{
-    ClientCapabilities, Era, Implementation, InitializeResult, InputResponse, ProtocolVersion,
+    ClientCapabilities, Implementation, InitializeResult, InputResponse, ProtocolVersion,
     ResourceUpdatedNotificationParams,
 };
+use mcp_types::{methods, wire};
 use serde_json::value::RawValue;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -38,16 +38,6 @@ use crate::stateless::channel::input_request;
 use crate::stateless::mrtr::InputRequired;
 use crate::stateless::serve;
 use crate::stateless::shim::{self, SessionInputs};
-
-/// The newest revision negotiated with `initialize`.
-pub(crate) fn latest_session_version() -> ProtocolVersion {
-    ProtocolVersion::ALL
-        .iter()
-        .rev()
-        .copied()
-        .find(|v| v.era() == Era::Session)
-        .unwrap_or(ProtocolVersion::V2025_11_25)
-}
 
 /// The state of one session.
 struct Session {
@@ -74,9 +64,7 @@ impl Session {
         let p: InitializeParams = serde_json::from_str(raw.map_or("{}", RawValue::get))
             .map_err(ErrorObject::invalid_params)?;
         // Answer with the client's revision when it is one of ours, else with our newest.
-        let version = ProtocolVersion::from_date(&p.protocol_version)
-            .filter(|v| v.era() == Era::Session)
-            .unwrap_or_else(latest_session_version);
+        let version = wire::negotiate_session(&p.protocol_version);
         let options = &self.server.inner.options;
         let scope = Arc::new(ClientScope {
             version,
@@ -89,7 +77,7 @@ impl Session {
                 "the session is already initialized",
             ));
         }
-        peer.set_batches_allowed(mcp_jsonrpc::batches_allowed_in(version.as_str()));
+        peer.set_batches_allowed(wire::batches_allowed(version));
         tracing::debug!(%version, "session initialized");
         let inner = &self.server.inner;
         let result = InitializeResult {

@@ -859,6 +859,69 @@ async fn batch_on_2025_03_26() {
     server.shutdown().await;
 }
 
+/// From 2025-06-18 on the body of a POST must be a single message: a batch on a session of
+/// such a revision is refused whole (400, `-32600`, null id) and none of it is served.
+#[tokio::test]
+async fn batches_refused_where_the_revision_has_none() {
+    let server = TestServer::start(HttpServerConfig::default()).await;
+    let body = json!([
+        rpc(1, "echo", json!({"n": 1})),
+        rpc(2, "echo", json!({"n": 2}))
+    ]);
+    for version in ["2025-06-18", "2025-11-25"] {
+        let sid = server.initialize(version).await;
+        let resp = server.send(server.session_post(&sid, version), &body).await;
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{version}");
+        let v = json_body(resp).await;
+        assert_eq!(v["error"]["code"], -32600, "{version}: {v}");
+        assert_eq!(v["id"], Value::Null, "{version}: {v}");
+        // The session still serves single messages.
+        let one = rpc(3, "echo", json!({"n": 3}));
+        let resp = server.send(server.session_post(&sid, version), &one).await;
+        assert_eq!(resp.status(), StatusCode::OK, "{version}");
+    }
+    // 2025-03-26 has batches: answered.
+    let sid = server.initialize("2025-03-26").await;
+    let resp = server
+        .send(server.session_post(&sid, "2025-03-26"), &body)
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let v = json_body(resp).await;
+    assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");
+    server.shutdown().await;
+}
+
+/// Without sessions the header names the revision; without the header it is 2025-03-26.
+#[tokio::test]
+async fn batches_without_sessions_follow_the_header() {
+    let server = TestServer::start(HttpServerConfig::default().stateful(false)).await;
+    let body = json!([
+        rpc(1, "echo", json!({"n": 1})),
+        rpc(2, "echo", json!({"n": 2}))
+    ]);
+    let resp = server
+        .send(
+            server
+                .post(Value::Null)
+                .header("mcp-protocol-version", "2025-11-25"),
+            &body,
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(json_body(resp).await["error"]["code"], -32600);
+    for post in [
+        server
+            .post(Value::Null)
+            .header("mcp-protocol-version", "2025-03-26"),
+        server.post(Value::Null),
+    ] {
+        let resp = server.send(post, &body).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(json_body(resp).await.as_array().map(Vec::len), Some(2));
+    }
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn graceful_shutdown_finishes_requests_in_flight() {
     let server = TestServer::start(HttpServerConfig::default()).await;

@@ -9,7 +9,7 @@
 //! - [`methods`]: a marker type per method ([`methods::Request`] / [`methods::Notification`])
 //!   and a runtime table ([`methods::lookup`]) of who sends it and in which revisions.
 //! - [`x_mcp_header`]: the rules for `x-mcp-header` tool parameters (`Mcp-Param-*` headers).
-//! - [`ProtocolVersion`], [`Era`], [`error_codes`].
+//! - [`ProtocolVersion`], [`Era`], [`Feature`] (what came with which revision), [`error_codes`].
 //!
 //! ```
 //! use mcp_types::{CallToolResult, ContentBlock, Project, ProtocolVersion};
@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod ext;
+mod feature;
 mod generated;
 mod project;
 mod support;
@@ -41,6 +42,7 @@ pub mod methods;
 pub mod wire;
 pub mod x_mcp_header;
 
+pub use feature::Feature;
 pub use generated::model::*;
 pub use generated::tag;
 pub use project::Project;

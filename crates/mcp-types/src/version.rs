@@ -14,6 +14,18 @@ pub enum Era {
     Stateless,
 }
 
+impl Era {
+    /// Whether this is [`Era::Session`].
+    pub const fn is_session(self) -> bool {
+        matches!(self, Era::Session)
+    }
+
+    /// Whether this is [`Era::Stateless`].
+    pub const fn is_stateless(self) -> bool {
+        matches!(self, Era::Stateless)
+    }
+}
+
 /// A protocol version string that is not a known revision.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct UnsupportedProtocolVersion {
@@ -41,6 +53,17 @@ impl ProtocolVersion {
     /// The revision's position in [`ProtocolVersion::ALL`].
     pub const fn index(self) -> usize {
         self as usize
+    }
+
+    /// Whether the revision negotiates a session with `initialize` ([`Era::Session`]).
+    pub const fn is_session(self) -> bool {
+        self.era().is_session()
+    }
+
+    /// Whether the revision carries version and capabilities per request
+    /// ([`Era::Stateless`]).
+    pub const fn is_stateless(self) -> bool {
+        self.era().is_stateless()
     }
 
     /// Whether the revision is in a bit set of revisions (bit `i` = `ALL[i]`).

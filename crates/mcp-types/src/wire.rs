@@ -6,7 +6,11 @@
 //! with no I/O, so that servers, clients and transports apply them identically:
 //!
 //! - the reserved `_meta` keys ([`META_PROTOCOL_VERSION`] ..);
+//! - the revision rules ([`classify`], [`session_versions`], [`stateless_versions`],
+//!   [`latest_session_version`], [`best_mutual`], [`batches_allowed`], ...; what else came with
+//!   a revision is [`crate::Feature`]);
 //! - [`era_of`]: does a request belong to the stateless era?
+//! - [`request_meta`]: the envelope a client stamps on a stateless request;
 //! - [`RequestMeta::lift`]: the per-request fields, with the precise error a malformed or
 //!   unsupported envelope deserves ([`MetaError`]: `-32602` or `-32022`);
 //! - [`lower_result`]: `resultType`, `_meta["io.modelcontextprotocol/serverInfo"]` and the
@@ -52,7 +56,8 @@ use crate::methods::{self, MethodInfo};
 use crate::{
     CacheScope, ClientCapabilities, CreateMessageResult, ElicitResult, Era, ErrorObject,
     Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponse, JsonObject,
-    ListRootsResult, LoggingLevel, Meta, ProgressToken, ProtocolVersion, RequestId, error_codes,
+    ListRootsResult, LoggingLevel, Meta, ProgressToken, Project, ProtocolVersion, RequestId,
+    error_codes,
 };
 
 /// `_meta` key: the protocol version of a stateless request (required).
@@ -107,18 +112,12 @@ pub const TASK_METHODS: [&str; 1] = ["tools/call"];
 
 pub mod tasks;
 
-/// The revisions that carry version and capabilities per request, oldest first (listed once,
-/// not per request: a stateless request's `_meta` is lifted against them).
-pub fn stateless_versions() -> &'static [ProtocolVersion] {
-    static VERSIONS: std::sync::LazyLock<Vec<ProtocolVersion>> = std::sync::LazyLock::new(|| {
-        ProtocolVersion::ALL
-            .iter()
-            .copied()
-            .filter(|v| v.era() == Era::Stateless)
-            .collect()
-    });
-    &VERSIONS
-}
+mod revisions;
+pub use revisions::{
+    EraEvidence, HTTP_VERSION_WITHOUT_HEADER, batches_allowed, batches_allowed_in, best_mutual,
+    classify, era_of_version, latest_session_version, negotiate_session, newest_session_in,
+    newest_stateless_in, session_versions, stateless_versions,
+};
 
 /// The `_meta` object of a request's params, if there is one.
 ///
@@ -166,18 +165,51 @@ fn is_stateless_only(info: &MethodInfo) -> bool {
 /// [`era_of`] from the `_meta` value alone (for callers that extract it without parsing the
 /// rest of the params).
 pub fn era_of_meta(method: &str, meta: Option<&Value>) -> Era {
-    if stateless_only(method) {
-        return Era::Stateless;
-    }
-    match meta {
-        Some(Value::Object(meta))
-            if meta.contains_key(META_PROTOCOL_VERSION)
-                || meta.contains_key(META_CLIENT_CAPABILITIES) =>
-        {
-            Era::Stateless
+    let meta = meta.and_then(Value::as_object);
+    classify(&EraEvidence {
+        method: Some(method),
+        meta_version: meta.is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION)),
+        meta_capabilities: meta.is_some_and(|m| m.contains_key(META_CLIENT_CAPABILITIES)),
+        ..EraEvidence::default()
+    })
+}
+
+/// The `_meta` members a client stamps on every stateless request at `version`: the version,
+/// its capabilities and (when given) its information, each projected onto `version`. Members
+/// that change per request ([`META_LOG_LEVEL`], [`META_PROGRESS_TOKEN`]) are the caller's.
+///
+/// ```
+/// use mcp_types::wire::{self, RequestMeta};
+/// use mcp_types::{ClientCapabilities, Implementation, ProtocolVersion};
+///
+/// let v = ProtocolVersion::V2026_07_28;
+/// let meta = wire::request_meta(v, &ClientCapabilities::default(), Some(&Implementation::new("c", "1")));
+/// let params = serde_json::json!({ "_meta": meta });
+/// let lifted = RequestMeta::lift(Some(&params), wire::stateless_versions()).unwrap();
+/// assert_eq!(lifted.protocol_version, v);
+/// assert_eq!(lifted.client_info.unwrap().name, "c");
+/// ```
+pub fn request_meta(
+    version: ProtocolVersion,
+    capabilities: &ClientCapabilities,
+    info: Option<&Implementation>,
+) -> Meta {
+    let mut capabilities = capabilities.clone();
+    capabilities.project(version);
+    let mut meta = Meta::new();
+    meta.insert(META_PROTOCOL_VERSION.into(), Value::from(version.as_str()));
+    meta.insert(
+        META_CLIENT_CAPABILITIES.into(),
+        serde_json::to_value(capabilities).unwrap_or_else(|_| Value::Object(JsonObject::new())),
+    );
+    if let Some(info) = info {
+        let mut info = info.clone();
+        info.project(version);
+        if let Ok(info) = serde_json::to_value(info) {
+            meta.insert(META_CLIENT_INFO.into(), info);
         }
-        _ => Era::Session,
     }
+    meta
 }
 
 /// The per-request fields of a stateless request, lifted from `params._meta`.
@@ -819,6 +851,12 @@ pub fn accepts(method: &str, rev: ProtocolVersion) -> bool {
     methods::lookup(method).is_some_and(|m| m.sender.client() && m.available_in(rev))
 }
 
+/// Whether a server may send `method` to a client speaking `rev` (a request or notification of
+/// the server's that the revision defines).
+pub fn server_may_send(method: &str, rev: ProtocolVersion) -> bool {
+    methods::lookup(method).is_some_and(|m| m.sender.server() && m.available_in(rev))
+}
+
 /// Whether the `rev` result of `method` carries `ttlMs` and `cacheScope`.
 pub fn is_cacheable(method: &str, rev: ProtocolVersion) -> bool {
     rev.era() == Era::Stateless && CACHEABLE_METHODS.contains(&method)
@@ -871,6 +909,40 @@ impl ResultType {
             ResultType::InputRequired => "input_required",
             ResultType::Task => "task",
         }
+    }
+
+    /// The kind a wire value names; `None` for an unknown one.
+    pub fn from_wire(value: &str) -> Option<ResultType> {
+        match value {
+            "complete" => Some(ResultType::Complete),
+            "input_required" => Some(ResultType::InputRequired),
+            "task" => Some(ResultType::Task),
+            _ => None,
+        }
+    }
+
+    /// The kind of a result from its `resultType` member: absent means [`ResultType::Complete`]
+    /// (results of earlier revisions, and servers that leave it out); `Err` holds an unknown
+    /// value.
+    ///
+    /// ```
+    /// use mcp_types::wire::ResultType;
+    ///
+    /// assert_eq!(ResultType::of_result(None), Ok(ResultType::Complete));
+    /// assert_eq!(ResultType::of_result(Some("input_required")), Ok(ResultType::InputRequired));
+    /// assert_eq!(ResultType::of_result(Some("other")), Err("other"));
+    /// ```
+    pub fn of_result(member: Option<&str>) -> Result<ResultType, &str> {
+        match member {
+            None => Ok(ResultType::Complete),
+            Some(value) => ResultType::from_wire(value).ok_or(value),
+        }
+    }
+}
+
+impl fmt::Display for ResultType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -43,16 +43,6 @@ pub const PING_METHOD: &str = "ping";
 /// checking that a busy server is alive gets an answer.
 const CONTROL_PERMITS: usize = 4;
 
-/// Whether a protocol revision allows JSON-RPC batches (only 2025-03-26 does).
-///
-/// ```
-/// assert!(mcp_jsonrpc::batches_allowed_in("2025-03-26"));
-/// assert!(!mcp_jsonrpc::batches_allowed_in("2025-06-18"));
-/// ```
-pub fn batches_allowed_in(revision: &str) -> bool {
-    revision == "2025-03-26"
-}
-
 /// What the engine calls for inbound requests and notifications.
 ///
 /// The methods return `impl Future + Send` (no boxing); the engine is generic over the handler,
@@ -311,7 +301,8 @@ impl EngineBuilder {
     }
 
     /// Whether inbound batches are accepted at first (default `false`); change it later with
-    /// [`Peer::set_batches_allowed`] once the revision is known.
+    /// [`Peer::set_batches_allowed`] once the revision is known. The engine knows nothing of
+    /// revisions: whoever negotiates one says whether it has batches.
     pub fn batches_allowed(mut self, allowed: bool) -> Self {
         self.config.batches_allowed = allowed;
         self

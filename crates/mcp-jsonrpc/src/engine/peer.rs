@@ -239,8 +239,8 @@ impl Peer {
         self.shared.batches_allowed()
     }
 
-    /// Accepts or rejects (with `-32600`) inbound batches from now on; see
-    /// [`batches_allowed_in`](crate::batches_allowed_in).
+    /// Accepts or rejects (with `-32600`) inbound batches from now on, as the negotiated
+    /// revision says (only 2025-03-26 has them).
     pub fn set_batches_allowed(&self, allowed: bool) {
         self.shared
             .batches_allowed

@@ -60,10 +60,13 @@ pub(crate) fn classify(method: &str, params: Option<&RawValue>) -> Option<Option
         .filter(|p| may_have_meta(p.get()))
         .and_then(probe_meta)
         .unwrap_or((false, None, false));
-    if !wire::stateless_only(method) && !has_version && !has_capabilities {
-        return None;
-    }
-    Some(version)
+    let evidence = wire::EraEvidence {
+        method: Some(method),
+        meta_version: has_version,
+        meta_capabilities: has_capabilities,
+        ..wire::EraEvidence::default()
+    };
+    wire::classify(&evidence).is_stateless().then_some(version)
 }
 
 /// From `_meta`: whether it has a protocol version, the revision that names (when it is a string
@@ -866,6 +869,18 @@ mod classify_tests {
     #[test]
     fn methods_of_the_stateless_revision_only_are_stateless_without_meta() {
         assert!(classify("server/discover", None).is_some());
+    }
+
+    /// The probe's member names are spelled out for serde: they are the keys of `wire`.
+    #[test]
+    fn the_probe_reads_the_wire_keys() {
+        let version = wire::stateless_versions()[0];
+        let params = serde_json::json!({"_meta": {
+            wire::META_PROTOCOL_VERSION: version,
+            wire::META_CLIENT_CAPABILITIES: {},
+        }});
+        let params = serde_json::value::to_raw_value(&params).unwrap();
+        assert_eq!(probe_meta(&params), Some((true, Some(version), true)));
     }
 }
 

@@ -16,6 +16,7 @@ use mcp_jsonrpc::{
     ErrorObject, Frame, FrameError, Id, Inbound, Incoming, Message, Outbound,
     Response as RpcResponse, TransportError,
 };
+use mcp_types::wire;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
@@ -27,10 +28,11 @@ use super::headers::{ToolHeaders, encode_header_value};
 use super::net::{self, Exchange, Net};
 use super::{ClientMode, Config, Transport};
 
-/// Protocol revisions that use `initialize` and sessions; any other version named in a
-/// request's `_meta` is a stateless (2026-07-28 and later) request.
-const SESSION_ERA: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-const META_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// Whether a version named in a request's `_meta` makes it a stateless request: anything but a
+/// session revision does ([`wire::era_of_version`]).
+fn names_stateless(version: &str) -> bool {
+    wire::era_of_version(version).is_stateless()
+}
 
 pub(crate) type InboundItem = Result<Incoming, TransportError>;
 
@@ -149,10 +151,7 @@ impl Shared {
         let st = self.state();
         st.protocol_version.is_none()
             && st.legacy_endpoint.is_none()
-            && st
-                .meta_version
-                .as_deref()
-                .is_some_and(|v| !SESSION_ERA.contains(&v))
+            && st.meta_version.as_deref().is_some_and(names_stateless)
     }
 
     /// Hands one item to the connection's inbound stream (waiting for room).
@@ -484,11 +483,10 @@ impl Shared {
             st.meta_version = Some(v.clone());
         }
         let stateless_version = match (&info.meta_version, &st.protocol_version) {
-            (Some(v), _) if !SESSION_ERA.contains(&v.as_str()) => Some(v.clone()),
-            (None, None) if info.has_method => st
-                .meta_version
-                .clone()
-                .filter(|v| !SESSION_ERA.contains(&v.as_str())),
+            (Some(v), _) if names_stateless(v) => Some(v.clone()),
+            (None, None) if info.has_method => {
+                st.meta_version.clone().filter(|v| names_stateless(v))
+            }
             _ => None,
         };
         let mut session_sent = None;
@@ -1150,7 +1148,7 @@ impl FrameInfo {
         }
         if let Some(meta) = probe.meta {
             if let Ok(map) = serde_json::from_str::<HashMap<&str, &RawValue>>(meta.get()) {
-                self.meta_version = string(map.get(META_VERSION_KEY).copied());
+                self.meta_version = string(map.get(wire::META_PROTOCOL_VERSION).copied());
             }
         }
         if single {

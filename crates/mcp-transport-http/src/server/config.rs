@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use mcp_types::ProtocolVersion;
+use mcp_types::wire;
+
 /// How the response to a POSTed request is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -105,6 +108,11 @@ pub struct HttpServerConfig {
     pub(crate) max_connections: usize,
 }
 
+/// The date strings of `versions`.
+fn names(versions: &[ProtocolVersion]) -> Vec<String> {
+    versions.iter().map(|v| v.as_str().to_owned()).collect()
+}
+
 impl Default for HttpServerConfig {
     fn default() -> Self {
         HttpServerConfig {
@@ -113,10 +121,8 @@ impl Default for HttpServerConfig {
             response_mode: ResponseMode::Auto,
             get_stream: true,
             allow_delete: true,
-            session_versions: ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
-                .map(String::from)
-                .to_vec(),
-            stateless_versions: vec!["2026-07-28".into()],
+            session_versions: names(wire::session_versions()),
+            stateless_versions: names(wire::stateless_versions()),
             host_policy: HostPolicy::Auto,
             allowed_origins: None,
             max_body_size: 4 * 1024 * 1024,
@@ -196,8 +202,8 @@ impl HttpServerConfig {
         self
     }
 
-    /// The `MCP-Protocol-Version` values accepted on session traffic (default: 2024-11-05,
-    /// 2025-03-26, 2025-06-18 and 2025-11-25). Others get 400.
+    /// The `MCP-Protocol-Version` values accepted on session traffic (default: every session
+    /// revision, [`mcp_types::wire::session_versions`]). Others get 400.
     pub fn session_versions<I, S>(mut self, versions: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -207,8 +213,8 @@ impl HttpServerConfig {
         self
     }
 
-    /// The stateless protocol versions served (default: 2026-07-28). Others get 400 with
-    /// `-32022`.
+    /// The stateless protocol versions served (default: every stateless revision,
+    /// [`mcp_types::wire::stateless_versions`]). Others get 400 with `-32022`.
     pub fn stateless_versions<I, S>(mut self, versions: I) -> Self
     where
         I: IntoIterator<Item = S>,

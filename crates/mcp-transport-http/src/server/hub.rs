@@ -20,6 +20,7 @@ use mcp_jsonrpc::{
     BuildIdHasher, Connection, Extensions, Frame, Id, IdMap, IdSet, Inbound, Incoming, Message,
     Notification, Outbound, TransportError,
 };
+use mcp_types::{Feature, ProtocolVersion};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, PollSender};
 
@@ -765,7 +766,8 @@ impl Hub {
             && st
                 .protocol_version
                 .as_deref()
-                .is_some_and(|v| v >= "2025-11-25")
+                .and_then(ProtocolVersion::from_date)
+                .is_some_and(|v| v.has(Feature::SsePriming))
     }
 
     fn event_id(key: u64, seq: u64) -> String {

@@ -33,7 +33,7 @@ use super::store::{
     EventStore, InMemoryEventStore, InMemorySessionStore, SessionRecord, SessionStore,
 };
 use super::{McpParamHeaders, SessionId, SseStreamControl, security};
-use mcp_types::wire::ParamsHandoff;
+use mcp_types::wire::{self, ParamsHandoff};
 
 /// `Mcp-Session-Id`.
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -344,6 +344,29 @@ fn body_error(e: &BoxError, too_large: impl Fn() -> Response<HttpBody>) -> Respo
         StatusCode::BAD_REQUEST,
         format!("could not read the request body: {e}"),
     )
+}
+
+/// The `MCP-Protocol-Version` header, when it is there and readable.
+fn version_header(parts: &Parts) -> Option<&str> {
+    header(&parts.headers, &PROTOCOL_VERSION).ok().flatten()
+}
+
+/// The answer to a batch on session traffic of `revision` (the negotiated one, else the
+/// header's; neither means the revision from before the header) when that revision has no
+/// batches: 400 with `-32600` and a null id. From 2025-06-18 on a POST's body must be a single
+/// message.
+fn refuse_batch(revision: Option<&str>) -> Option<Response<HttpBody>> {
+    let allowed = match revision {
+        Some(revision) => wire::batches_allowed_in(revision),
+        None => wire::batches_allowed(wire::HTTP_VERSION_WITHOUT_HEADER),
+    };
+    (!allowed).then(|| {
+        body::http_error(
+            StatusCode::BAD_REQUEST,
+            codes::INVALID_REQUEST,
+            "Invalid request: batches are not allowed in this protocol revision",
+        )
+    })
 }
 
 /// The messages of a POST, and the answers to its invalid batch elements.
@@ -942,6 +965,12 @@ impl Inner {
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
             }
+            if posting.batch {
+                let negotiated = hub.protocol_version();
+                if let Some(r) = refuse_batch(negotiated.as_deref().or(version_header(&parts))) {
+                    return r;
+                }
+            }
             // One allocation for the values every request of the POST carries. A lone request's
             // stream control is in it too (a request routed through the hub gets its own).
             let control = match posting.messages.as_slice() {
@@ -1014,6 +1043,11 @@ impl Inner {
         if !self.config.stateful {
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
+            }
+            if posting.batch {
+                if let Some(r) = refuse_batch(version_header(&parts)) {
+                    return r;
+                }
             }
             let hub = self.shared_hub();
             let mut base = base_extensions(granted);

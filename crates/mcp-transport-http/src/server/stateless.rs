@@ -5,7 +5,10 @@ use base64::Engine as _;
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use mcp_jsonrpc::{ErrorObject, Id, Message, codes};
-use mcp_types::wire::{self, ParamsHandoff, StatelessParams};
+use mcp_types::wire::{
+    self, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID, ParamsHandoff,
+    StatelessParams,
+};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -21,13 +24,6 @@ pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 /// The prefix of the `Mcp-Param-*` headers.
 pub(crate) const MCP_PARAM_PREFIX: &str = "mcp-param-";
-/// The `_meta` key carrying the protocol version of a stateless request.
-pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// The `_meta` key carrying the client capabilities of a stateless request.
-pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-
-/// The `_meta` key tagging a notification with the `subscriptions/listen` request it belongs to.
-pub(crate) const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// A notification on the shared stateless connection names its `subscriptions/listen` request
 /// by the id the server saw, which the transport rewrote; puts back the id the client sent, so
@@ -59,9 +55,6 @@ pub(crate) fn retag_subscription(n: &mut mcp_jsonrpc::Notification, internal: &I
         n.params = Some(raw);
     }
 }
-
-/// The protocol revisions that use sessions (`initialize`).
-pub(crate) const SESSION_ERA: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
 /// A header's value, trimmed of optional whitespace; `Err` when it is not visible ASCII.
 pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Result<Option<&'a str>, ()> {
@@ -110,21 +103,22 @@ fn raw_text(raw: &RawValue) -> Option<std::borrow::Cow<'_, str>> {
     })
 }
 
-/// Whether a POST without a session belongs to the stateless path: a request whose `_meta`
-/// names a protocol version, or an `MCP-Protocol-Version` header that is not a session-era one.
-/// `single` is the POST's message when it is not a batch.
+/// Whether a POST without a session belongs to the stateless path, as [`wire::classify`]
+/// decides from the `MCP-Protocol-Version` header and a lone request's `_meta` (a member sent
+/// as `null` counts as absent). `single` is the POST's message when it is not a batch.
 pub(crate) fn is_stateless(parts: &Parts, single: Option<&Message>) -> bool {
-    if let Ok(Some(v)) = header(&parts.headers, &PROTOCOL_VERSION) {
-        if !SESSION_ERA.contains(&v) {
-            return true;
-        }
-    }
-    match single {
+    let meta_version = match single {
         Some(m @ Message::Request(_)) => envelope(m)
             .meta()
             .is_some_and(|meta| given(meta.protocol_version()).is_some()),
         _ => false,
-    }
+    };
+    wire::classify(&wire::EraEvidence {
+        version_header: header(&parts.headers, &PROTOCOL_VERSION).ok().flatten(),
+        meta_version,
+        ..wire::EraEvidence::default()
+    })
+    .is_stateless()
 }
 
 /// The HTTP status of a stateless JSON answer, from its JSON-RPC error code.
