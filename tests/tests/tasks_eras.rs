@@ -300,11 +300,18 @@ async fn create(s: &mut Stdio, tool: &str, arguments: Value) -> Value {
 async fn poll(s: &mut Stdio, id: &str, status: &str) -> Value {
     let deadline = tokio::time::Instant::now() + stateless_support::WAIT;
     loop {
-        let task = s.request("tasks/get", json!({"taskId": id})).await.result().clone();
+        let task = s
+            .request("tasks/get", json!({"taskId": id}))
+            .await
+            .result()
+            .clone();
         if task["status"] == status {
             return task;
         }
-        assert!(tokio::time::Instant::now() < deadline, "{id} never {status}: {task}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{id} never {status}: {task}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
@@ -335,7 +342,10 @@ async fn session_2025_11_25_runs_tools_as_tasks_of_its_revision() {
     // Create, poll, read the result, list.
     let task = create(&mut s, "hold", json!({"ms": 50})).await;
     let id = task["taskId"].as_str().unwrap().to_owned();
-    assert!(task["ttl"].as_u64().is_some_and(|ttl| ttl <= 60_000), "{task}");
+    assert!(
+        task["ttl"].as_u64().is_some_and(|ttl| ttl <= 60_000),
+        "{task}"
+    );
     assert!(task["pollInterval"].as_u64().is_some(), "{task}");
     assert!(task["createdAt"].is_string() && task["lastUpdatedAt"].is_string());
     let o = s.request("tasks/result", json!({"taskId": id})).await;
@@ -346,7 +356,10 @@ async fn session_2025_11_25_runs_tools_as_tasks_of_its_revision() {
     assert!(done.result().get("result").is_none());
     let listed = s.request("tasks/list", json!({})).await;
     let tasks = listed.result()["tasks"].as_array().unwrap().clone();
-    assert!(tasks.iter().any(|t| t["taskId"] == id.as_str()), "{tasks:?}");
+    assert!(
+        tasks.iter().any(|t| t["taskId"] == id.as_str()),
+        "{tasks:?}"
+    );
     assert!(listed.result().get("nextCursor").is_none());
     // Cancelling a task that ended is refused.
     let o = s.request("tasks/cancel", json!({"taskId": id})).await;
@@ -355,7 +368,10 @@ async fn session_2025_11_25_runs_tools_as_tasks_of_its_revision() {
     // The same tool without `task` is an ordinary call; a required one refuses it, and one
     // that never runs as a task refuses `task` (-32601, as the revision says).
     let o = s
-        .request("tools/call", json!({"name": "hold", "arguments": {"ms": 1}}))
+        .request(
+            "tools/call",
+            json!({"name": "hold", "arguments": {"ms": 1}}),
+        )
         .await;
     assert_eq!(o.text(), "held 1 ms");
     let o = s
@@ -382,7 +398,9 @@ async fn session_2025_11_25_runs_tools_as_tasks_of_its_revision() {
         let o = s.request(method, json!({})).await;
         assert_eq!(o.error_code(), -32602, "{method}");
     }
-    let o = s.request("tasks/list", json!({"cursor": "not a cursor"})).await;
+    let o = s
+        .request("tasks/list", json!({"cursor": "not a cursor"}))
+        .await;
     assert_eq!(o.error_code(), -32602);
 
     // A tool error fails the task; `tasks/result` gives the tool's result. A JSON-RPC error
@@ -398,9 +416,11 @@ async fn session_2025_11_25_runs_tools_as_tasks_of_its_revision() {
         .request("tasks/result", json!({"taskId": task["taskId"]}))
         .await;
     assert_eq!(o.error_code(), -32602);
-    assert!(o.response["error"]["message"]
-        .as_str()
-        .is_some_and(|m| m.contains("refused on purpose")));
+    assert!(
+        o.response["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("refused on purpose"))
+    );
 
     // Cancelled: the task says so at once, and has no result.
     let task = create(&mut s, "watch_cancel", json!({})).await;
@@ -434,10 +454,9 @@ async fn session_2025_11_25_runs_tools_as_tasks_of_its_revision() {
     assert_eq!(o.text(), "first=T second=T");
     // Its end was announced on the session.
     let mut announced = o.notifications.clone();
-    while !announced
-        .iter()
-        .any(|m| m["method"] == "notifications/tasks/status" && m["params"]["taskId"] == id.as_str())
-    {
+    while !announced.iter().any(|m| {
+        m["method"] == "notifications/tasks/status" && m["params"]["taskId"] == id.as_str()
+    }) {
         announced.push(s.recv().await);
     }
 
@@ -469,11 +488,19 @@ async fn tasks_list_pages_with_an_opaque_cursor() {
     let mut seen = Vec::new();
     let mut cursor = Value::Null;
     loop {
-        let params = if cursor.is_null() { json!({}) } else { json!({"cursor": cursor}) };
+        let params = if cursor.is_null() {
+            json!({})
+        } else {
+            json!({"cursor": cursor})
+        };
         let page = s.request("tasks/list", params).await.result().clone();
         let tasks = page["tasks"].as_array().unwrap();
         assert!(tasks.len() <= 2);
-        seen.extend(tasks.iter().map(|t| t["taskId"].as_str().unwrap().to_owned()));
+        seen.extend(
+            tasks
+                .iter()
+                .map(|t| t["taskId"].as_str().unwrap().to_owned()),
+        );
         cursor = page.get("nextCursor").cloned().unwrap_or(Value::Null);
         if cursor.is_null() {
             break;
@@ -552,7 +579,11 @@ mod client_side {
         let polled = session.get_task(&task.task_id).await.unwrap();
         assert_eq!(polled.task_id, task.task_id, "{label}");
         let result = session.task_result(&task.task_id).await.unwrap();
-        assert_eq!(mcp_tests::content::text_of(&result.content), "held 50 ms", "{label}");
+        assert_eq!(
+            mcp_tests::content::text_of(&result.content),
+            "held 50 ms",
+            "{label}"
+        );
         assert_eq!(
             session.get_task(&task.task_id).await.unwrap().status,
             TaskStatus::Completed,
@@ -621,7 +652,11 @@ mod client_side {
         );
         // Without a task, the same tool is an ordinary call.
         let plain = session.call_tool("hold", json!({"ms": 1})).await.unwrap();
-        assert_eq!(mcp_tests::content::text_of(&plain.content), "held 1 ms", "{label}");
+        assert_eq!(
+            mcp_tests::content::text_of(&plain.content),
+            "held 1 ms",
+            "{label}"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -633,11 +668,9 @@ mod client_side {
             exercise(&session, &format!("{version} in memory")).await;
         }
         let served = Served::start(
-            mcp_transport_http::server::StreamableHttpService::builder(
-                server.connection_handler(),
-            )
-            .config(mcp_transport_http::server::HttpServerConfig::default().path("/mcp"))
-            .build(),
+            mcp_transport_http::server::StreamableHttpService::builder(server.connection_handler())
+                .config(mcp_transport_http::server::HttpServerConfig::default().path("/mcp"))
+                .build(),
         )
         .await;
         for version in [ProtocolVersion::V2025_11_25, ProtocolVersion::V2026_07_28] {
@@ -652,7 +685,9 @@ mod client_side {
         let session = in_memory(&server(), ProtocolVersion::V2025_06_18).await;
         assert!(!session.offers_tasks());
         assert!(matches!(
-            session.call_tool_as_task("hold", json!({"ms": 1}), None).await,
+            session
+                .call_tool_as_task("hold", json!({"ms": 1}), None)
+                .await,
             Err(CallError::MissingCapability { .. })
         ));
         assert!(matches!(

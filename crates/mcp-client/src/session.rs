@@ -786,7 +786,10 @@ impl ClientSession {
 
     /// Answers the `inputRequests` of an `input_required` result from the server's text, so the
     /// params reach the handlers as the server wrote them (the fields of a form in its order).
-    pub(crate) async fn answer_raw_inputs(&self, result: &RawValue) -> Result<Map<String, Value>, CallError> {
+    pub(crate) async fn answer_raw_inputs(
+        &self,
+        result: &RawValue,
+    ) -> Result<Map<String, Value>, CallError> {
         #[derive(serde::Deserialize)]
         struct RawInputs<'a> {
             #[serde(rename = "inputRequests", borrow, default)]
@@ -891,7 +894,11 @@ impl ClientSession {
         }
     }
 
-    pub(crate) fn validate_structured(&self, tool: &str, result: &CallToolResult) -> Result<(), CallError> {
+    pub(crate) fn validate_structured(
+        &self,
+        tool: &str,
+        result: &CallToolResult,
+    ) -> Result<(), CallError> {
         if result.is_error == Some(true) {
             return Ok(());
         }

@@ -194,12 +194,12 @@ async fn start(
                 ttl,
             };
             let limits = input_limits(server);
-            let Ok(task) = server.inner.tasks.create_in(
-                owner,
-                CancellationToken::new(),
-                limits,
-                placement,
-            ) else {
+            let Ok(task) =
+                server
+                    .inner
+                    .tasks
+                    .create_in(owner, CancellationToken::new(), limits, placement)
+            else {
                 return result;
             };
             task.finish_session(outcome(result, version));
@@ -224,7 +224,10 @@ fn shown(task: &TaskRecord) -> Result<RawJson, ErrorObject> {
 }
 
 fn not_found(id: &str) -> ErrorObject {
-    ErrorObject::new(codes::INVALID_PARAMS, format!("Failed to retrieve task: task {id} not found"))
+    ErrorObject::new(
+        codes::INVALID_PARAMS,
+        format!("Failed to retrieve task: task {id} not found"),
+    )
 }
 
 /// `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` of a session.
@@ -258,9 +261,10 @@ async fn method(
         METHOD_CANCEL => {
             task.cancel_running("The task was cancelled by request.")
                 .map_err(|status| {
-                    ErrorObject::new(codes::INVALID_PARAMS, format!(
-                        "Cannot cancel task: already in terminal status '{status}'"
-                    ))
+                    ErrorObject::new(
+                        codes::INVALID_PARAMS,
+                        format!("Cannot cancel task: already in terminal status '{status}'"),
+                    )
                 })?;
             shown(&task)
         }
@@ -291,13 +295,19 @@ async fn result(task: &TaskRecord) -> Result<RawJson, ErrorObject> {
         return Err(ErrorObject {
             code: e.code,
             message: e.message,
-            data: e.data.as_ref().map(mcp_jsonrpc::to_raw).transpose().ok().flatten(),
+            data: e
+                .data
+                .as_ref()
+                .map(mcp_jsonrpc::to_raw)
+                .transpose()
+                .ok()
+                .flatten(),
         });
     }
-    Err(ErrorObject::new(codes::INVALID_PARAMS, format!(
-        "task {} was {status}: it has no result",
-        task.id
-    )))
+    Err(ErrorObject::new(
+        codes::INVALID_PARAMS,
+        format!("task {} was {status}: it has no result", task.id),
+    ))
 }
 
 /// The opaque position after `task` in the list.
@@ -323,7 +333,9 @@ fn list(
     cursor: Option<&str>,
 ) -> Result<RawJson, ErrorObject> {
     let after = cursor
-        .map(|c| parse_cursor(c).ok_or_else(|| ErrorObject::new(codes::INVALID_PARAMS, "invalid cursor")))
+        .map(|c| {
+            parse_cursor(c).ok_or_else(|| ErrorObject::new(codes::INVALID_PARAMS, "invalid cursor"))
+        })
         .transpose()?;
     let all = server.inner.tasks.list_in(owner, Some(scope));
     let from = match after {
