@@ -61,6 +61,9 @@ pub enum CallError {
     /// No server in the host has that name, or no server offers that item.
     #[error("{0}")]
     NotFound(String),
+    /// The task was cancelled before it ended: it has no result.
+    #[error("task {0} was cancelled")]
+    TaskCancelled(String),
     /// The server still asked for input after the configured number of rounds
     /// ([`ClientBuilder::max_input_rounds`](crate::ClientBuilder::max_input_rounds)).
     #[error("`{method}` still required input after {rounds} rounds")]

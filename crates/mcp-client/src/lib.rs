@@ -9,6 +9,10 @@
 //!   returns a [`ClientSession`] with typed calls for every server feature. On a stateless
 //!   session every request carries its `_meta`, and `input_required` answers are resolved with
 //!   the same handlers that answer a session-era server's requests.
+//! * [`ClientSession::call_tool_as_task`] runs a tool call as a task, in the form of the
+//!   negotiated revision (2025-11-25 task-augmented requests, or the 2026-07-28 tasks
+//!   extension), followed with [`ClientSession::get_task`] and
+//!   [`ClientSession::task_result`].
 //! * [`Host`] keeps one session per server of an `mcpServers` configuration
 //!   ([`config::HostConfig`]) and routes calls by collision-free names.
 //!
@@ -30,6 +34,7 @@ pub mod names;
 mod notify;
 mod rpc;
 mod session;
+mod tasks;
 
 pub use client::{Client, ClientBuilder, latest_session_version};
 pub use error::{CallError, ConnectError};
@@ -45,6 +50,7 @@ pub use mrtr::Outcome;
 pub use notify::{Notifications, ServerNotification};
 pub use rpc::Progress;
 pub use session::ClientSession;
+pub use tasks::{Task, TaskPage, TaskStart, TaskStatus};
 
 /// The guide in `docs/client.md`, whose examples are compiled as doctests.
 #[cfg(doctest)]

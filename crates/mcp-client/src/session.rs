@@ -241,6 +241,11 @@ impl ClientSession {
         })
     }
 
+    /// The client this session was made by.
+    pub(crate) fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
     /// The revision negotiated with the server.
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.inner.version
@@ -252,7 +257,7 @@ impl ClientSession {
         self.inner.version.era()
     }
 
-    fn is_stateless(&self) -> bool {
+    pub(crate) fn is_stateless(&self) -> bool {
         self.inner.version.is_stateless()
     }
 
@@ -352,7 +357,7 @@ impl ClientSession {
         self.has_capability(&[name])
     }
 
-    fn has_capability(&self, path: &[&str]) -> bool {
+    pub(crate) fn has_capability(&self, path: &[&str]) -> bool {
         let mut value = &self.inner.server_caps;
         for key in path {
             match value.get(key) {
@@ -364,7 +369,7 @@ impl ClientSession {
         !matches!(value, Value::Bool(false))
     }
 
-    fn check(
+    pub(crate) fn check(
         &self,
         method: &'static str,
         capability: Option<(&'static str, &[&str])>,
@@ -399,7 +404,7 @@ impl ClientSession {
     /// Sends a request; on a stateless session, with the request `_meta` added, and retried
     /// once when the server refuses the version with `-32022` but lists it as supported (a
     /// server may refuse a first request that way).
-    async fn send_raw(
+    pub(crate) async fn send_raw(
         &self,
         method: &'static str,
         params: Option<&Value>,
@@ -787,7 +792,10 @@ impl ClientSession {
 
     /// Answers the `inputRequests` of an `input_required` result from the server's text, so the
     /// params reach the handlers as the server wrote them (the fields of a form in its order).
-    async fn answer_raw_inputs(&self, result: &RawValue) -> Result<Map<String, Value>, CallError> {
+    pub(crate) async fn answer_raw_inputs(
+        &self,
+        result: &RawValue,
+    ) -> Result<Map<String, Value>, CallError> {
         #[derive(serde::Deserialize)]
         struct RawInputs<'a> {
             #[serde(rename = "inputRequests", borrow, default)]
@@ -892,7 +900,11 @@ impl ClientSession {
         }
     }
 
-    fn validate_structured(&self, tool: &str, result: &CallToolResult) -> Result<(), CallError> {
+    pub(crate) fn validate_structured(
+        &self,
+        tool: &str,
+        result: &CallToolResult,
+    ) -> Result<(), CallError> {
         if result.is_error == Some(true) {
             return Ok(());
         }

@@ -122,6 +122,13 @@ pub(crate) trait ClientChannel: Send + Sync + 'static {
     fn task_status(&self, _message: &str) -> bool {
         false
     }
+
+    /// The same client through a channel that outlives this request (the session's
+    /// connection), for a task that runs on after its request was answered; `None` where there
+    /// is none.
+    fn detached(&self) -> Option<Arc<dyn ClientChannel>> {
+        None
+    }
 }
 
 /// What to do after an [`InputRequired`] was handed to the channel.

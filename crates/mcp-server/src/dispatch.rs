@@ -214,6 +214,26 @@ pub(crate) async fn dispatch(
     origin: Origin<'_>,
     request: Request,
 ) -> Result<RawJson, ErrorObject> {
+    let version = origin.scope.version;
+    match methods::lookup(&request.method) {
+        Some(info) => {
+            let callable = info.kind == MethodKind::Request
+                && info.sender.client()
+                && info.available_in(version);
+            if !callable {
+                return Err(ErrorObject::method_not_found(&request.method));
+            }
+        }
+        None if in_protocol_namespace(&request.method) => {
+            return Err(ErrorObject::method_not_found(&request.method));
+        }
+        None => {}
+    }
+    // The tasks of 2025-11-25: a `tools/call` that asks for a task, and the tasks methods.
+    let (origin, request) = match crate::tasks::session::intercept(server, origin, request) {
+        crate::tasks::session::Intercept::Pass(origin, request) => (origin, request),
+        crate::tasks::session::Intercept::Answer(answer) => return answer.await,
+    };
     let Request {
         id,
         method,
@@ -221,21 +241,6 @@ pub(crate) async fn dispatch(
         extensions,
         ..
     } = request;
-    let version = origin.scope.version;
-    match methods::lookup(&method) {
-        Some(info) => {
-            let callable = info.kind == MethodKind::Request
-                && info.sender.client()
-                && info.available_in(version);
-            if !callable {
-                return Err(ErrorObject::method_not_found(&method));
-            }
-        }
-        None if in_protocol_namespace(&method) => {
-            return Err(ErrorObject::method_not_found(&method));
-        }
-        None => {}
-    }
     let subscriptions = origin.subscriptions;
     // Called once, in whichever arm runs: the request's values move into the context (no
     // reference count or cancellation-token clone per request).

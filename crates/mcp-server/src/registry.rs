@@ -105,12 +105,13 @@ impl Tool {
         self.def.meta = Some(meta);
         self
     }
-    /// Lets the tool run as a task (the tasks extension, 2026-07-28): when the request declares
-    /// the extension, the call is answered at once with a task handle and the handler runs on;
-    /// the client follows it with `tasks/get`. The handler is the same function for every
-    /// client: without the extension (and on the session revisions) the call runs to
-    /// completion as usual. With [`TaskSupport::Required`] a 2026-07-28 request that did not
-    /// declare the extension is refused with `-32021`.
+    /// Lets the tool run as a task: when a 2026-07-28 request declares the tasks extension, or
+    /// a 2025-11-25 call carries `task` in its params, the call is answered at once with a
+    /// task handle and the handler runs on; the client follows it with `tasks/get`. The handler
+    /// is the same function for every client: otherwise (and on older revisions) the call runs
+    /// to completion as usual. With [`TaskSupport::Required`] a 2026-07-28 request that did
+    /// not declare the extension is refused with `-32021`, a 2025-11-25 call without `task`
+    /// with `-32601`. 2025-11-25 clients see the level in the tool's `execution.taskSupport`.
     ///
     /// The task starts before the handler runs, unless [`defer_task`](Self::defer_task) leaves
     /// that to the handler.
@@ -142,9 +143,7 @@ impl Tool {
 
 impl From<mcp_types::Tool> for Tool {
     /// A complete definition; its schemas are explicit, and its `execution.taskSupport` sets
-    /// the [`task_support`](Tool::task_support) (tasks of the extension; the definition is
-    /// listed without `execution`, as the task-augmented requests of 2025-11-25 are not
-    /// served).
+    /// the [`task_support`](Tool::task_support) (2025-11-25 clients see it in `tools/list`).
     fn from(mut def: mcp_types::Tool) -> Self {
         use mcp_types::ToolExecutionTaskSupport as Declared;
         let input_schema = serde_json::to_value(&def.input_schema).ok();
@@ -648,12 +647,13 @@ impl ToolEntry {
         O: IntoCallToolResult + 'static,
     {
         let Tool {
-            def,
+            mut def,
             input_schema,
             output_schema,
             task_support,
             defer_task,
         } = tool;
+        def.execution = crate::tasks::execution(task_support);
         let schemas = Self::schemas(
             def,
             input_schema.map_or(
@@ -709,12 +709,13 @@ impl ToolEntry {
         O: IntoCallToolResult + 'static,
     {
         let Tool {
-            def,
+            mut def,
             input_schema,
             output_schema,
             task_support,
             defer_task,
         } = tool;
+        def.execution = crate::tasks::execution(task_support);
         let Some(input_schema) = input_schema else {
             return Err(BuildError::InvalidSchema {
                 tool: def.name,

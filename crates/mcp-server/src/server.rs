@@ -662,8 +662,9 @@ impl ServerBuilder {
         self
     }
 
-    /// Declares the tasks extension even with no task-supporting tool registered yet (for
-    /// servers that add such tools at run time).
+    /// Declares tasks even with no task-supporting tool registered yet (for servers that add
+    /// such tools at run time): the tasks extension to 2026-07-28 clients, the `tasks`
+    /// capability (`list`, `cancel`, `requests.tools.call`) to 2025-11-25 sessions.
     pub fn enable_tasks(mut self) -> Self {
         self.enable_tasks = true;
         self
@@ -989,6 +990,8 @@ impl ServerHandler for Router {
                 mcp_types::wire::TASKS_EXTENSION.to_owned(),
                 JsonObject::new(),
             );
+            // The tasks of 2025-11-25: projected away for every other revision.
+            caps.tasks = Some(crate::tasks::session_capability());
         }
         caps
     }

@@ -45,6 +45,8 @@ struct Session {
     /// Set once by `initialize`; read without a lock by every later request.
     scope: OnceLock<Arc<ClientScope>>,
     subscriptions: Mutex<HashSet<String>>,
+    /// The connection's own peer, for messages that outlive their request (a task's).
+    peer: OnceLock<Peer>,
 }
 
 /// `initialize` params, read leniently: `capabilities` may be missing (some early clients omit
@@ -101,6 +103,8 @@ struct SessionChannel {
     max_input_rounds: u16,
     /// [`ServerOptions::force_input_replay`](crate::ServerOptions::force_input_replay).
     replay: bool,
+    /// The connection's own peer (see [`ClientChannel::detached`]).
+    session_peer: Option<Peer>,
 }
 
 impl SessionChannel {
@@ -192,6 +196,17 @@ impl ClientChannel for SessionChannel {
     fn records_asks(&self) -> bool {
         self.replay
     }
+
+    fn detached(&self) -> Option<Arc<dyn ClientChannel>> {
+        let peer = self.session_peer.clone()?;
+        Some(Arc::new(SessionChannel {
+            peer,
+            inputs: OnceLock::new(),
+            max_input_rounds: self.max_input_rounds,
+            replay: self.replay,
+            session_peer: None,
+        }))
+    }
 }
 
 /// The end of the middleware chain for a request of the stateless revision.
@@ -278,6 +293,7 @@ fn route(
             inputs: OnceLock::new(),
             max_input_rounds: options.max_input_rounds,
             replay: options.force_input_replay,
+            session_peer: session.peer.get().cloned(),
         }),
         cancel,
         subscriptions: Some(&session.subscriptions),
@@ -588,6 +604,7 @@ impl Server {
             server: self.clone(),
             scope: OnceLock::new(),
             subscriptions: Mutex::new(HashSet::new()),
+            peer: OnceLock::new(),
         });
         let handler = SessionHandler(Arc::clone(&session));
         if let Some(slot) = connection.direct_slot() {
@@ -599,6 +616,7 @@ impl Server {
             }));
         }
         let (peer, mut driver) = self.inner.options.engine().start(connection, handler);
+        let _ = session.peer.set(peer.clone());
         async move {
             let mut events = std::pin::pin!(fan_out(session, peer));
             let events = WhenWoken::new(events.as_mut());

@@ -5,10 +5,15 @@
 //! task, the request has been answered: asks park the task in `input_required` and wait for
 //! `tasks/update`, progress messages become the task's `statusMessage`, and log messages and
 //! other notifications are dropped (the extension has no stream for them).
+//!
+//! A task of 2025-11-25 keeps its session instead: its asks are requests to the client as
+//! usual and its notifications are sent, each with the `io.modelcontextprotocol/related-task`
+//! `_meta`; the task is `input_required` while one of its requests waits for an answer.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mcp_jsonrpc::ErrorObject;
+use mcp_types::wire::tasks::RELATED_TASK_META;
 use mcp_types::wire::{self, InputKind};
 use mcp_types::{ClientCapabilities, InputResponse};
 use serde_json::Value;
@@ -41,6 +46,46 @@ pub(crate) struct TaskChannel {
     /// What the creating request declared (for the explicit layer's asks).
     capabilities: ClientCapabilities,
     phase: Mutex<Phase>,
+    /// A task of 2025-11-25: asks and notifications go on to the session.
+    forward: bool,
+    /// Where they go once the request was answered: the session's connection, when the
+    /// request's own channel ends with the request (HTTP).
+    detached: Option<Arc<dyn ClientChannel>>,
+}
+
+/// `params` (an object, or none) with the `_meta` that ties a message to `task`.
+fn related(params: Option<Box<RawValue>>, task: &str) -> Result<Box<RawValue>, CallError> {
+    let mut object = match params {
+        Some(raw) => serde_json::from_str::<serde_json::Map<String, Value>>(raw.get())
+            .map_err(|e| CallError::InvalidRequest(e.to_string()))?,
+        None => serde_json::Map::new(),
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert(
+            RELATED_TASK_META.to_owned(),
+            serde_json::json!({ "taskId": task }),
+        );
+    }
+    mcp_jsonrpc::to_raw(&object).map_err(|e| CallError::InvalidRequest(e.to_string()))
+}
+
+/// Counts a request of a session-era task as outstanding while it lives.
+struct Outstanding(Arc<TaskRecord>);
+
+impl Outstanding {
+    fn new(task: Arc<TaskRecord>) -> Self {
+        task.forwarded_ask();
+        Self(task)
+    }
+}
+
+impl Drop for Outstanding {
+    fn drop(&mut self) {
+        self.0.forwarded_answer();
+    }
 }
 
 fn encode(answer: &InputResponse) -> Result<Box<RawValue>, CallError> {
@@ -70,7 +115,21 @@ impl TaskChannel {
             inner,
             capabilities,
             phase: Mutex::new(Phase::Request(Some(start))),
+            forward: false,
+            detached: None,
         }
+    }
+
+    /// The channel of a 2025-11-25 task, whose asks and notifications stay on the session.
+    pub(crate) fn forwarding(mut self) -> Self {
+        self.forward = true;
+        self.detached = self.inner.detached();
+        self
+    }
+
+    /// Where a task's asks and notifications go (2025-11-25).
+    fn session(&self) -> &Arc<dyn ClientChannel> {
+        self.detached.as_ref().unwrap_or(&self.inner)
     }
 
     fn phase(&self) -> MutexGuard<'_, Phase> {
@@ -101,6 +160,19 @@ impl ClientChannel for TaskChannel {
         let Some(task) = self.task() else {
             return self.inner.request(key, method, params, cancel);
         };
+        if self.forward {
+            let params = match related(params, &task.id) {
+                Ok(params) => params,
+                Err(e) => return Box::pin(std::future::ready(Err(e))),
+            };
+            let outstanding = Outstanding::new(task);
+            let call = self.session().request(key, method, Some(params), cancel);
+            return Box::pin(async move {
+                let answer = call.await;
+                drop(outstanding);
+                answer
+            });
+        }
         let asked = input_request(method, params.as_deref()).and_then(|r| task.ask(key, r));
         match asked {
             Err(e) => Box::pin(std::future::ready(Err(e))),
@@ -113,29 +185,44 @@ impl ClientChannel for TaskChannel {
     }
 
     fn notify(&self, method: &'static str, params: Box<RawValue>) -> BoxFuture<'static, ()> {
-        if self.task().is_none() {
+        let Some(task) = self.task() else {
             return self.inner.notify(method, params);
+        };
+        if self.forward {
+            return match related(Some(params), &task.id) {
+                Ok(params) => self.session().notify(method, params),
+                Err(e) => {
+                    tracing::debug!(%method, error = %e, "notification not sent");
+                    Box::pin(std::future::ready(()))
+                }
+            };
         }
         tracing::debug!(%method, "not sent: a task has no stream for notifications");
         Box::pin(std::future::ready(()))
     }
 
     fn missing_capability(&self, path: &'static str) {
-        if self.task().is_none() {
+        if self.forward || self.task().is_none() {
             self.inner.missing_capability(path);
         }
     }
 
     fn input_response(&self, key: &str) -> Option<InputResponse> {
         match self.task() {
-            Some(task) => task.answer(key).or_else(|| self.inner.input_response(key)),
+            Some(task) => task
+                .answer(key)
+                .or_else(|| self.detached.as_ref()?.input_response(key))
+                .or_else(|| self.inner.input_response(key)),
             None => self.inner.input_response(key),
         }
     }
 
     fn input_state(&self) -> Option<Value> {
         match self.task() {
-            Some(task) => task.explicit_state().or_else(|| self.inner.input_state()),
+            Some(task) => task
+                .explicit_state()
+                .or_else(|| self.detached.as_ref()?.input_state())
+                .or_else(|| self.inner.input_state()),
             None => self.inner.input_state(),
         }
     }
@@ -149,6 +236,15 @@ impl ClientChannel for TaskChannel {
         let Some(task) = self.task() else {
             return self.inner.input_required(ask, scope, cancel);
         };
+        if self.forward {
+            let outstanding = Outstanding::new(task);
+            let asked = self.session().input_required(ask, scope, cancel);
+            return Box::pin(async move {
+                let resume = asked.await;
+                drop(outstanding);
+                resume
+            });
+        }
         let (requests, state) = ask.into_parts();
         let mut waits = Vec::new();
         let prepared = (|| {
@@ -185,7 +281,8 @@ impl ClientChannel for TaskChannel {
 
     fn take_pending(&self) -> Option<InputRequired> {
         match self.task() {
-            Some(_) => None,
+            Some(_) if !self.forward => None,
+            Some(_) => self.session().take_pending(),
             None => self.inner.take_pending(),
         }
     }
@@ -224,7 +321,8 @@ impl ClientChannel for TaskChannel {
         match self.task() {
             Some(task) => {
                 task.set_message(message);
-                true
+                // A session-era task still sends its progress notifications.
+                !self.forward
             }
             None => false,
         }

@@ -11,16 +11,52 @@
 //! `cx.sample` and `cx.roots` park the task in `input_required` with the asks in `tasks/get`,
 //! and resume when `tasks/update` brings the answers.
 //!
+//! 2025-11-25 sessions get the same tools as tasks in that revision's form (see [`session`]):
+//! a `tools/call` with `task: {ttl}` in its params, then `tasks/get`, `tasks/result`,
+//! `tasks/list` and `tasks/cancel`, with input asked by requests on the session.
+//!
 //! Tasks live in an in-process store (see [`TaskOptions`] for its limits): they do not survive
 //! a restart and are found only by the replica that holds them, so a deployment with several
 //! replicas routes the tasks methods by their `Mcp-Name` header (the task id).
 
 pub(crate) mod channel;
 pub(crate) mod serve;
+pub(crate) mod session;
 pub(crate) mod store;
 mod time;
 
 use std::time::Duration;
+
+/// The `tasks` capability of 2025-11-25: `tasks/list`, `tasks/cancel` and task-augmented
+/// `tools/call`.
+pub(crate) fn session_capability() -> mcp_types::ServerCapabilitiesTasks {
+    use mcp_types::{
+        JsonObject, ServerCapabilitiesTasks, ServerCapabilitiesTasksRequests,
+        ServerCapabilitiesTasksRequestsTools,
+    };
+    ServerCapabilitiesTasks {
+        cancel: Some(JsonObject::new()),
+        list: Some(JsonObject::new()),
+        requests: Some(ServerCapabilitiesTasksRequests {
+            tools: Some(ServerCapabilitiesTasksRequestsTools {
+                call: Some(JsonObject::new()),
+            }),
+        }),
+    }
+}
+
+/// The `execution` a tool is listed with (2025-11-25 only; other revisions project it away).
+pub(crate) fn execution(support: TaskSupport) -> Option<mcp_types::ToolExecution> {
+    use mcp_types::ToolExecutionTaskSupport as Declared;
+    let declared = match support {
+        TaskSupport::Forbidden => return None,
+        TaskSupport::Optional => Declared::Optional,
+        TaskSupport::Required => Declared::Required,
+    };
+    Some(mcp_types::ToolExecution {
+        task_support: Some(declared),
+    })
+}
 
 /// Whether a tool runs as a task for clients that support the tasks extension (the
 /// `execution.taskSupport` of a tool definition).
@@ -30,11 +66,13 @@ pub enum TaskSupport {
     /// Never a task (the default).
     #[default]
     Forbidden,
-    /// A task when the request declares the extension; an ordinary call otherwise.
+    /// A task when the request asks for one (the extension declared, or `task` in the params
+    /// of a 2025-11-25 call); an ordinary call otherwise.
     Optional,
-    /// A task when the request declares the extension. A 2026-07-28 request that does not is
-    /// refused with `-32021` naming the extension; clients of the session revisions, which
-    /// have no way to declare it, get an ordinary call.
+    /// A task when the request asks for one. A 2026-07-28 request that does not declare the
+    /// extension is refused with `-32021` naming it, a 2025-11-25 call without `task` in its
+    /// params with `-32601` (as that revision says); clients of older revisions, which have no
+    /// way to ask, get an ordinary call.
     Required,
 }
 

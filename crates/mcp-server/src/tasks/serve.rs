@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::TaskSupport;
 use super::channel::{StartTask, TaskChannel};
-use super::store::{InputLimits, Outcome, TaskRecord, TaskStore};
+use super::store::{InputLimits, Outcome, Placement, TaskRecord, TaskStore};
 use crate::context::{ClientChannel, ClientScope};
 use crate::dispatch::{Origin, dispatch};
 use crate::handler::Request;
@@ -101,11 +101,29 @@ pub(crate) enum Ran {
     Task(Arc<TaskRecord>),
 }
 
-/// Runs a call that may become a task. The handler runs on a task of its own from the start;
-/// until it asks to become a task it is part of the request (its context is cancelled with the
-/// request, its asks go to `channel`). When it asks, the task is created (unless `blocked()`:
-/// the request still waits for answers of its own, or the store is full) and the request is
-/// answered, while the handler runs on under a supervisor that records its outcome.
+/// Which form of task a call may become.
+#[derive(Clone, Copy)]
+pub(crate) enum Form {
+    /// The extension of 2026-07-28: asks park the task until `tasks/update`.
+    Extension,
+    /// 2025-11-25: the task belongs to its session, which its asks and notifications reach;
+    /// it lives for `ttl` at most (the store's time to live when longer or absent).
+    Session { ttl: Option<std::time::Duration> },
+}
+
+/// The limits on the input one task may ask for.
+pub(crate) fn input_limits(server: &Server) -> InputLimits {
+    let o = &server.inner.options;
+    InputLimits {
+        max_pending: o.max_input_requests,
+        max_keys: o
+            .max_input_requests
+            .saturating_mul(usize::from(o.max_input_rounds)),
+        max_rounds: o.max_input_rounds,
+    }
+}
+
+/// Runs a call that may become a task of the extension (see [`run_as`]).
 pub(crate) async fn run(
     server: &Server,
     request_cancel: &CancellationToken,
@@ -115,9 +133,52 @@ pub(crate) async fn run(
     owner: Option<String>,
     blocked: impl Fn() -> bool,
 ) -> Ran {
+    run_as(
+        server,
+        request_cancel,
+        scope,
+        channel,
+        request,
+        owner,
+        blocked,
+        Form::Extension,
+    )
+    .await
+}
+
+/// Runs a call that may become a task. The handler runs on a task of its own from the start;
+/// until it asks to become a task it is part of the request (its context is cancelled with the
+/// request, its asks go to `channel`). When it asks, the task is created (unless `blocked()`:
+/// the request still waits for answers of its own, or the store is full) and the request is
+/// answered, while the handler runs on under a supervisor that records its outcome.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run_as(
+    server: &Server,
+    request_cancel: &CancellationToken,
+    scope: Arc<ClientScope>,
+    channel: Arc<dyn ClientChannel>,
+    request: Request,
+    owner: Option<String>,
+    blocked: impl Fn() -> bool,
+    form: Form,
+) -> Ran {
     let inner = &server.inner;
     let (start, mut started) = oneshot::channel::<StartTask>();
-    let task_channel = Arc::new(TaskChannel::new(channel, scope.capabilities.clone(), start));
+    let (placement, session_channel) = match form {
+        Form::Extension => (Placement::default(), None),
+        Form::Session { ttl } => (
+            Placement {
+                session: Some(Arc::clone(&scope)),
+                ttl,
+            },
+            Some(channel.detached().unwrap_or_else(|| Arc::clone(&channel))),
+        ),
+    };
+    let mut task_channel = TaskChannel::new(channel, scope.capabilities.clone(), start);
+    if session_channel.is_some() {
+        task_channel = task_channel.forwarding();
+    }
+    let task_channel = Arc::new(task_channel);
     let cancel = CancellationToken::new();
     let version = scope.version;
     let origin = Origin {
@@ -157,15 +218,8 @@ pub(crate) async fn run(
                     let _ = ack.send(None);
                     return Ran::Finished(Err(internal("the request is waiting for client input")));
                 }
-                let o = &inner.options;
-                let limits = InputLimits {
-                    max_pending: o.max_input_requests,
-                    max_keys: o
-                        .max_input_requests
-                        .saturating_mul(usize::from(o.max_input_rounds)),
-                    max_rounds: o.max_input_rounds,
-                };
-                let task = match inner.tasks.create(owner, cancel.clone(), limits) {
+                let limits = input_limits(server);
+                let task = match inner.tasks.create_in(owner, cancel.clone(), limits, placement) {
                     Ok(task) => task,
                     Err(e) => {
                         tracing::warn!(error = %e, "no task created");
@@ -184,6 +238,7 @@ pub(crate) async fn run(
                         Arc::clone(&task),
                         handle,
                         version,
+                        session_channel,
                     ));
                 }
                 tracing::debug!(task = %task.id, "call continues as a task");
@@ -207,17 +262,20 @@ fn model_error(e: ErrorObject, version: ProtocolVersion) -> mcp_types::ErrorObje
 }
 
 /// What a finished handler leaves in its task: the result as a `tools/call` of the revision
-/// answers it (`resultType: "complete"`), or the JSON-RPC error.
-fn outcome(result: JobResult, version: ProtocolVersion) -> Outcome {
+/// answers it (`resultType: "complete"` in the stateless revision), or the JSON-RPC error.
+pub(crate) fn outcome(result: JobResult, version: ProtocolVersion) -> Outcome {
     let raw = match result {
         Ok(raw) => raw,
         Err(e) => return Outcome::Failed(model_error(e, version)),
     };
+    let stateless = version.era() == mcp_types::Era::Stateless;
     let lowered = serde_json::from_str::<JsonObject>(raw.get())
         .map_err(|e| e.to_string())
         .and_then(|mut map| {
-            wire::lower_result("tools/call", &mut map, ResultType::Complete, None, None)
-                .map_err(|e| e.to_string())?;
+            if stateless {
+                wire::lower_result("tools/call", &mut map, ResultType::Complete, None, None)
+                    .map_err(|e| e.to_string())?;
+            }
             Ok(map)
         });
     match lowered {
@@ -227,13 +285,16 @@ fn outcome(result: JobResult, version: ProtocolVersion) -> Outcome {
 }
 
 /// Watches a task's handler: records its outcome, stops it on `tasks/cancel` and at expiry,
-/// and forgets the task when its time to live is over.
+/// and forgets the task when its time to live is over. A task of 2025-11-25 (`session` is its
+/// session's channel) ends `failed` on a tool error, and its end is announced with
+/// `notifications/tasks/status`.
 async fn supervise(
     store: Weak<TaskStore>,
     closed: CancellationToken,
     task: Arc<TaskRecord>,
     mut job: JoinHandle<JobResult>,
     version: ProtocolVersion,
+    session: Option<Arc<dyn ClientChannel>>,
 ) {
     let expiry = tokio::time::sleep_until(task.expires_at);
     tokio::pin!(expiry);
@@ -255,9 +316,19 @@ async fn supervise(
             job.abort();
             task.cancel();
         }
-        r = &mut job => task.finish(outcome(joined(r), version)),
+        r = &mut job => {
+            let ended = outcome(joined(r), version);
+            if session.is_some() {
+                task.finish_session(ended);
+            } else {
+                task.finish(ended);
+            }
+        }
     }
     tracing::debug!(task = %task.id, status = %task.status(), "task ended");
+    if let Some(channel) = &session {
+        super::session::announce(channel.as_ref(), &task).await;
+    }
     tokio::select! {
         () = closed.cancelled() => {}
         () = &mut expiry => {}

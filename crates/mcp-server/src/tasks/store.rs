@@ -8,7 +8,7 @@
 //! ids are 128 random bits; a task is found only with the caller that created it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
 use mcp_types::wire::InputKind;
@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::TaskOptions;
 use super::time::rfc3339;
+use crate::context::ClientScope;
 use crate::error::CallError;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -68,6 +69,8 @@ struct State {
     /// The handler's state of its last explicit `InputRequired`.
     explicit: Option<Value>,
     rounds: u16,
+    /// Requests of a session-era task waiting for the client's answer.
+    forwarded: usize,
     result: Option<JsonObject>,
     error: Option<ErrorObject>,
 }
@@ -83,10 +86,23 @@ pub(crate) struct InputLimits {
     pub(crate) max_rounds: u16,
 }
 
+/// Where a task is created and found.
+#[derive(Clone, Default)]
+pub(crate) struct Placement {
+    /// The session of a 2025-11-25 task: found only from that session. `None`: a task of the
+    /// extension, found by stateless requests.
+    pub(crate) session: Option<Arc<ClientScope>>,
+    /// The time to live the client asked for; the store's is the most it gets.
+    pub(crate) ttl: Option<Duration>,
+}
+
 /// One task.
 pub(crate) struct TaskRecord {
     pub(crate) id: Arc<str>,
     owner: Option<String>,
+    /// The session a 2025-11-25 task belongs to. Weak: the task does not keep the session's
+    /// state alive, while the allocation (and so the address compared) is not reused.
+    session: Option<Weak<ClientScope>>,
     created: SystemTime,
     pub(crate) expires_at: tokio::time::Instant,
     ttl: Duration,
@@ -121,6 +137,70 @@ impl TaskRecord {
     /// Whether a request of `owner` may see this task.
     pub(crate) fn owned_by(&self, owner: Option<&str>) -> bool {
         self.owner.as_deref() == owner
+    }
+
+    /// Whether a request of `owner` from `session` (`None`: a stateless request) may see this
+    /// task.
+    fn visible(&self, owner: Option<&str>, session: Option<&Arc<ClientScope>>) -> bool {
+        let same_place = match (&self.session, session) {
+            (None, None) => true,
+            (Some(mine), Some(theirs)) => std::ptr::eq(mine.as_ptr(), Arc::as_ptr(theirs)),
+            _ => false,
+        };
+        same_place && self.owned_by(owner)
+    }
+
+    /// When the task was created (orders `tasks/list`).
+    pub(crate) fn created(&self) -> SystemTime {
+        self.created
+    }
+
+    /// The final result or error, once the task has ended: `(status, result, error)`.
+    pub(crate) fn ended(&self) -> Option<(TaskStatus, Option<JsonObject>, Option<ErrorObject>)> {
+        let state = self.state();
+        state
+            .status
+            .is_terminal()
+            .then(|| (state.status, state.result.clone(), state.error.clone()))
+    }
+
+    /// Waits until the task has ended (or the store is gone).
+    pub(crate) async fn until_ended(&self) {
+        // Subscribed before the status is read: no change is missed in between.
+        let mut changes = self.changes.subscribe();
+        loop {
+            if self.status().is_terminal() {
+                return;
+            }
+            match changes.recv().await {
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    /// A request of a session-era task went to the client: `input_required` until answered.
+    pub(crate) fn forwarded_ask(&self) {
+        let mut state = self.state();
+        if state.status.is_terminal() {
+            return;
+        }
+        state.forwarded += 1;
+        if state.status != TaskStatus::InputRequired {
+            state.status = TaskStatus::InputRequired;
+            self.changed(&mut state);
+        }
+    }
+
+    /// The client answered (or failed) a request of a session-era task: `working` again once
+    /// none is outstanding.
+    pub(crate) fn forwarded_answer(&self) {
+        let mut state = self.state();
+        state.forwarded = state.forwarded.saturating_sub(1);
+        if state.forwarded == 0 && state.status == TaskStatus::InputRequired {
+            state.status = TaskStatus::Working;
+            self.changed(&mut state);
+        }
     }
 
     pub(crate) fn status(&self) -> TaskStatus {
@@ -303,6 +383,40 @@ impl TaskRecord {
         self.cancel.cancel();
     }
 
+    /// `tasks/cancel` of 2025-11-25: as [`cancel`](Self::cancel) with `message`, but a task
+    /// that already ended is refused with its status.
+    pub(crate) fn cancel_running(&self, message: &str) -> Result<(), TaskStatus> {
+        if !self.end(TaskStatus::Cancelled, Some(message.to_owned()), None) {
+            return Err(self.status());
+        }
+        self.cancel.cancel();
+        Ok(())
+    }
+
+    /// The handler of a 2025-11-25 task finished: a tool result with `isError: true` ends the
+    /// task `failed` (with the result kept for `tasks/result`), a JSON-RPC error `failed` with
+    /// its message as the status message, anything else `completed`.
+    pub(crate) fn finish_session(&self, outcome: Outcome) {
+        match outcome {
+            Outcome::Completed(result) if result.get("isError") == Some(&Value::Bool(true)) => {
+                self.end(
+                    TaskStatus::Failed,
+                    Some("the tool reported an error".into()),
+                    Some(Outcome::Completed(result)),
+                );
+            }
+            Outcome::Failed(error) => {
+                let message = error.message.clone();
+                self.end(
+                    TaskStatus::Failed,
+                    Some(message),
+                    Some(Outcome::Failed(error)),
+                );
+            }
+            completed @ Outcome::Completed(_) => self.finish(completed),
+        }
+    }
+
     /// The handler finished: `completed` with its result or `failed` with its error.
     pub(crate) fn finish(&self, outcome: Outcome) {
         let status = match &outcome {
@@ -397,12 +511,25 @@ impl TaskStore {
         });
     }
 
-    /// Creates a `working` task for `owner`, whose handler's context carries `cancel`.
+    /// Creates a `working` task of the extension for `owner`, whose handler's context carries
+    /// `cancel`.
+    #[cfg(test)]
     pub(crate) fn create(
         &self,
         owner: Option<String>,
         cancel: CancellationToken,
         limits: InputLimits,
+    ) -> Result<Arc<TaskRecord>, CreateError> {
+        self.create_in(owner, cancel, limits, Placement::default())
+    }
+
+    /// [`create`](Self::create) in `placement`.
+    pub(crate) fn create_in(
+        &self,
+        owner: Option<String>,
+        cancel: CancellationToken,
+        limits: InputLimits,
+        placement: Placement,
     ) -> Result<Arc<TaskRecord>, CreateError> {
         let mut tasks = lock(&self.tasks);
         let now = tokio::time::Instant::now();
@@ -426,12 +553,17 @@ impl TaskStore {
             }
         };
         let created = SystemTime::now();
+        let ttl = placement
+            .ttl
+            .map_or(self.options.ttl, |asked| asked.min(self.options.ttl))
+            .max(Duration::from_millis(1));
         let record = Arc::new(TaskRecord {
             id: Arc::clone(&id),
             owner,
+            session: placement.session.as_ref().map(Arc::downgrade),
             created,
-            expires_at: now + self.options.ttl,
-            ttl: self.options.ttl,
+            expires_at: now + ttl,
+            ttl,
             poll_interval: self.options.poll_interval,
             cancel,
             limits,
@@ -443,6 +575,7 @@ impl TaskStore {
                 answers: BTreeMap::new(),
                 explicit: None,
                 rounds: 0,
+                forwarded: 0,
                 result: None,
                 error: None,
             }),
@@ -452,12 +585,39 @@ impl TaskStore {
         Ok(record)
     }
 
-    /// The task `id` if it exists, has not expired and belongs to `owner`.
+    /// The task `id` of the extension if it exists, has not expired and belongs to `owner`.
     pub(crate) fn get(&self, id: &str, owner: Option<&str>) -> Option<Arc<TaskRecord>> {
+        self.get_in(id, owner, None)
+    }
+
+    /// The task `id` if it exists, has not expired, belongs to `owner` and was created in
+    /// `session` (`None`: by a stateless request).
+    pub(crate) fn get_in(
+        &self,
+        id: &str,
+        owner: Option<&str>,
+        session: Option<&Arc<ClientScope>>,
+    ) -> Option<Arc<TaskRecord>> {
         let tasks = lock(&self.tasks);
         let task = tasks.get(id)?;
-        (task.expires_at > tokio::time::Instant::now() && task.owned_by(owner))
+        (task.expires_at > tokio::time::Instant::now() && task.visible(owner, session))
             .then(|| Arc::clone(task))
+    }
+
+    /// Every live task `owner` created in `session`, oldest first (ties by id).
+    pub(crate) fn list_in(
+        &self,
+        owner: Option<&str>,
+        session: Option<&Arc<ClientScope>>,
+    ) -> Vec<Arc<TaskRecord>> {
+        let now = tokio::time::Instant::now();
+        let mut found: Vec<_> = lock(&self.tasks)
+            .values()
+            .filter(|t| t.expires_at > now && t.visible(owner, session))
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
+        found
     }
 
     /// Forgets a task.

@@ -9,6 +9,11 @@
 //! [`NOTIFICATION_STATUS`] on a `subscriptions/listen` stream that asked for the task's id
 //! (`notifications.taskIds`).
 //!
+//! The 2025-11-25 form of tasks (a `task` member in `tools/call` params, `tasks/get`,
+//! [`METHOD_RESULT`], [`METHOD_LIST`], `tasks/cancel`) uses the model types ([`crate::Task`],
+//! [`crate::CreateTaskResult`], ...); [`Task`] converts to and from [`crate::Task`], so one
+//! value describes a task of either form.
+//!
 //! ```
 //! use mcp_types::wire::tasks::{DetailedTask, Task, TaskStatus};
 //!
@@ -49,6 +54,15 @@ pub const METHODS: [&str; 3] = [METHOD_GET, METHOD_UPDATE, METHOD_CANCEL];
 /// names the tasks to receive [`NOTIFICATION_STATUS`] for.
 pub const LISTEN_TASK_IDS: &str = "taskIds";
 
+/// `tasks/result` (2025-11-25): the final result of a task, waited for.
+pub const METHOD_RESULT: &str = "tasks/result";
+/// `tasks/list` (2025-11-25): the caller's tasks, paginated.
+pub const METHOD_LIST: &str = "tasks/list";
+/// `notifications/tasks/status` (2025-11-25): a task's state, sent on the session.
+pub const NOTIFICATION_SESSION_STATUS: &str = "notifications/tasks/status";
+/// The `_meta` key that ties a message to a task (2025-11-25): `{"taskId": ...}`.
+pub const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
+
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -84,6 +98,30 @@ impl TaskStatus {
             self,
             TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
         )
+    }
+}
+
+impl From<TaskStatus> for crate::TaskStatus {
+    fn from(status: TaskStatus) -> Self {
+        match status {
+            TaskStatus::Working => crate::TaskStatus::Working,
+            TaskStatus::InputRequired => crate::TaskStatus::InputRequired,
+            TaskStatus::Completed => crate::TaskStatus::Completed,
+            TaskStatus::Failed => crate::TaskStatus::Failed,
+            TaskStatus::Cancelled => crate::TaskStatus::Cancelled,
+        }
+    }
+}
+
+impl From<crate::TaskStatus> for TaskStatus {
+    fn from(status: crate::TaskStatus) -> Self {
+        match status {
+            crate::TaskStatus::Working => TaskStatus::Working,
+            crate::TaskStatus::InputRequired => TaskStatus::InputRequired,
+            crate::TaskStatus::Completed => TaskStatus::Completed,
+            crate::TaskStatus::Failed => TaskStatus::Failed,
+            crate::TaskStatus::Cancelled => TaskStatus::Cancelled,
+        }
     }
 }
 
@@ -145,6 +183,46 @@ impl Task {
             created_at,
             ttl_ms,
             poll_interval_ms: None,
+        }
+    }
+}
+
+fn to_i64(ms: Option<u64>) -> Option<i64> {
+    ms.map(|ms| i64::try_from(ms).unwrap_or(i64::MAX))
+}
+
+fn to_u64(ms: Option<i64>) -> Option<u64> {
+    ms.and_then(|ms| u64::try_from(ms).ok())
+}
+
+/// The same task in the shape of 2025-11-25 (`ttl` and `pollInterval` instead of `ttlMs` and
+/// `pollIntervalMs`).
+impl From<Task> for crate::Task {
+    fn from(task: Task) -> Self {
+        crate::Task {
+            created_at: task.created_at,
+            last_updated_at: task.last_updated_at,
+            poll_interval: to_i64(task.poll_interval_ms),
+            status: task.status.into(),
+            status_message: task.status_message,
+            task_id: task.task_id,
+            ttl: to_i64(task.ttl_ms),
+        }
+    }
+}
+
+/// A task of 2025-11-25 in the extension's shape (a negative `ttl` or `pollInterval` is
+/// dropped).
+impl From<crate::Task> for Task {
+    fn from(task: crate::Task) -> Self {
+        Task {
+            task_id: task.task_id,
+            status: task.status.into(),
+            status_message: task.status_message,
+            created_at: task.created_at,
+            last_updated_at: task.last_updated_at,
+            ttl_ms: to_u64(task.ttl),
+            poll_interval_ms: to_u64(task.poll_interval),
         }
     }
 }
@@ -314,6 +392,32 @@ mod tests {
             assert_eq!(serde_json::to_value(s).unwrap(), json!(text));
             assert_eq!(s.as_str(), text);
             assert_eq!(s.is_terminal(), terminal);
+        }
+    }
+
+    #[test]
+    fn both_revisions_shapes_convert() {
+        let mut task = Task::new("t", TaskStatus::InputRequired, "2025-11-25T00:00:00Z", None);
+        task.poll_interval_ms = Some(500);
+        let old = crate::Task::from(task.clone());
+        assert_eq!(
+            serde_json::to_value(&old).unwrap(),
+            json!({"taskId": "t", "status": "input_required", "createdAt": "2025-11-25T00:00:00Z",
+                   "lastUpdatedAt": "2025-11-25T00:00:00Z", "ttl": null, "pollInterval": 500})
+        );
+        assert_eq!(Task::from(old), task);
+        let mut negative = crate::Task::from(task);
+        negative.ttl = Some(-1);
+        assert_eq!(Task::from(negative).ttl_ms, None);
+        for s in [
+            TaskStatus::Working,
+            TaskStatus::InputRequired,
+            TaskStatus::Completed,
+            TaskStatus::Failed,
+            TaskStatus::Cancelled,
+        ] {
+            assert_eq!(crate::TaskStatus::from(s).as_str(), s.as_str());
+            assert_eq!(TaskStatus::from(crate::TaskStatus::from(s)), s);
         }
     }
 
