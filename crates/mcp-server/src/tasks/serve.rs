@@ -268,7 +268,7 @@ pub(crate) fn outcome(result: JobResult, version: ProtocolVersion) -> Outcome {
         Ok(raw) => raw,
         Err(e) => return Outcome::Failed(model_error(e, version)),
     };
-    let stateless = version.era() == mcp_types::Era::Stateless;
+    let stateless = version.is_stateless();
     let lowered = serde_json::from_str::<JsonObject>(raw.get())
         .map_err(|e| e.to_string())
         .and_then(|mut map| {
