@@ -372,10 +372,7 @@ impl SessionHandler {
             }
             // Params that lift are those of a stateless request: `_meta` names a supported
             // revision. Anything else takes the general path, which classifies it.
-            // A transport that checked the request's headers against its body hands over the
-            // params it lifted then; they are not read again.
-            let handoff = cx.extensions().get::<mcp_types::wire::ParamsHandoff>();
-            if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref(), handoff) {
+            if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref()) {
                 let request = with_context(request, &cx, Some(lifted.version()));
                 return Box::pin(serve::serve_lifted(self, cx, request, lifted));
             }

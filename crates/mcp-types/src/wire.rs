@@ -324,10 +324,6 @@ impl<'a> MetaMembers<'a> {
 /// Reading fails when the params are not an object, when one of these members is there twice,
 /// or when `_meta` is not an object: the parsed value then decides, as for any request.
 ///
-/// A transport that checks a request's headers against its body reads it once with this, and
-/// hands the server what [`lift`](Self::lift) makes of it ([`ParamsHandoff`]), so the server
-/// does not read the params again.
-///
 /// ```
 /// use mcp_types::ProtocolVersion;
 /// use mcp_types::wire::StatelessParams;
@@ -439,68 +435,6 @@ pub struct LiftedParams {
     pub uri: Option<String>,
     /// The tool `arguments`, as JSON text.
     pub arguments: Option<std::sync::Arc<str>>,
-}
-
-/// [`LiftedParams`] handed from whoever read a request's params first (a transport checking
-/// the request's headers against its body) to whoever serves the request, as an extension of
-/// the request. It is tied to the params it was read from: [`take`](Self::take) gives it only
-/// for the same JSON text (the same allocation, of the same length), and only once.
-///
-/// ```
-/// use mcp_types::ProtocolVersion;
-/// use mcp_types::wire::{ParamsHandoff, StatelessParams};
-/// use serde_json::value::RawValue;
-///
-/// let params = RawValue::from_string(
-///     r#"{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#.to_owned(),
-/// )
-/// .unwrap();
-/// let lifted = StatelessParams::read(params.get())
-///     .unwrap()
-///     .lift(&[ProtocolVersion::V2026_07_28])
-///     .unwrap();
-/// let handoff = ParamsHandoff::new(&params, lifted);
-/// let copy = params.clone();
-/// assert!(handoff.take(&copy).is_none(), "other params");
-/// assert!(handoff.take(&params).is_some());
-/// assert!(handoff.take(&params).is_none(), "only once");
-/// ```
-pub struct ParamsHandoff {
-    source: (usize, usize),
-    lifted: std::sync::Mutex<Option<LiftedParams>>,
-}
-
-impl ParamsHandoff {
-    /// Ties `lifted` to the params it was read from.
-    pub fn new(params: &serde_json::value::RawValue, lifted: LiftedParams) -> Self {
-        ParamsHandoff {
-            source: Self::source(params),
-            lifted: std::sync::Mutex::new(Some(lifted)),
-        }
-    }
-
-    fn source(params: &serde_json::value::RawValue) -> (usize, usize) {
-        let text = params.get();
-        (text.as_ptr() as usize, text.len())
-    }
-
-    /// The lifted params, when `params` is the JSON text they were read from and they were
-    /// not taken before.
-    pub fn take(&self, params: &serde_json::value::RawValue) -> Option<LiftedParams> {
-        if Self::source(params) != self.source {
-            return None;
-        }
-        self.lifted
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-    }
-}
-
-impl fmt::Debug for ParamsHandoff {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ParamsHandoff").finish_non_exhaustive()
-    }
 }
 
 /// A member name, borrowed from the JSON text unless it has escapes (serde's own `Cow`

@@ -288,12 +288,7 @@ impl Lifted {
 
 /// Reads a stateless request's params: `Err` when its `_meta` is missing, malformed or names
 /// a revision this server does not serve (the error the request is answered with).
-/// `handoff`: the params as the transport already lifted them (see [`wire::ParamsHandoff`]).
-pub(crate) fn lift(
-    method: &str,
-    raw: Option<&RawValue>,
-    handoff: Option<&wire::ParamsHandoff>,
-) -> Result<Lifted, ErrorObject> {
+pub(crate) fn lift(method: &str, raw: Option<&RawValue>) -> Result<Lifted, ErrorObject> {
     // `subscriptions/listen` and the tasks methods read their params whole; every other method
     // needs only a few members here, and the rest (the arguments above all) stays text.
     let whole = method == "subscriptions/listen" || tasks_wire::METHODS.contains(&method);
@@ -309,9 +304,6 @@ pub(crate) fn lift(
     };
     if whole {
         return whole_params(raw, supported, true);
-    }
-    if let Some(lifted) = raw.zip(handoff).and_then(|(raw, h)| h.take(raw)) {
-        return Ok(from_members(lifted));
     }
     match raw
         .and_then(|raw| StatelessParams::read(raw.get()).ok())
@@ -357,7 +349,7 @@ pub(crate) async fn serve(
     rpc: &mcp_jsonrpc::RequestContext,
     request: Request,
 ) -> Result<RawJson, ErrorObject> {
-    let lifted = lift(&request.method, request.params.as_deref(), None)?;
+    let lifted = lift(&request.method, request.params.as_deref())?;
     serve_lifted(server, rpc.clone(), request, lifted).await
 }
 
@@ -746,7 +738,7 @@ mod classify_tests {
         ];
         for text in &cases {
             let value: Value = serde_json::from_str(text).unwrap();
-            let got = lift("tools/call", Some(&raw(text)), None).map(|l| {
+            let got = lift("tools/call", Some(&raw(text))).map(|l| {
                 let arguments = l
                     .arguments
                     .map(|a| serde_json::from_str::<Value>(&a).unwrap());
@@ -775,45 +767,6 @@ mod classify_tests {
                 ),
             }
         }
-    }
-
-    #[test]
-    fn params_lifted_by_the_transport_are_taken_not_read_again() {
-        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
-        let supported = wire::stateless_versions();
-        let summary = |l: Lifted| (*l.meta, l.params.name().map(str::to_owned), l.arguments);
-        for text in [
-            format!(r#"{{"name":"echo","arguments":{{"text":"hi"}},{meta}}}"#),
-            format!(r#"{{"uri":"file:///a","name":7,{meta}}}"#),
-        ] {
-            let params = raw(&text);
-            let read = || StatelessParams::read(params.get()).unwrap();
-            // What the transport hands over is what the server would have read.
-            let handoff = wire::ParamsHandoff::new(&params, read().lift(supported).unwrap());
-            let handed = lift("tools/call", Some(&params), Some(&handoff)).unwrap();
-            let own = lift("tools/call", Some(&params), None).unwrap();
-            assert_eq!(summary(handed), summary(own), "{text}");
-        }
-        // The handed-over params are used as they are (here, lifted from other params but tied
-        // to these), and only for the params they are tied to.
-        let params = raw(&format!(r#"{{"name":"echo",{meta}}}"#));
-        let other = raw(&format!(r#"{{"name":"other",{meta}}}"#));
-        let lifted_other = || {
-            StatelessParams::read(other.get())
-                .unwrap()
-                .lift(supported)
-                .unwrap()
-        };
-        let handoff = wire::ParamsHandoff::new(&params, lifted_other());
-        let got = lift("tools/call", Some(&params), Some(&handoff)).unwrap();
-        assert_eq!(got.params.name(), Some("other"));
-        let elsewhere = wire::ParamsHandoff::new(&other, lifted_other());
-        let got = lift("tools/call", Some(&params), Some(&elsewhere)).unwrap();
-        assert_eq!(got.params.name(), Some("echo"));
-        // Methods that read their params whole do not take them.
-        let handoff = wire::ParamsHandoff::new(&params, lifted_other());
-        let got = lift("subscriptions/listen", Some(&params), Some(&handoff)).unwrap();
-        assert!(got.params.whole().is_some());
     }
 
     #[test]

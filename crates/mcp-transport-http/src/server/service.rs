@@ -33,7 +33,7 @@ use super::store::{
     EventStore, InMemoryEventStore, InMemorySessionStore, SessionRecord, SessionStore,
 };
 use super::{McpParamHeaders, SessionId, SseStreamControl, security};
-use mcp_types::wire::{self, ParamsHandoff};
+use mcp_types::wire;
 
 /// `Mcp-Session-Id`.
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -491,7 +491,6 @@ struct PostValues {
     parts: Parts,
     session: Option<SessionId>,
     params: Option<McpParamHeaders>,
-    handoff: Option<ParamsHandoff>,
     control: Option<SseStreamControl>,
 }
 
@@ -506,8 +505,6 @@ impl ExtensionGroup for PostValues {
             some(self.session.as_ref())
         } else if id == TypeId::of::<McpParamHeaders>() {
             some(self.params.as_ref())
-        } else if id == TypeId::of::<ParamsHandoff>() {
-            some(self.handoff.as_ref())
         } else if id == TypeId::of::<SseStreamControl>() {
             some(self.control.as_ref())
         } else {
@@ -984,7 +981,6 @@ impl Inner {
             base.insert_group(PostValues {
                 session: Some(SessionId(sid)),
                 params: None,
-                handoff: None,
                 control,
                 parts,
             });
@@ -1015,7 +1011,6 @@ impl Inner {
             base.insert_group(PostValues {
                 session: None,
                 params: Some(checked.params),
-                handoff: checked.handoff,
                 control: None,
                 parts,
             });

@@ -6,8 +6,7 @@ use http::request::Parts;
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use mcp_jsonrpc::{ErrorObject, Id, Message, codes};
 use mcp_types::wire::{
-    self, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID, ParamsHandoff,
-    StatelessParams,
+    self, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID, StatelessParams,
 };
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -148,13 +147,10 @@ fn reject(message: &Message, error: ErrorObject) -> Response<HttpBody> {
     rpc_error(StatusCode::BAD_REQUEST, id, error)
 }
 
-/// What the checks of a stateless message hand on with it: the decoded `Mcp-Param-*` headers,
-/// and a request's params as they were lifted for the checks (the server takes them instead of
-/// reading the params again).
+/// What the checks of a stateless message hand on with it: the decoded `Mcp-Param-*` headers.
 #[derive(Debug)]
 pub(crate) struct Checked {
     pub(crate) params: McpParamHeaders,
-    pub(crate) handoff: Option<ParamsHandoff>,
 }
 
 /// Checks a stateless message's headers against its body, in the order the specification
@@ -275,19 +271,8 @@ pub(crate) fn validate(
             .ok_or_else(|| mismatch(message, format!("header {name} is not validly encoded")))?;
         params.push((suffix.to_owned(), decoded));
     }
-    // Lifted here, once: the server takes them instead of reading the params again. A retry's
-    // params are read whole by the server (its answers are read as values).
-    let handoff = match message {
-        Message::Request(r) if !env.is_retry() => r.params.as_deref().and_then(|raw| {
-            env.lift(wire::stateless_versions())
-                .ok()
-                .map(|lifted| ParamsHandoff::new(raw, lifted))
-        }),
-        _ => None,
-    };
     Ok(Checked {
         params: McpParamHeaders(params),
-        handoff,
     })
 }
 
@@ -460,57 +445,6 @@ mod tests {
                 "{bad}"
             );
         }
-    }
-
-    #[test]
-    fn a_checked_request_hands_its_lifted_params_on() {
-        let c = HttpServerConfig::default();
-        let headers = call_headers("2026-07-28", "echo");
-        let call = request(
-            "tools/call",
-            json!({"name": "echo", "arguments": {"text": "hi"}, "_meta": meta()}),
-        );
-        let Message::Request(r) = &call else {
-            unreachable!()
-        };
-        let raw = r.params.as_deref().unwrap();
-        let handoff = validate(&c, &parts(&headers), &call)
-            .unwrap()
-            .handoff
-            .unwrap();
-        let lifted = handoff.take(raw).unwrap();
-        assert_eq!(lifted.name.as_deref(), Some("echo"));
-        assert_eq!(lifted.arguments.as_deref(), Some(r#"{"text":"hi"}"#));
-        assert_eq!(
-            lifted.meta.protocol_version,
-            mcp_types::ProtocolVersion::V2026_07_28
-        );
-        // A retry's params are read whole by the server: nothing is handed on.
-        let retry = request(
-            "tools/call",
-            json!({"name": "echo", "_meta": meta(), "requestState": "s"}),
-        );
-        assert!(
-            validate(&c, &parts(&headers), &retry)
-                .unwrap()
-                .handoff
-                .is_none()
-        );
-        // A notification has no params to hand on to a server's request.
-        let listen_headers = [
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "notifications/cancelled"),
-        ];
-        let note = Message::Notification(mcp_jsonrpc::Notification::new(
-            "notifications/cancelled",
-            Some(serde_json::value::to_raw_value(&json!({"requestId": 1})).unwrap()),
-        ));
-        assert!(
-            validate(&c, &parts(&listen_headers), &note)
-                .unwrap()
-                .handoff
-                .is_none()
-        );
     }
 
     #[test]
