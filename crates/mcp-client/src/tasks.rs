@@ -14,9 +14,10 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::error::CallError;
-use crate::lifecycle::{self, META_CLIENT_CAPABILITIES};
+use crate::lifecycle;
 use crate::mrtr::retry_params;
 use crate::session::ClientSession;
+use mcp_types::wire::META_CLIENT_CAPABILITIES;
 
 pub use mcp_types::wire::tasks::{Task, TaskStatus};
 

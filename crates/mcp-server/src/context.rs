@@ -31,7 +31,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::error::CallError;
+use crate::error::AskError;
 use crate::stateless::mrtr::InputRequired;
 
 /// A boxed, sendable future.
@@ -67,7 +67,7 @@ pub(crate) trait ClientChannel: Send + Sync + 'static {
         method: &'static str,
         params: Option<Box<RawValue>>,
         cancel: &CancellationToken,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, CallError>>;
+    ) -> BoxFuture<'static, Result<Box<RawValue>, AskError>>;
 
     /// Sends a notification to the client about this request (progress, log messages).
     fn notify(&self, method: &'static str, params: Box<RawValue>) -> BoxFuture<'static, ()>;
@@ -246,13 +246,13 @@ struct RawElicitResult {
 fn encode<T: Serialize + Project>(
     mut value: T,
     version: ProtocolVersion,
-) -> Result<Box<RawValue>, CallError> {
+) -> Result<Box<RawValue>, AskError> {
     value.project(version);
-    mcp_jsonrpc::to_raw(&value).map_err(|e| CallError::InvalidRequest(e.to_string()))
+    mcp_jsonrpc::to_raw(&value).map_err(|e| AskError::InvalidRequest(e.to_string()))
 }
 
-fn decode<T: DeserializeOwned>(raw: &RawValue) -> Result<T, CallError> {
-    mcp_jsonrpc::from_raw(raw).map_err(|e| CallError::InvalidResponse(e.to_string()))
+fn decode<T: DeserializeOwned>(raw: &RawValue) -> Result<T, AskError> {
+    mcp_jsonrpc::from_raw(raw).map_err(|e| AskError::InvalidResponse(e.to_string()))
 }
 
 impl RequestContext {
@@ -420,19 +420,19 @@ impl RequestContext {
     /// request; it keeps the answer apart from other asks when a handler is replayed under the
     /// stateless revision.
     ///
-    /// Fails with [`CallError::MissingCapability`] when the client did not declare elicitation
-    /// and with [`CallError::NotInRevision`] before 2025-06-18.
-    pub async fn elicit<T>(&self, key: &str, message: &str) -> Result<Elicitation<T>, CallError>
+    /// Fails with [`AskError::MissingCapability`] when the client did not declare elicitation
+    /// and with [`AskError::NotInRevision`] before 2025-06-18.
+    pub async fn elicit<T>(&self, key: &str, message: &str) -> Result<Elicitation<T>, AskError>
     where
         T: DeserializeOwned + schemars::JsonSchema,
     {
         let schema = crate::schema::elicitation_schema_for::<T>().map_err(|e| {
-            CallError::InvalidRequest(format!("the requested type is not a flat form: {e}"))
+            AskError::InvalidRequest(format!("the requested type is not a flat form: {e}"))
         })?;
         match self.elicit_with_schema(key, message, schema).await? {
             Elicitation::Accepted(content) => {
                 let value = serde_json::from_value(Value::Object(content)).map_err(|e| {
-                    CallError::InvalidResponse(format!("the submitted form does not match: {e}"))
+                    AskError::InvalidResponse(format!("the submitted form does not match: {e}"))
                 })?;
                 Ok(Elicitation::Accepted(value))
             }
@@ -448,14 +448,14 @@ impl RequestContext {
         key: &str,
         message: &str,
         schema: Value,
-    ) -> Result<Elicitation<JsonObject>, CallError> {
+    ) -> Result<Elicitation<JsonObject>, AskError> {
         self.require_elicitation("form")?;
         let schema = crate::schema::restrict_elicitation_schema(schema)
-            .map_err(|e| CallError::InvalidRequest(format!("invalid requested schema: {e}")))?;
+            .map_err(|e| AskError::InvalidRequest(format!("invalid requested schema: {e}")))?;
         let checker = crate::validate::CompiledSchema::any(schema.clone())
-            .map_err(|e| CallError::InvalidRequest(format!("invalid requested schema: {e}")))?;
+            .map_err(|e| AskError::InvalidRequest(format!("invalid requested schema: {e}")))?;
         let requested_schema = serde_json::from_value(schema)
-            .map_err(|e| CallError::InvalidRequest(format!("invalid requested schema: {e}")))?;
+            .map_err(|e| AskError::InvalidRequest(format!("invalid requested schema: {e}")))?;
         // The generated projection keeps `mode` for 2025-06-18 (the form-params type only exists
         // from 2025-11-25 on, so the generator sees `mode` in every revision that has the type);
         // the field is new in 2025-11-25.
@@ -485,7 +485,7 @@ impl RequestContext {
                 let value = Value::Object(content);
                 checker
                     .check(&value)
-                    .map_err(|e| CallError::InvalidResponse(format!("submitted form: {e}")))?;
+                    .map_err(|e| AskError::InvalidResponse(format!("submitted form: {e}")))?;
                 match value {
                     Value::Object(content) => Elicitation::Accepted(content),
                     _ => Elicitation::Accepted(JsonObject::new()),
@@ -503,9 +503,9 @@ impl RequestContext {
         message: &str,
         url: &str,
         elicitation_id: &str,
-    ) -> Result<ElicitResultAction, CallError> {
+    ) -> Result<ElicitResultAction, AskError> {
         if !self.protocol_version().has(Feature::UrlElicitation) {
-            return Err(CallError::NotInRevision {
+            return Err(AskError::NotInRevision {
                 feature: "URL-mode elicitation",
                 version: self.protocol_version().to_string(),
             });
@@ -530,9 +530,9 @@ impl RequestContext {
         Ok(answer.action)
     }
 
-    fn require_elicitation(&self, mode: &'static str) -> Result<(), CallError> {
+    fn require_elicitation(&self, mode: &'static str) -> Result<(), AskError> {
         if !wire::server_may_send("elicitation/create", self.protocol_version()) {
-            return Err(CallError::NotInRevision {
+            return Err(AskError::NotInRevision {
                 feature: "elicitation",
                 version: self.protocol_version().to_string(),
             });
@@ -557,13 +557,13 @@ impl RequestContext {
         &self,
         key: &str,
         request: CreateMessageRequestParams,
-    ) -> Result<CreateMessageResult, CallError> {
+    ) -> Result<CreateMessageResult, AskError> {
         if !self.client_supports(&["sampling"]) {
             return Err(self.missing("sampling"));
         }
         if request.tools.is_some() || request.tool_choice.is_some() {
             if !self.protocol_version().has(Feature::SamplingTools) {
-                return Err(CallError::NotInRevision {
+                return Err(AskError::NotInRevision {
                     feature: "tools in sampling",
                     version: self.protocol_version().to_string(),
                 });
@@ -583,7 +583,7 @@ impl RequestContext {
     }
 
     /// Asks the client for its roots (`roots/list`).
-    pub async fn roots(&self, key: &str) -> Result<Vec<Root>, CallError> {
+    pub async fn roots(&self, key: &str) -> Result<Vec<Root>, AskError> {
         if !self.client_supports(&["roots"]) {
             return Err(self.missing("roots"));
         }
@@ -592,9 +592,9 @@ impl RequestContext {
         Ok(list.roots)
     }
 
-    fn missing(&self, path: &'static str) -> CallError {
+    fn missing(&self, path: &'static str) -> AskError {
         self.channel.missing_capability(path);
-        CallError::MissingCapability(path)
+        AskError::MissingCapability(path)
     }
 
     /// The client's answer under `key` to the [`InputRequired`] this handler returned in an
@@ -696,7 +696,7 @@ impl RequestContext {
         key: &str,
         method: &'static str,
         params: Option<Box<RawValue>>,
-    ) -> Result<Box<RawValue>, CallError> {
+    ) -> Result<Box<RawValue>, AskError> {
         self.channel
             .request(key, method, params, self.cancel.token())
             .await

@@ -86,8 +86,8 @@ impl From<ErrorObject> for ToolError {
     }
 }
 
-impl From<CallError> for ToolError {
-    fn from(e: CallError) -> Self {
+impl From<AskError> for ToolError {
+    fn from(e: AskError) -> Self {
         Self::Execution(e.to_string())
     }
 }
@@ -95,7 +95,7 @@ impl From<CallError> for ToolError {
 /// Why a request from the server to the client (sampling, elicitation, roots) failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-pub enum CallError {
+pub enum AskError {
     /// The client answered with an error.
     #[error("the client answered with an error: {0}")]
     Rpc(ErrorObject),
@@ -137,13 +137,13 @@ pub enum CallError {
     NoInputChannel(String),
 }
 
-impl CallError {
+impl AskError {
     /// The JSON-RPC error a handler can return for this failure: the client's own error, the
     /// missing-capability error (`-32021` with `data.requiredCapabilities`), or an internal error.
     pub fn to_error_object(&self) -> ErrorObject {
         match self {
-            CallError::Rpc(e) => e.clone(),
-            CallError::MissingCapability(cap) => {
+            AskError::Rpc(e) => e.clone(),
+            AskError::MissingCapability(cap) => {
                 let mut required = serde_json::Map::new();
                 let mut node = serde_json::Value::Object(serde_json::Map::new());
                 // `elicitation.url` declares `{"elicitation": {"url": {}}}`.
@@ -169,21 +169,21 @@ impl CallError {
 
     pub(crate) fn from_rpc(e: mcp_jsonrpc::CallError) -> Self {
         match e {
-            mcp_jsonrpc::CallError::Rpc(e) => CallError::Rpc(e),
-            mcp_jsonrpc::CallError::Timeout => CallError::Timeout,
-            mcp_jsonrpc::CallError::Cancelled => CallError::Cancelled,
+            mcp_jsonrpc::CallError::Rpc(e) => AskError::Rpc(e),
+            mcp_jsonrpc::CallError::Timeout => AskError::Timeout,
+            mcp_jsonrpc::CallError::Cancelled => AskError::Cancelled,
             mcp_jsonrpc::CallError::Closed(_) | mcp_jsonrpc::CallError::Transport(_) => {
-                CallError::Closed
+                AskError::Closed
             }
-            mcp_jsonrpc::CallError::Decode(e) => CallError::InvalidResponse(e.to_string()),
-            mcp_jsonrpc::CallError::InvalidResponse(e) => CallError::InvalidResponse(e),
-            other => CallError::InvalidResponse(other.to_string()),
+            mcp_jsonrpc::CallError::Decode(e) => AskError::InvalidResponse(e.to_string()),
+            mcp_jsonrpc::CallError::InvalidResponse(e) => AskError::InvalidResponse(e),
+            other => AskError::InvalidResponse(other.to_string()),
         }
     }
 }
 
-impl From<CallError> for ErrorObject {
-    fn from(e: CallError) -> Self {
+impl From<AskError> for ErrorObject {
+    fn from(e: AskError) -> Self {
         e.to_error_object()
     }
 }
@@ -259,13 +259,13 @@ mod tests {
 
     #[test]
     fn missing_capability_names_the_nested_path() {
-        let e = CallError::MissingCapability("elicitation.url").to_error_object();
+        let e = AskError::MissingCapability("elicitation.url").to_error_object();
         assert_eq!(e.code, codes::MISSING_REQUIRED_CLIENT_CAPABILITY);
         assert_eq!(
             e.data.unwrap().get(),
             r#"{"requiredCapabilities":{"elicitation":{"url":{}}}}"#
         );
-        let e = CallError::MissingCapability("sampling").to_error_object();
+        let e = AskError::MissingCapability("sampling").to_error_object();
         assert_eq!(
             e.data.unwrap().get(),
             r#"{"requiredCapabilities":{"sampling":{}}}"#

@@ -73,7 +73,7 @@ pub use mcp_types as model;
 pub use compat::LegacyMethods;
 pub use context::{BoxFuture, Elicitation, RequestContext, ToolContext};
 pub use error::{
-    BuildError, CallError, NOT_INITIALIZED, ServeError, ToolError, resource_not_found, with_data,
+    AskError, BuildError, NOT_INITIALIZED, ServeError, ToolError, resource_not_found, with_data,
 };
 pub use ext::{
     ContentBlockExt, CreateMessageRequestExt, CreateMessageResultExt, PromptMessageExt,

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::{BoxFuture, ClientChannel, ClientScope, LogThreshold, Resume};
 use crate::dispatch::{Origin, dispatch, empty, encode, encode_params};
-use crate::error::{CallError, ServeError, not_initialized};
+use crate::error::{AskError, ServeError, not_initialized};
 use crate::handler::{Endpoint, Next, Request};
 use crate::registry::ServerEvent;
 use crate::server::Server;
@@ -118,13 +118,13 @@ impl SessionChannel {
         key: &str,
         method: &'static str,
         params: Option<&RawValue>,
-    ) -> Result<Box<RawValue>, CallError> {
+    ) -> Result<Box<RawValue>, AskError> {
         if let Some(answer) = self.inputs().response(key) {
             return mcp_jsonrpc::to_raw(&answer)
-                .map_err(|e| CallError::InvalidResponse(e.to_string()));
+                .map_err(|e| AskError::InvalidResponse(e.to_string()));
         }
         self.inputs().pend(key, input_request(method, params)?);
-        Err(CallError::InputRequired)
+        Err(AskError::InputRequired)
     }
 }
 
@@ -135,7 +135,7 @@ impl ClientChannel for SessionChannel {
         method: &'static str,
         params: Option<Box<RawValue>>,
         cancel: &CancellationToken,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, CallError>> {
+    ) -> BoxFuture<'static, Result<Box<RawValue>, AskError>> {
         if self.replay {
             let result = self.replayed(key, method, params.as_deref());
             return Box::pin(std::future::ready(result));
@@ -146,8 +146,8 @@ impl ClientChannel for SessionChannel {
         let cancel = cancel.clone();
         Box::pin(async move {
             tokio::select! {
-                r = call => r.map_err(CallError::from_rpc),
-                () = cancel.cancelled() => Err(CallError::Cancelled),
+                r = call => r.map_err(AskError::from_rpc),
+                () = cancel.cancelled() => Err(AskError::Cancelled),
             }
         })
     }

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::mrtr::{Ask, Exchange, InputRequired, MrtrLimits};
 use crate::context::{BoxFuture, ClientChannel, ClientScope, Resume};
-use crate::error::CallError;
+use crate::error::AskError;
 
 /// A request's method: the protocol's own names are static, a custom one is copied.
 pub(crate) type MethodName = std::borrow::Cow<'static, str>;
@@ -109,8 +109,8 @@ impl RequestExchange {
 pub(crate) fn input_request(
     method: &str,
     params: Option<&RawValue>,
-) -> Result<InputRequest, CallError> {
-    let invalid = |e: serde_json::Error| CallError::InvalidRequest(e.to_string());
+) -> Result<InputRequest, AskError> {
+    let invalid = |e: serde_json::Error| AskError::InvalidRequest(e.to_string());
     let raw = params.map_or("{}", RawValue::get);
     match InputKind::from_method(method) {
         Some(InputKind::Elicitation) => Ok(InputRequest::Elicit(ElicitRequest {
@@ -134,7 +134,7 @@ pub(crate) fn input_request(
             },
             ..ListRootsRequest::default()
         })),
-        None => Err(CallError::InvalidRequest(format!(
+        None => Err(AskError::InvalidRequest(format!(
             "{method} is not a request for client input"
         ))),
     }
@@ -147,18 +147,18 @@ impl ClientChannel for StatelessChannel {
         method: &'static str,
         params: Option<Box<RawValue>>,
         _cancel: &CancellationToken,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, CallError>> {
+    ) -> BoxFuture<'static, Result<Box<RawValue>, AskError>> {
         let result = match self.exchange.needed() {
-            None => Err(CallError::NoInputChannel(self.method.to_string())),
+            None => Err(AskError::NoInputChannel(self.method.to_string())),
             Some(exchange) => input_request(method, params.as_deref()).and_then(|request| {
                 match exchange.ask(key, request) {
                     Ask::Answered(answer) => mcp_jsonrpc::to_raw(&*answer)
-                        .map_err(|e| CallError::InvalidResponse(e.to_string())),
-                    Ask::Pending => Err(CallError::InputRequired),
+                        .map_err(|e| AskError::InvalidResponse(e.to_string())),
+                    Ask::Pending => Err(AskError::InputRequired),
                     Ask::MissingCapability(kind) => {
-                        Err(CallError::MissingCapability(kind.capability()))
+                        Err(AskError::MissingCapability(kind.capability()))
                     }
-                    Ask::Invalid(message) => Err(CallError::InvalidResponse(message)),
+                    Ask::Invalid(message) => Err(AskError::InvalidResponse(message)),
                 }
             }),
         };
@@ -199,7 +199,7 @@ impl ClientChannel for StatelessChannel {
                 exchange.suspend(ask);
                 Ok(Resume::Stop)
             }
-            None => Err(ErrorObject::internal_error(CallError::NoInputChannel(
+            None => Err(ErrorObject::internal_error(AskError::NoInputChannel(
                 self.method.to_string(),
             ))),
         };

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::mrtr::InputRequired;
 use super::rpc_error;
 use crate::context::{ClientScope, Resume};
-use crate::error::CallError;
+use crate::error::AskError;
 
 #[derive(Debug, Default)]
 struct Gathered {
@@ -123,8 +123,8 @@ pub(crate) async fn fulfil(
         };
         let call = peer.request(kind.method(), params, RequestOptions::new());
         let raw = tokio::select! {
-            r = call => r.map_err(CallError::from_rpc),
-            () = cancel.cancelled() => Err(CallError::Cancelled),
+            r = call => r.map_err(AskError::from_rpc),
+            () = cancel.cancelled() => Err(AskError::Cancelled),
         }
         .map_err(|e| e.to_error_object())?;
         let value: Value = serde_json::from_str(raw.get()).map_err(ErrorObject::internal_error)?;

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::store::{Asked, TaskRecord};
 use crate::context::{BoxFuture, ClientChannel, ClientScope, Resume};
-use crate::error::CallError;
+use crate::error::AskError;
 use crate::stateless::channel::input_request;
 use crate::stateless::mrtr::InputRequired;
 use crate::stateless::rpc_error;
@@ -54,10 +54,10 @@ pub(crate) struct TaskChannel {
 }
 
 /// `params` (an object, or none) with the `_meta` that ties a message to `task`.
-fn related(params: Option<Box<RawValue>>, task: &str) -> Result<Box<RawValue>, CallError> {
+fn related(params: Option<Box<RawValue>>, task: &str) -> Result<Box<RawValue>, AskError> {
     let mut object = match params {
         Some(raw) => serde_json::from_str::<serde_json::Map<String, Value>>(raw.get())
-            .map_err(|e| CallError::InvalidRequest(e.to_string()))?,
+            .map_err(|e| AskError::InvalidRequest(e.to_string()))?,
         None => serde_json::Map::new(),
     };
     let meta = object
@@ -69,7 +69,7 @@ fn related(params: Option<Box<RawValue>>, task: &str) -> Result<Box<RawValue>, C
             serde_json::json!({ "taskId": task }),
         );
     }
-    mcp_jsonrpc::to_raw(&object).map_err(|e| CallError::InvalidRequest(e.to_string()))
+    mcp_jsonrpc::to_raw(&object).map_err(|e| AskError::InvalidRequest(e.to_string()))
 }
 
 /// Counts a request of a session-era task as outstanding while it lives.
@@ -88,18 +88,18 @@ impl Drop for Outstanding {
     }
 }
 
-fn encode(answer: &InputResponse) -> Result<Box<RawValue>, CallError> {
-    mcp_jsonrpc::to_raw(answer).map_err(|e| CallError::InvalidResponse(e.to_string()))
+fn encode(answer: &InputResponse) -> Result<Box<RawValue>, AskError> {
+    mcp_jsonrpc::to_raw(answer).map_err(|e| AskError::InvalidResponse(e.to_string()))
 }
 
 /// Waits for the answer to an ask, or for the task's cancellation.
 async fn answer(
     rx: oneshot::Receiver<InputResponse>,
     cancel: CancellationToken,
-) -> Result<InputResponse, CallError> {
+) -> Result<InputResponse, AskError> {
     tokio::select! {
-        r = rx => r.map_err(|_| CallError::Cancelled),
-        () = cancel.cancelled() => Err(CallError::Cancelled),
+        r = rx => r.map_err(|_| AskError::Cancelled),
+        () = cancel.cancelled() => Err(AskError::Cancelled),
     }
 }
 
@@ -156,7 +156,7 @@ impl ClientChannel for TaskChannel {
         method: &'static str,
         params: Option<Box<RawValue>>,
         cancel: &CancellationToken,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, CallError>> {
+    ) -> BoxFuture<'static, Result<Box<RawValue>, AskError>> {
         let Some(task) = self.task() else {
             return self.inner.request(key, method, params, cancel);
         };

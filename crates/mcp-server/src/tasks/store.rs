@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::TaskOptions;
 use super::time::rfc3339;
 use crate::context::ClientScope;
-use crate::error::CallError;
+use crate::error::AskError;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -248,13 +248,13 @@ impl TaskRecord {
     }
 
     /// An ask of the handler under `key`.
-    pub(crate) fn ask(&self, key: &str, request: InputRequest) -> Result<Asked, CallError> {
+    pub(crate) fn ask(&self, key: &str, request: InputRequest) -> Result<Asked, AskError> {
         let mut state = self.state();
         if let Some(answer) = state.answers.get(key) {
             return Ok(Asked::Answered(Box::new(answer.clone())));
         }
         if state.status.is_terminal() {
-            return Err(CallError::Cancelled);
+            return Err(AskError::Cancelled);
         }
         let (tx, rx) = oneshot::channel();
         if let Some(pending) = state.pending.get_mut(key) {
@@ -264,7 +264,7 @@ impl TaskRecord {
         if state.pending.len() >= self.limits.max_pending
             || state.pending.len() + state.answers.len() >= self.limits.max_keys
         {
-            return Err(CallError::InvalidRequest(format!(
+            return Err(AskError::InvalidRequest(format!(
                 "the task asked for more input than allowed ({} outstanding, {} in all)",
                 self.limits.max_pending, self.limits.max_keys
             )));
@@ -700,7 +700,7 @@ mod tests {
         // A third outstanding ask is over the limit.
         assert!(matches!(
             t.ask("c", elicit("C?")),
-            Err(CallError::InvalidRequest(_))
+            Err(AskError::InvalidRequest(_))
         ));
         // Unknown keys are ignored; a malformed answer refuses the whole update.
         t.update([("zzz".to_owned(), accept())].into()).unwrap();
@@ -732,10 +732,7 @@ mod tests {
         // Terminal: cancel changes nothing, asks fail.
         t.cancel();
         assert_eq!(t.status(), TaskStatus::Completed);
-        assert!(matches!(
-            t.ask("z", elicit("Z?")),
-            Err(CallError::Cancelled)
-        ));
+        assert!(matches!(t.ask("z", elicit("Z?")), Err(AskError::Cancelled)));
     }
 
     #[tokio::test]
