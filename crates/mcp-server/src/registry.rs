@@ -501,6 +501,16 @@ fn compile(
     .map_err(|reason| SchemaError { which, reason })
 }
 
+/// A derived schema as listed: what JSON Schema 2020-12 defines (see
+/// [`crate::schema::standard_formats`]). The compiled schema keeps schemars' numeric formats,
+/// which tell the bounds of an integer type (enforced by the type) from a constraint.
+fn listed_form(mut schema: Value, derived: bool) -> Value {
+    if derived {
+        crate::schema::standard_formats(&mut schema);
+    }
+    schema
+}
+
 impl InputPart {
     fn make(schema: Value, derived: bool) -> Result<Self, SchemaError> {
         let invalid = |reason: String| SchemaError {
@@ -508,6 +518,7 @@ impl InputPart {
             reason,
         };
         let compiled = compile(&schema, derived, "inputSchema")?;
+        let schema = listed_form(schema, derived);
         let param_headers = match schema.as_object() {
             Some(object) => {
                 x_mcp_header::param_headers(object).map_err(|e| invalid(e.to_string()))?
@@ -526,10 +537,11 @@ impl InputPart {
 impl OutputPart {
     fn make(schema: Value, derived: bool) -> Result<Self, SchemaError> {
         let compiled = compile(&schema, derived, "outputSchema")?;
-        let listed = serde_json::from_value(schema).map_err(|e| SchemaError {
-            which: "outputSchema",
-            reason: e.to_string(),
-        })?;
+        let listed =
+            serde_json::from_value(listed_form(schema, derived)).map_err(|e| SchemaError {
+                which: "outputSchema",
+                reason: e.to_string(),
+            })?;
         Ok(Self { compiled, listed })
     }
 }

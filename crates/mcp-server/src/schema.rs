@@ -32,8 +32,90 @@ pub(crate) fn elicitation_schema_for<T: JsonSchema>() -> Result<Value, String> {
         .for_deserialize()
         .with(|s| s.inline_subschemas = true)
         .into_generator();
-    let value = generator.into_root_schema_for::<T>().to_value();
+    let mut value = generator.into_root_schema_for::<T>().to_value();
+    standard_formats(&mut value);
     restrict_elicitation_schema(value)
+}
+
+/// The `format`s schemars writes for Rust number types, which JSON Schema 2020-12 does not
+/// define (TypeScript clients warn about each on every call), with the bounds of the integer
+/// types they name. Bounds beyond 2^53 are left out: clients read them as doubles, which cannot
+/// hold them exactly.
+fn number_format(format: &str) -> Option<(Option<i64>, Option<i64>)> {
+    Some(match format {
+        "uint8" => (Some(0), Some(u8::MAX.into())),
+        "uint16" => (Some(0), Some(u16::MAX.into())),
+        "uint32" => (Some(0), Some(u32::MAX.into())),
+        "uint64" | "uint128" | "uint" => (Some(0), None),
+        "int8" => (Some(i8::MIN.into()), Some(i8::MAX.into())),
+        "int16" => (Some(i16::MIN.into()), Some(i16::MAX.into())),
+        "int32" => (Some(i32::MIN.into()), Some(i32::MAX.into())),
+        "int64" | "int128" | "int" | "float" | "double" => (None, None),
+        _ => return None,
+    })
+}
+
+/// Rewrites a derived schema into what JSON Schema 2020-12 defines: the numeric `format`s of
+/// schemars (`uint8`, `int64`, `double`, ...) are dropped, and the range of the integer type
+/// they name is kept as `minimum`/`maximum` (a bound already stated, from a `range`
+/// attribute, is kept when it is the tighter one). Every subschema is rewritten.
+pub(crate) fn standard_formats(schema: &mut Value) {
+    let Value::Object(object) = schema else {
+        return;
+    };
+    let bounds = object
+        .get("format")
+        .and_then(Value::as_str)
+        .and_then(number_format);
+    if let Some((min, max)) = bounds {
+        object.remove("format");
+        let tighter = |object: &mut Map<String, Value>, key: &str, bound: i64, lower: bool| {
+            let stated = object.get(key).and_then(Value::as_f64);
+            let keep = stated.is_some_and(|s| {
+                if lower {
+                    s >= bound as f64
+                } else {
+                    s <= bound as f64
+                }
+            });
+            if !keep {
+                object.insert(key.to_owned(), Value::from(bound));
+            }
+        };
+        if let Some(min) = min {
+            tighter(object, "minimum", min, true);
+        }
+        if let Some(max) = max {
+            tighter(object, "maximum", max, false);
+        }
+    }
+    for (keyword, value) in object.iter_mut() {
+        match keyword.as_str() {
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                if let Value::Object(map) = value {
+                    map.values_mut().for_each(standard_formats);
+                }
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(list) = value {
+                    list.iter_mut().for_each(standard_formats);
+                }
+            }
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedItems"
+            | "unevaluatedProperties" => {
+                standard_formats(value);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Checks (and normalises) a schema for elicitation.
