@@ -981,7 +981,7 @@ impl TemplateEntry {
     }
 }
 
-fn prompt_arguments_from_schema(schema: &Value) -> Vec<PromptArgument> {
+fn prompt_arguments_from_schema(schema: &Value, declared: Option<&[&str]>) -> Vec<PromptArgument> {
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
@@ -990,16 +990,19 @@ fn prompt_arguments_from_schema(schema: &Value) -> Vec<PromptArgument> {
     let Some(Value::Object(props)) = schema.get("properties") else {
         return Vec::new();
     };
-    props
-        .iter()
-        .map(|(name, prop)| PromptArgument {
-            name: name.clone(),
-            title: prop.get("title").and_then(Value::as_str).map(str::to_owned),
-            description: prop
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            required: Some(required.contains(&name.as_str())),
+    crate::schema::property_order(schema, declared)
+        .into_iter()
+        .filter_map(|name| {
+            let prop = props.get(&name)?;
+            Some(PromptArgument {
+                title: prop.get("title").and_then(Value::as_str).map(str::to_owned),
+                description: prop
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                required: Some(required.contains(&name.as_str())),
+                name,
+            })
         })
         .collect()
 }
@@ -1014,7 +1017,9 @@ impl PromptEntry {
     {
         let mut prompt = prompt.def;
         if prompt.arguments.is_none() {
-            let args = prompt_arguments_from_schema(&crate::schema::input_schema_for::<A>());
+            let schema = crate::schema::input_schema_for::<A>();
+            let declared = crate::schema::declared_fields::<A>();
+            let args = prompt_arguments_from_schema(&schema, declared);
             prompt.arguments = (!args.is_empty()).then_some(args);
         }
         let required: Vec<String> = prompt
@@ -1412,7 +1417,7 @@ mod tests {
             arg1: String,
             arg2: Option<String>,
         }
-        let args = prompt_arguments_from_schema(&crate::schema::input_schema_for::<A>());
+        let args = prompt_arguments_from_schema(&crate::schema::input_schema_for::<A>(), None);
         assert_eq!(args.len(), 2);
         assert_eq!(args[0].name, "arg1");
         assert_eq!(args[0].required, Some(true));

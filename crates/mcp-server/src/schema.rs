@@ -1,7 +1,12 @@
 //! JSON Schemas generated from Rust types with `schemars`.
 
+use std::fmt;
+
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
+use serde::de::{self, Visitor};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// Settings for every schema made here: JSON Schema 2020-12 (the MCP default dialect, which
@@ -116,6 +121,143 @@ pub(crate) fn standard_formats(schema: &mut Value) {
             _ => {}
         }
     }
+}
+
+/// The names of a struct's fields in the order the code declares them (with their aliases),
+/// as its `Deserialize` impl states them; `None` for a type that is not deserialized as a
+/// struct (a map, an enum, a struct with `#[serde(flatten)]`).
+///
+/// A derived schema's `properties` is a `serde_json` map, which is sorted by name (the
+/// workspace does not enable `preserve_order`); this is how the declaration order is kept for
+/// the places where clients show it: elicitation forms and prompt arguments.
+pub(crate) fn declared_fields<T: de::DeserializeOwned>() -> Option<&'static [&'static str]> {
+    /// A deserializer that only listens for the field list and then stops.
+    struct Probe<'a>(&'a mut Option<&'static [&'static str]>);
+
+    #[derive(Debug)]
+    struct Stop;
+
+    impl fmt::Display for Stop {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("field probe")
+        }
+    }
+
+    impl std::error::Error for Stop {}
+
+    impl de::Error for Stop {
+        fn custom<M: fmt::Display>(_msg: M) -> Self {
+            Stop
+        }
+    }
+
+    impl<'de> de::Deserializer<'de> for Probe<'_> {
+        type Error = Stop;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Stop> {
+            *self.0 = Some(fields);
+            Err(Stop)
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut fields = None;
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
+}
+
+/// The names of `properties` in declaration order: first those `declared` names (in its order),
+/// then any others in the map's order.
+pub(crate) fn property_order(schema: &Value, declared: Option<&[&str]>) -> Vec<String> {
+    let Some(Value::Object(props)) = schema.get("properties") else {
+        return Vec::new();
+    };
+    let mut order: Vec<String> = Vec::with_capacity(props.len());
+    for name in declared.unwrap_or_default() {
+        if props.contains_key(*name) && !order.iter().any(|o| o == name) {
+            order.push((*name).to_owned());
+        }
+    }
+    for name in props.keys() {
+        if !order.contains(name) {
+            order.push(name.clone());
+        }
+    }
+    order
+}
+
+/// Re-encodes `elicitation/create` params so that `requestedSchema.properties` lists the
+/// fields in `order` (JSON objects keep the order of their text; clients show form fields in
+/// it). Everything else is written as it was.
+pub(crate) fn with_property_order(
+    params: &RawValue,
+    order: &[String],
+) -> Result<Box<RawValue>, serde_json::Error> {
+    /// An object written as it is, except the member at `path`, whose keys are written in
+    /// `order` first.
+    struct Ordered<'a> {
+        object: &'a Map<String, Value>,
+        path: &'a [&'a str],
+        order: &'a [String],
+    }
+
+    impl Serialize for Ordered<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(self.object.len()))?;
+            match self.path.split_first() {
+                // The properties map itself: declared names first.
+                None => {
+                    for name in self.order {
+                        if let Some(value) = self.object.get(name) {
+                            map.serialize_entry(name, value)?;
+                        }
+                    }
+                    for (name, value) in self.object {
+                        if !self.order.contains(name) {
+                            map.serialize_entry(name, value)?;
+                        }
+                    }
+                }
+                Some((head, rest)) => {
+                    for (key, value) in self.object {
+                        match value {
+                            Value::Object(inner) if key == head => {
+                                let inner = Ordered {
+                                    object: inner,
+                                    path: rest,
+                                    order: self.order,
+                                };
+                                map.serialize_entry(key, &inner)?;
+                            }
+                            _ => map.serialize_entry(key, value)?,
+                        }
+                    }
+                }
+            }
+            map.end()
+        }
+    }
+
+    let object: Map<String, Value> = serde_json::from_str(params.get())?;
+    serde_json::value::to_raw_value(&Ordered {
+        object: &object,
+        path: &["requestedSchema", "properties"],
+        order,
+    })
 }
 
 /// Checks (and normalises) a schema for elicitation.

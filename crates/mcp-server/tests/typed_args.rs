@@ -57,6 +57,41 @@ async fn call(peer: &Peer, method: &str, params: Value) -> Result<Value, CallErr
     peer.call(method, &params, RequestOptions::new()).await
 }
 
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Detail {
+    Short,
+    Full,
+}
+
+/// Declared out of alphabetical order on purpose; read through `Debug`.
+#[allow(dead_code)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Forecast {
+    /// The city
+    city: String,
+    /// Days ahead
+    days: u32,
+    /// Metric units
+    metric: bool,
+    detail: Detail,
+    /// At most this many lines
+    limit: Option<u32>,
+    /// A factor
+    scale: Option<f64>,
+}
+
+async fn forecast(_cx: mcp_server::RequestContext, args: Forecast) -> String {
+    format!("{args:?}")
+}
+
+fn prompt_server() -> Server {
+    Server::builder(Implementation::new("typed", "1.0.0"))
+        .prompt(Prompt::new("forecast"), forecast)
+        .build()
+        .unwrap()
+}
+
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[allow(dead_code)]
 struct Numbers {
@@ -175,4 +210,86 @@ async fn derived_schemas_use_only_standard_formats_and_keep_integer_ranges() {
         .unwrap();
         assert_eq!(refused["isError"], true, "{key}: {refused}");
     }
+}
+
+/// A form declared with its required field first and an optional one after it, against the
+/// alphabet. Read through `Debug`.
+#[allow(dead_code)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Signup {
+    /// Required, declared first
+    zeta: String,
+    /// Optional, declared second
+    alpha: Option<u8>,
+    middle: bool,
+}
+
+#[tokio::test]
+async fn elicitation_forms_keep_the_declared_field_order() {
+    let client = FormClient {
+        answer: json!({"zeta": "z", "alpha": 7, "middle": true}),
+        ..FormClient::default()
+    };
+    let sent = Arc::clone(&client.sent);
+    let server = Server::builder(Implementation::new("forms", "1.0.0"))
+        .tool(
+            Tool::new("signup"),
+            |cx: ToolContext, _: NoArgs| async move {
+                match cx.elicit::<Signup>("signup", "Sign up").await? {
+                    Elicitation::Accepted(form) => Ok::<_, ToolError>(format!("{form:?}")),
+                    _ => Ok("no".to_owned()),
+                }
+            },
+        )
+        .build()
+        .unwrap();
+    let peer = start(server, client).await;
+    let result = call(
+        &peer,
+        "tools/call",
+        json!({"name": "signup", "arguments": {}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        result["content"][0]["text"], r#"Signup { zeta: "z", alpha: Some(7), middle: true }"#,
+        "{result}"
+    );
+    let sent = sent.lock().unwrap();
+    let params = &sent[0];
+    let (zeta, alpha, middle) = (
+        params.find("\"zeta\":").unwrap(),
+        params.find("\"alpha\":").unwrap(),
+        params.find("\"middle\":").unwrap(),
+    );
+    assert!(
+        zeta < alpha && alpha < middle,
+        "fields out of order: {params}"
+    );
+    let params: Value = serde_json::from_str(params).unwrap();
+    let schema = &params["requestedSchema"];
+    assert_eq!(schema["required"], json!(["zeta", "middle"]));
+    assert_eq!(
+        schema["properties"]["alpha"],
+        json!({"type": "integer", "minimum": 0, "maximum": 255,
+               "description": "Optional, declared second"}),
+        "no schemars format in a form: {schema}"
+    );
+}
+
+#[tokio::test]
+async fn prompt_arguments_are_listed_in_declaration_order() {
+    let peer = start(prompt_server(), FormClient::default()).await;
+    let list = call(&peer, "prompts/list", json!({})).await.unwrap();
+    let names: Vec<&str> = list["prompts"][0]["arguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["city", "days", "metric", "detail", "limit", "scale"],
+        "{list}"
+    );
 }
