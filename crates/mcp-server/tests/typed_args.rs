@@ -92,6 +92,89 @@ fn prompt_server() -> Server {
         .unwrap()
 }
 
+async fn get(peer: &Peer, arguments: Value) -> Result<String, ErrorObject> {
+    match call(
+        peer,
+        "prompts/get",
+        json!({"name": "forecast", "arguments": arguments}),
+    )
+    .await
+    {
+        Ok(result) => Ok(result["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()),
+        Err(CallError::Rpc(e)) => Err(e),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[tokio::test]
+async fn typed_prompt_arguments_are_read_from_their_strings() {
+    let peer = start(prompt_server(), FormClient::default()).await;
+    let text = get(
+        &peer,
+        json!({"city": "Oslo", "days": "3", "metric": "true", "detail": "full",
+               "limit": "10", "scale": "1.5"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        text,
+        r#"Forecast { city: "Oslo", days: 3, metric: true, detail: Full, limit: Some(10), scale: Some(1.5) }"#
+    );
+
+    // Optional ones may be left out, or sent blank; booleans in any case.
+    let text = get(
+        &peer,
+        json!({"city": "42", "days": " 7 ", "metric": "False", "detail": "short", "limit": ""}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        text,
+        r#"Forecast { city: "42", days: 7, metric: false, detail: Short, limit: None, scale: None }"#
+    );
+}
+
+#[tokio::test]
+async fn a_prompt_argument_that_does_not_parse_is_invalid_params_naming_it() {
+    let peer = start(prompt_server(), FormClient::default()).await;
+    let base = json!({"city": "Oslo", "days": "3", "metric": "true", "detail": "full"});
+    let with = |key: &str, value: &str| {
+        let mut args = base.clone();
+        args[key] = json!(value);
+        args
+    };
+    for (args, named, expected) in [
+        (
+            with("days", "three"),
+            "`days`",
+            "an integer from 0 to 4294967295",
+        ),
+        (
+            with("days", "-1"),
+            "`days`",
+            "an integer from 0 to 4294967295",
+        ),
+        (with("metric", "yes"), "`metric`", "`true` or `false`"),
+        (with("detail", "long"), "`detail`", "one of `short`, `full`"),
+        (with("limit", "1.5"), "`limit`", "an integer"),
+        (with("scale", "big"), "`scale`", "a number"),
+    ] {
+        let e = get(&peer, args.clone()).await.unwrap_err();
+        assert_eq!(e.code, -32602, "{args}: {e:?}");
+        assert!(
+            e.message.contains(named) && e.message.contains(expected),
+            "{args}: {}",
+            e.message
+        );
+    }
+    let e = get(&peer, json!({"city": "Oslo"})).await.unwrap_err();
+    assert_eq!(e.code, -32602);
+    assert!(e.message.contains("days"), "{}", e.message);
+}
+
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[allow(dead_code)]
 struct Numbers {
