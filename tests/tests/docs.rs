@@ -1,6 +1,7 @@
-//! The guides' copies of code kept elsewhere: the complete server of docs/server.md is
-//! `crates/mcp-server/examples/weather.rs` (built by `cargo build --examples`), so the copy
-//! cannot drift from what is compiled.
+//! The guides' copies of code kept elsewhere: the "Getting started" files of README.md and
+//! docs/server.md (built and run by `scripts/check-getting-started`) are the same in both, and
+//! the complete server of docs/server.md is `crates/mcp-server/examples/weather.rs` (built by
+//! `cargo build --examples`), so neither copy can drift from what is compiled.
 
 use std::path::Path;
 
@@ -24,6 +25,20 @@ fn block_after(doc: &str, marker: &str) -> String {
     let body = &rest[rest.find('\n').unwrap() + 1..];
     let end = body.find("\n```\n").expect("an unclosed block") + 1;
     body[..end].to_owned()
+}
+
+#[test]
+fn getting_started_is_the_same_in_the_readme_and_the_server_guide() {
+    let readme = read("README.md");
+    let guide = read("docs/server.md");
+    for file in ["Cargo.toml", "src/main.rs"] {
+        let marker = format!("getting-started: {file}");
+        assert_eq!(
+            block_after(&readme, &marker),
+            block_after(&guide, &marker),
+            "README.md and docs/server.md differ in {file}"
+        );
+    }
 }
 
 #[test]
