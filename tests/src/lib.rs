@@ -13,3 +13,9 @@ pub mod interop;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The code blocks of `docs/server.md`, compiled as doctests too (`docs/client.md` and
+/// `docs/auth.md` are doctests of their crates).
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/server.md")]
+pub struct ServerGuideDoctests;

@@ -429,7 +429,9 @@ impl RequestContext {
         let schema = crate::schema::elicitation_schema_for::<T>().map_err(|e| {
             AskError::InvalidRequest(format!("the requested type is not a flat form: {e}"))
         })?;
-        match self.elicit_with_schema(key, message, schema).await? {
+        // The form's fields in the order `T` declares them, not the schema map's.
+        let order = crate::schema::property_order(&schema, crate::schema::declared_fields::<T>());
+        match self.elicit_form(key, message, schema, Some(order)).await? {
             Elicitation::Accepted(content) => {
                 let value = serde_json::from_value(Value::Object(content)).map_err(|e| {
                     AskError::InvalidResponse(format!("the submitted form does not match: {e}"))
@@ -448,6 +450,18 @@ impl RequestContext {
         key: &str,
         message: &str,
         schema: Value,
+    ) -> Result<Elicitation<JsonObject>, AskError> {
+        self.elicit_form(key, message, schema, None).await
+    }
+
+    /// [`elicit_with_schema`](Self::elicit_with_schema), with the form's fields sent in
+    /// `order` when it is known.
+    async fn elicit_form(
+        &self,
+        key: &str,
+        message: &str,
+        schema: Value,
+        order: Option<Vec<String>>,
     ) -> Result<Elicitation<JsonObject>, AskError> {
         self.require_elicitation("form")?;
         let schema = crate::schema::restrict_elicitation_schema(schema)
@@ -471,12 +485,13 @@ impl RequestContext {
             requested_schema,
             task: None,
         };
+        let mut encoded = encode(params, self.scope.version)?;
+        if let Some(order) = order {
+            encoded = crate::schema::with_property_order(&encoded, &order)
+                .map_err(|e| AskError::InvalidRequest(e.to_string()))?;
+        }
         let raw = self
-            .request(
-                key,
-                "elicitation/create",
-                Some(encode(params, self.scope.version)?),
-            )
+            .request(key, "elicitation/create", Some(encoded))
             .await?;
         let answer: RawElicitResult = decode(&raw)?;
         Ok(match answer.action {

@@ -94,7 +94,25 @@ pub use stateless::seal::{
 pub use tasks::{TaskOptions, TaskSupport};
 pub use uri_template::{TemplateVars, UriTemplate};
 
-/// Re-exported so handler code can derive `JsonSchema` without naming the version.
+/// The `schemars` this crate derives schemas with (version 1), for naming its types
+/// (`mcp_server::schemars::Schema`, `JsonSchema`).
+///
+/// The usual way to derive `JsonSchema` is a dependency of your own, `schemars = "1"`
+/// (`0.8` derives the old crate's trait, which `.tool(..)` refuses with "the trait bound
+/// `..: mcp_server::schemars::JsonSchema` is not satisfied"). To derive through this re-export instead, with no
+/// `schemars` dependency, tell the derive where the crate is:
+///
+/// ```
+/// #[derive(serde::Deserialize, mcp_server::schemars::JsonSchema)]
+/// #[schemars(crate = "mcp_server::schemars")]
+/// struct Greet {
+///     name: String,
+/// }
+/// # let _ = mcp_server::Server::builder(mcp_server::model::Implementation::new("g", "1"))
+/// #     .tool(mcp_server::Tool::new("greet"), |_cx: mcp_server::ToolContext, a: Greet| async move { a.name })
+/// #     .build()
+/// #     .unwrap();
+/// ```
 pub use schemars;
 /// Re-exported for building JSON values and schemas.
 pub use serde_json;

@@ -500,6 +500,16 @@ fn compile(
     .map_err(|reason| SchemaError { which, reason })
 }
 
+/// A derived schema as listed: what JSON Schema 2020-12 defines (see
+/// [`crate::schema::standard_formats`]). The compiled schema keeps schemars' numeric formats,
+/// which tell the bounds of an integer type (enforced by the type) from a constraint.
+fn listed_form(mut schema: Value, derived: bool) -> Value {
+    if derived {
+        crate::schema::standard_formats(&mut schema);
+    }
+    schema
+}
+
 impl InputPart {
     fn make(schema: Value, derived: bool) -> Result<Self, SchemaError> {
         let invalid = |reason: String| SchemaError {
@@ -507,6 +517,7 @@ impl InputPart {
             reason,
         };
         let compiled = compile(&schema, derived, "inputSchema")?;
+        let schema = listed_form(schema, derived);
         let param_headers = match schema.as_object() {
             Some(object) => {
                 x_mcp_header::param_headers(object).map_err(|e| invalid(e.to_string()))?
@@ -525,10 +536,11 @@ impl InputPart {
 impl OutputPart {
     fn make(schema: Value, derived: bool) -> Result<Self, SchemaError> {
         let compiled = compile(&schema, derived, "outputSchema")?;
-        let listed = serde_json::from_value(schema).map_err(|e| SchemaError {
-            which: "outputSchema",
-            reason: e.to_string(),
-        })?;
+        let listed =
+            serde_json::from_value(listed_form(schema, derived)).map_err(|e| SchemaError {
+                which: "outputSchema",
+                reason: e.to_string(),
+            })?;
         Ok(Self { compiled, listed })
     }
 }
@@ -970,7 +982,7 @@ impl TemplateEntry {
     }
 }
 
-fn prompt_arguments_from_schema(schema: &Value) -> Vec<PromptArgument> {
+fn prompt_arguments_from_schema(schema: &Value, declared: Option<&[&str]>) -> Vec<PromptArgument> {
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
@@ -979,18 +991,233 @@ fn prompt_arguments_from_schema(schema: &Value) -> Vec<PromptArgument> {
     let Some(Value::Object(props)) = schema.get("properties") else {
         return Vec::new();
     };
-    props
-        .iter()
-        .map(|(name, prop)| PromptArgument {
-            name: name.clone(),
-            title: prop.get("title").and_then(Value::as_str).map(str::to_owned),
-            description: prop
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            required: Some(required.contains(&name.as_str())),
+    crate::schema::property_order(schema, declared)
+        .into_iter()
+        .filter_map(|name| {
+            let prop = props.get(&name)?;
+            Some(PromptArgument {
+                title: prop.get("title").and_then(Value::as_str).map(str::to_owned),
+                description: prop
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                required: Some(required.contains(&name.as_str())),
+                name,
+            })
         })
         .collect()
+}
+
+/// What a prompt argument's type takes, read from the derived schema of the handler's
+/// argument type. The protocol sends every prompt argument as a string; this says how to turn
+/// that string into the JSON value the type deserializes from.
+#[derive(Debug, Clone, PartialEq)]
+enum ArgForm {
+    /// A string (or anything the schema does not pin down): passed as the string.
+    Text,
+    /// An integer, within the bounds of its type and of any `minimum`/`maximum`.
+    Integer { min: Option<f64>, max: Option<f64> },
+    /// Any finite number.
+    Number,
+    /// `true` or `false` (in any case).
+    Boolean,
+    /// One of these strings (a unit-only enum).
+    Choice(Vec<String>),
+    /// Another kind of value (an array, an object, an enum of non-strings): the string is read
+    /// as JSON, else passed as a string.
+    Json,
+}
+
+impl ArgForm {
+    /// The form of one property schema; `root` resolves `$ref`s into `$defs`.
+    fn of(prop: &Value, root: &Value, depth: usize) -> Self {
+        if depth > 8 {
+            return Self::Text;
+        }
+        if let Some(target) = prop.get("$ref").and_then(Value::as_str) {
+            let resolved = target
+                .strip_prefix('#')
+                .and_then(|pointer| root.pointer(pointer));
+            return resolved.map_or(Self::Text, |schema| Self::of(schema, root, depth + 1));
+        }
+        // `Option<T>` and titled enums: alternatives, `null` aside.
+        for keyword in ["anyOf", "oneOf"] {
+            if let Some(alts) = prop.get(keyword).and_then(Value::as_array) {
+                let alts: Vec<&Value> = alts.iter().filter(|a| !is_null_schema(a)).collect();
+                let consts: Option<Vec<String>> = alts
+                    .iter()
+                    .map(|a| a.get("const").and_then(Value::as_str).map(str::to_owned))
+                    .collect();
+                return match (consts, alts.as_slice()) {
+                    (Some(choices), _) if !choices.is_empty() => Self::Choice(choices),
+                    (_, [only]) => Self::of(only, root, depth + 1),
+                    _ => Self::Json,
+                };
+            }
+        }
+        if let Some(values) = prop.get("enum").and_then(Value::as_array) {
+            let choices: Option<Vec<String>> = values
+                .iter()
+                .filter(|v| !v.is_null())
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect();
+            return choices.map_or(Self::Json, Self::Choice);
+        }
+        let types: Vec<&str> = match prop.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let types: Vec<&str> = types.into_iter().filter(|t| *t != "null").collect();
+        match types.as_slice() {
+            [] => Self::Text,
+            ts if ts.contains(&"string") => Self::Text,
+            ["integer"] => {
+                let (type_min, type_max) = prop
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .map_or((None, None), integer_format_bounds);
+                let stated = |key: &str| prop.get(key).and_then(Value::as_f64);
+                Self::Integer {
+                    min: tighter(stated("minimum"), type_min, f64::max),
+                    max: tighter(stated("maximum"), type_max, f64::min),
+                }
+            }
+            ["number"] | ["integer", "number"] | ["number", "integer"] => Self::Number,
+            ["boolean"] => Self::Boolean,
+            _ => Self::Json,
+        }
+    }
+
+    /// The JSON value for `text`, or what the argument expects.
+    fn parse(&self, text: &str) -> Result<Value, String> {
+        let trimmed = text.trim();
+        match self {
+            Self::Text => Ok(Value::String(text.to_owned())),
+            Self::Integer { min, max } => {
+                let range = match (min, max) {
+                    (Some(min), Some(max)) => format!(" from {min} to {max}"),
+                    (Some(min), None) => format!(" of at least {min}"),
+                    (None, Some(max)) => format!(" of at most {max}"),
+                    (None, None) => String::new(),
+                };
+                let expected = || format!("an integer{range}");
+                let number = trimmed
+                    .parse::<i64>()
+                    .map(Value::from)
+                    .or_else(|_| trimmed.parse::<u64>().map(Value::from))
+                    .map_err(|_| expected())?;
+                let as_f64 = number.as_f64().unwrap_or(f64::NAN);
+                if min.is_some_and(|m| as_f64 < m) || max.is_some_and(|m| as_f64 > m) {
+                    return Err(expected());
+                }
+                Ok(number)
+            }
+            Self::Number => serde_json::from_str::<serde_json::Number>(trimmed)
+                .ok()
+                .or_else(|| {
+                    let n = trimmed.parse::<f64>().ok()?;
+                    serde_json::Number::from_f64(n)
+                })
+                .map(Value::Number)
+                .ok_or_else(|| "a number".to_owned()),
+            Self::Boolean => match trimmed.to_ascii_lowercase().as_str() {
+                "true" => Ok(Value::Bool(true)),
+                "false" => Ok(Value::Bool(false)),
+                _ => Err("`true` or `false`".to_owned()),
+            },
+            Self::Choice(choices) => {
+                if choices.iter().any(|c| c == text) {
+                    Ok(Value::String(text.to_owned()))
+                } else {
+                    let list: Vec<String> = choices.iter().map(|c| format!("`{c}`")).collect();
+                    Err(format!("one of {}", list.join(", ")))
+                }
+            }
+            Self::Json => Ok(
+                serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(text.to_owned()))
+            ),
+        }
+    }
+}
+
+/// The tighter of a stated bound and a type's own.
+fn tighter(stated: Option<f64>, own: Option<f64>, pick: fn(f64, f64) -> f64) -> Option<f64> {
+    match (stated, own) {
+        (Some(a), Some(b)) => Some(pick(a, b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The range of the integer type a schemars `format` names, as far as a double holds it.
+fn integer_format_bounds(format: &str) -> (Option<f64>, Option<f64>) {
+    match format {
+        "uint8" => (Some(0.0), Some(f64::from(u8::MAX))),
+        "uint16" => (Some(0.0), Some(f64::from(u16::MAX))),
+        "uint32" => (Some(0.0), Some(f64::from(u32::MAX))),
+        "uint64" | "uint128" | "uint" => (Some(0.0), None),
+        "int8" => (Some(f64::from(i8::MIN)), Some(f64::from(i8::MAX))),
+        "int16" => (Some(f64::from(i16::MIN)), Some(f64::from(i16::MAX))),
+        "int32" => (Some(f64::from(i32::MIN)), Some(f64::from(i32::MAX))),
+        _ => (None, None),
+    }
+}
+
+/// Whether a schema admits only `null`.
+fn is_null_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("null")
+        || schema.get("const").is_some_and(Value::is_null)
+}
+
+/// How each argument of a prompt is read from its string form.
+#[derive(Debug, Default)]
+struct PromptArgForms {
+    forms: HashMap<String, ArgForm>,
+    required: Vec<String>,
+}
+
+impl PromptArgForms {
+    fn from_schema(schema: &Value) -> Self {
+        let required = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let forms = match schema.get("properties") {
+            Some(Value::Object(props)) => props
+                .iter()
+                .map(|(name, prop)| (name.clone(), ArgForm::of(prop, schema, 0)))
+                .collect(),
+            _ => HashMap::new(),
+        };
+        Self { forms, required }
+    }
+
+    /// The arguments as the JSON object the handler's type deserializes from; an error names
+    /// the first argument whose string does not parse, and what it should be. An empty string
+    /// for an optional argument that is not a string is taken as leaving it out (as a form
+    /// left blank sends it).
+    fn to_json(&self, args: BTreeMap<String, String>) -> Result<Map<String, Value>, ErrorObject> {
+        let mut out = Map::new();
+        for (name, text) in &args {
+            let form = self.forms.get(name).unwrap_or(&ArgForm::Text);
+            if *form != ArgForm::Text && text.trim().is_empty() && !self.required.contains(name) {
+                continue;
+            }
+            let value = form.parse(text).map_err(|expected| {
+                ErrorObject::invalid_params(format!(
+                    "invalid prompt argument `{name}`: expected {expected}, got {text:?}"
+                ))
+            })?;
+            out.insert(name.clone(), value);
+        }
+        Ok(out)
+    }
 }
 
 impl PromptEntry {
@@ -1002,10 +1229,13 @@ impl PromptEntry {
         O: IntoGetPromptResult + 'static,
     {
         let mut prompt = prompt.def;
+        let schema = crate::schema::input_schema_for::<A>();
         if prompt.arguments.is_none() {
-            let args = prompt_arguments_from_schema(&crate::schema::input_schema_for::<A>());
+            let declared = crate::schema::declared_fields::<A>();
+            let args = prompt_arguments_from_schema(&schema, declared);
             prompt.arguments = (!args.is_empty()).then_some(args);
         }
+        let forms = PromptArgForms::from_schema(&schema);
         let required: Vec<String> = prompt
             .arguments
             .iter()
@@ -1026,11 +1256,11 @@ impl PromptEntry {
                     format!("missing required prompt arguments: {}", missing.join(", ")),
                 ))));
             }
-            let args: Map<String, Value> = args
-                .into_iter()
-                .map(|(k, v)| (k, Value::String(v)))
-                .collect();
-            let args = Value::Object(args);
+            // Prompt arguments are strings on the wire: read each as its type's JSON form.
+            let args = match forms.to_json(args) {
+                Ok(args) => Value::Object(args),
+                Err(e) => return Box::pin(std::future::ready(Err(e))),
+            };
             Box::pin(until_complete(cx, move |cx| {
                 let f = Arc::clone(&f);
                 let args = args.clone();
@@ -1401,7 +1631,7 @@ mod tests {
             arg1: String,
             arg2: Option<String>,
         }
-        let args = prompt_arguments_from_schema(&crate::schema::input_schema_for::<A>());
+        let args = prompt_arguments_from_schema(&crate::schema::input_schema_for::<A>(), None);
         assert_eq!(args.len(), 2);
         assert_eq!(args[0].name, "arg1");
         assert_eq!(args[0].required, Some(true));

@@ -1,7 +1,12 @@
 //! JSON Schemas generated from Rust types with `schemars`.
 
+use std::fmt;
+
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
+use serde::de::{self, Visitor};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// Settings for every schema made here: JSON Schema 2020-12 (the MCP default dialect, which
@@ -32,8 +37,227 @@ pub(crate) fn elicitation_schema_for<T: JsonSchema>() -> Result<Value, String> {
         .for_deserialize()
         .with(|s| s.inline_subschemas = true)
         .into_generator();
-    let value = generator.into_root_schema_for::<T>().to_value();
+    let mut value = generator.into_root_schema_for::<T>().to_value();
+    standard_formats(&mut value);
     restrict_elicitation_schema(value)
+}
+
+/// The `format`s schemars writes for Rust number types, which JSON Schema 2020-12 does not
+/// define (TypeScript clients warn about each on every call), with the bounds of the integer
+/// types they name. Bounds beyond 2^53 are left out: clients read them as doubles, which cannot
+/// hold them exactly.
+fn number_format(format: &str) -> Option<(Option<i64>, Option<i64>)> {
+    Some(match format {
+        "uint8" => (Some(0), Some(u8::MAX.into())),
+        "uint16" => (Some(0), Some(u16::MAX.into())),
+        "uint32" => (Some(0), Some(u32::MAX.into())),
+        "uint64" | "uint128" | "uint" => (Some(0), None),
+        "int8" => (Some(i8::MIN.into()), Some(i8::MAX.into())),
+        "int16" => (Some(i16::MIN.into()), Some(i16::MAX.into())),
+        "int32" => (Some(i32::MIN.into()), Some(i32::MAX.into())),
+        "int64" | "int128" | "int" | "float" | "double" => (None, None),
+        _ => return None,
+    })
+}
+
+/// Rewrites a derived schema into what JSON Schema 2020-12 defines: the numeric `format`s of
+/// schemars (`uint8`, `int64`, `double`, ...) are dropped, and the range of the integer type
+/// they name is kept as `minimum`/`maximum` (a bound already stated, from a `range`
+/// attribute, is kept when it is the tighter one). Every subschema is rewritten.
+pub(crate) fn standard_formats(schema: &mut Value) {
+    let Value::Object(object) = schema else {
+        return;
+    };
+    let bounds = object
+        .get("format")
+        .and_then(Value::as_str)
+        .and_then(number_format);
+    if let Some((min, max)) = bounds {
+        object.remove("format");
+        let tighter = |object: &mut Map<String, Value>, key: &str, bound: i64, lower: bool| {
+            let stated = object.get(key).and_then(Value::as_f64);
+            let keep = stated.is_some_and(|s| {
+                if lower {
+                    s >= bound as f64
+                } else {
+                    s <= bound as f64
+                }
+            });
+            if !keep {
+                object.insert(key.to_owned(), Value::from(bound));
+            }
+        };
+        if let Some(min) = min {
+            tighter(object, "minimum", min, true);
+        }
+        if let Some(max) = max {
+            tighter(object, "maximum", max, false);
+        }
+    }
+    for (keyword, value) in object.iter_mut() {
+        match keyword.as_str() {
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                if let Value::Object(map) = value {
+                    map.values_mut().for_each(standard_formats);
+                }
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(list) = value {
+                    list.iter_mut().for_each(standard_formats);
+                }
+            }
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedItems"
+            | "unevaluatedProperties" => {
+                standard_formats(value);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The names of a struct's fields in the order the code declares them (with their aliases),
+/// as its `Deserialize` impl states them; `None` for a type that is not deserialized as a
+/// struct (a map, an enum, a struct with `#[serde(flatten)]`).
+///
+/// A derived schema's `properties` is a `serde_json` map, which is sorted by name (the
+/// workspace does not enable `preserve_order`); this is how the declaration order is kept for
+/// the places where clients show it: elicitation forms and prompt arguments.
+pub(crate) fn declared_fields<T: de::DeserializeOwned>() -> Option<&'static [&'static str]> {
+    /// A deserializer that only listens for the field list and then stops.
+    struct Probe<'a>(&'a mut Option<&'static [&'static str]>);
+
+    #[derive(Debug)]
+    struct Stop;
+
+    impl fmt::Display for Stop {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("field probe")
+        }
+    }
+
+    impl std::error::Error for Stop {}
+
+    impl de::Error for Stop {
+        fn custom<M: fmt::Display>(_msg: M) -> Self {
+            Stop
+        }
+    }
+
+    impl<'de> de::Deserializer<'de> for Probe<'_> {
+        type Error = Stop;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Stop> {
+            *self.0 = Some(fields);
+            Err(Stop)
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut fields = None;
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
+}
+
+/// The names of `properties` in declaration order: first those `declared` names (in its order),
+/// then any others in the map's order.
+pub(crate) fn property_order(schema: &Value, declared: Option<&[&str]>) -> Vec<String> {
+    let Some(Value::Object(props)) = schema.get("properties") else {
+        return Vec::new();
+    };
+    let mut order: Vec<String> = Vec::with_capacity(props.len());
+    for name in declared.unwrap_or_default() {
+        if props.contains_key(*name) && !order.iter().any(|o| o == name) {
+            order.push((*name).to_owned());
+        }
+    }
+    for name in props.keys() {
+        if !order.contains(name) {
+            order.push(name.clone());
+        }
+    }
+    order
+}
+
+/// Re-encodes `elicitation/create` params so that `requestedSchema.properties` lists the
+/// fields in `order` (JSON objects keep the order of their text; clients show form fields in
+/// it). Everything else is written as it was.
+pub(crate) fn with_property_order(
+    params: &RawValue,
+    order: &[String],
+) -> Result<Box<RawValue>, serde_json::Error> {
+    /// An object written as it is, except the member at `path`, whose keys are written in
+    /// `order` first.
+    struct Ordered<'a> {
+        object: &'a Map<String, Value>,
+        path: &'a [&'a str],
+        order: &'a [String],
+    }
+
+    impl Serialize for Ordered<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(self.object.len()))?;
+            match self.path.split_first() {
+                // The properties map itself: declared names first.
+                None => {
+                    for name in self.order {
+                        if let Some(value) = self.object.get(name) {
+                            map.serialize_entry(name, value)?;
+                        }
+                    }
+                    for (name, value) in self.object {
+                        if !self.order.contains(name) {
+                            map.serialize_entry(name, value)?;
+                        }
+                    }
+                }
+                Some((head, rest)) => {
+                    for (key, value) in self.object {
+                        match value {
+                            Value::Object(inner) if key == head => {
+                                let inner = Ordered {
+                                    object: inner,
+                                    path: rest,
+                                    order: self.order,
+                                };
+                                map.serialize_entry(key, &inner)?;
+                            }
+                            _ => map.serialize_entry(key, value)?,
+                        }
+                    }
+                }
+            }
+            map.end()
+        }
+    }
+
+    let object: Map<String, Value> = serde_json::from_str(params.get())?;
+    serde_json::value::to_raw_value(&Ordered {
+        object: &object,
+        path: &["requestedSchema", "properties"],
+        order,
+    })
 }
 
 /// Checks (and normalises) a schema for elicitation.
