@@ -47,7 +47,7 @@ fn jsonrpc_codes_are_the_schema_codes() {
         schema::MISSING_REQUIRED_CLIENT_CAPABILITY
     );
     assert_eq!(
-        mcp_server::CallError::MissingCapability("sampling")
+        mcp_server::AskError::MissingCapability("sampling")
             .to_error_object()
             .code,
         schema::MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -71,7 +71,7 @@ async fn the_server_answers_with_the_schema_codes() {
             Tool::new("protocol_error"),
             |_cx: ToolContext, _args: NoArgs| async {
                 Err::<String, _>(ToolError::Protocol(
-                    mcp_server::CallError::MissingCapability("roots").to_error_object(),
+                    mcp_server::AskError::MissingCapability("roots").to_error_object(),
                 ))
             },
         )
