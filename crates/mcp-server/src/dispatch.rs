@@ -231,7 +231,10 @@ pub(crate) async fn dispatch(
                 return Err(ErrorObject::method_not_found(&method));
             }
         }
-        None if in_protocol_namespace(&method) => {
+        // An extension's method in a protocol namespace goes to the handler.
+        None if in_protocol_namespace(&method)
+            && method != mcp_types::skills::METHOD_DIRECTORY_READ =>
+        {
             return Err(ErrorObject::method_not_found(&method));
         }
         None => {}
