@@ -30,6 +30,7 @@ pub mod names;
 mod notify;
 mod rpc;
 mod session;
+pub mod skills;
 
 pub use client::{Client, ClientBuilder, latest_session_version};
 pub use error::{CallError, ConnectError};

@@ -393,7 +393,7 @@ impl ClientSession {
     /// Sends a request; on a stateless session, with the request `_meta` added, and retried
     /// once when the server refuses the version with `-32022` but lists it as supported (a
     /// server may refuse a first request that way).
-    async fn send_raw(
+    pub(crate) async fn send_raw(
         &self,
         method: &'static str,
         params: Option<&Value>,
