@@ -124,7 +124,7 @@ async fn skills_are_listed_read_verified_and_tampering_is_refused() {
     let SkillResources::Files(files) = &pdf.resources else {
         panic!("a manifest")
     };
-    assert_eq!(files.len(), 5);
+    assert_eq!(files.len(), 4);
 
     // Loading reads SKILL.md and checks it; a listed file reads verified, text or bytes.
     let loaded = skills.load(&pdf).await.unwrap();
