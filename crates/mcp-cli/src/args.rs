@@ -26,6 +26,8 @@ Examples:
   mcp list -- npx -y @modelcontextprotocol/server-everything
   mcp call add --arg a=1 --arg b=2 --url http://127.0.0.1:8080/mcp
   mcp serve --http 127.0.0.1:8080
+  mcp serve --skills ./skills
+  mcp skill pdf-processing --file references/FORMS.md --url http://127.0.0.1:8080/mcp
   mcp schema 2025-11-25 Tool
 
 See docs/cli.md for every command.";
@@ -57,6 +59,8 @@ pub enum Command {
     Read(ReadArgs),
     /// Get a prompt and print its messages
     Prompt(PromptArgs),
+    /// Print a skill's manifest, or fetch one of its files verified (--file)
+    Skill(SkillArgs),
     /// Check that the server answers
     Ping(PingArgs),
     /// Show who the server is: revisions, capabilities, instructions
@@ -88,6 +92,8 @@ pub enum ListKind {
     Templates,
     /// Prompts (`prompts/list`)
     Prompts,
+    /// Skills (`skills/list`, the Skills extension)
+    Skills,
 }
 
 /// Output format.
@@ -179,6 +185,20 @@ pub struct PromptArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct SkillArgs {
+    /// The skill's name, or the URI of its SKILL.md
+    pub name: String,
+    /// Fetch this file of the skill (a path in the skill's directory, or its URI), checked
+    /// against the manifest's size and digest, and print it
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct PingArgs {
     #[command(flatten)]
     pub output: OutputArgs,
@@ -228,6 +248,9 @@ pub struct ServeArgs {
     /// endpoint); port 0 picks a free port, printed on stderr
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Also serve the skills in DIR (the Skills extension): every directory with a SKILL.md
+    #[arg(long, value_name = "DIR")]
+    pub skills: Option<PathBuf>,
     #[command(flatten)]
     pub http_options: HttpServeArgs,
 }
@@ -342,6 +365,27 @@ mod tests {
         };
         assert_eq!(list.kind, Some(ListKind::Tools));
         assert_eq!(list.server.command, vec!["npx", "-y", "pkg", "--flag"]);
+    }
+
+    #[test]
+    fn skill_commands_parse() {
+        let cli = parse(&["skill", "pdf", "--file", "a/b.md", "--json"]).expect("valid");
+        let Command::Skill(skill) = cli.command else {
+            panic!("not a skill")
+        };
+        assert_eq!(skill.name, "pdf");
+        assert_eq!(skill.file.as_deref(), Some("a/b.md"));
+        assert_eq!(skill.output.format(), Format::Json);
+        let cli = parse(&["list", "skills"]).expect("valid");
+        let Command::List(list) = cli.command else {
+            panic!("not a list")
+        };
+        assert_eq!(list.kind, Some(ListKind::Skills));
+        let cli = parse(&["serve", "--skills", "dir"]).expect("valid");
+        let Command::Serve(serve) = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(serve.skills, Some(PathBuf::from("dir")));
     }
 
     #[test]

@@ -52,6 +52,14 @@ pub async fn run(command: Command, verbose: u8) -> Result<Exit, Fail> {
             })
             .await
         }
+        Command::Skill(args) => {
+            let format = args.output.format();
+            let (name, file) = (args.name, args.file);
+            with_session(&args.server, verbose, move |s, _| {
+                crate::skills::skill(s, name, file, format)
+            })
+            .await
+        }
         Command::Ping(args) => {
             let format = args.output.format();
             with_session(&args.server, verbose, move |s, _| ping(s, format)).await
@@ -181,7 +189,7 @@ where
 }
 
 /// A failed call: the connection's failures exit 3, the server's errors 1.
-fn call_failure(what: &str, error: &CallError) -> Fail {
+pub(crate) fn call_failure(what: &str, error: &CallError) -> Fail {
     let message = format!("{what}: {}", chain(error));
     match error {
         CallError::Closed(_) | CallError::Transport(_) => Fail::connect(message),
@@ -327,7 +335,7 @@ fn argument_list(schema: &Value) -> String {
         .unwrap_or_default()
 }
 
-fn to_json(value: &impl serde::Serialize) -> Value {
+pub(crate) fn to_json(value: &impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
@@ -353,6 +361,9 @@ async fn list(
             if session.offers("resources") {
                 kinds.push(ListKind::Resources);
                 kinds.push(ListKind::Templates);
+            }
+            if session.skills().is_ok() {
+                kinds.push(ListKind::Skills);
             }
             kinds
         }
@@ -404,6 +415,7 @@ fn key_of(kind: ListKind) -> &'static str {
         ListKind::Resources => "resources",
         ListKind::Templates => "resourceTemplates",
         ListKind::Prompts => "prompts",
+        ListKind::Skills => "skills",
     }
 }
 
@@ -413,6 +425,7 @@ fn title_of(kind: ListKind) -> &'static str {
         ListKind::Resources => "RESOURCES",
         ListKind::Templates => "RESOURCE TEMPLATES",
         ListKind::Prompts => "PROMPTS",
+        ListKind::Skills => "SKILLS",
     }
 }
 
@@ -445,6 +458,11 @@ async fn list_kind(
             .iter()
             .map(to_json)
             .collect(),
+        ListKind::Skills => crate::skills::list_all(session)
+            .await?
+            .iter()
+            .map(to_json)
+            .collect(),
     };
     Ok((key_of(kind), items))
 }
@@ -455,6 +473,8 @@ fn table_of(kind: ListKind, items: &[Value]) -> Table {
         ListKind::Prompts => Table::new(&["NAME", "ARGUMENTS", "DESCRIPTION"]),
         ListKind::Resources => Table::new(&["URI", "NAME", "MIME TYPE", "DESCRIPTION"]),
         ListKind::Templates => Table::new(&["URI TEMPLATE", "NAME", "MIME TYPE", "DESCRIPTION"]),
+        // A manifest per row: a table of its own.
+        ListKind::Skills => return crate::skills::table(items),
     };
     for item in items {
         let name = str_field(item, "name").unwrap_or_default().to_owned();
@@ -488,6 +508,7 @@ fn table_of(kind: ListKind, items: &[Value]) -> Table {
                     .unwrap_or_default();
                 vec![name, arguments, description]
             }
+            ListKind::Skills => continue,
             ListKind::Resources | ListKind::Templates => {
                 let uri_key = if kind == ListKind::Resources {
                     "uri"

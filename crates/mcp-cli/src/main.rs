@@ -8,6 +8,7 @@ mod output;
 mod protocol;
 mod proxy;
 mod schema;
+mod skills;
 mod target;
 mod term;
 

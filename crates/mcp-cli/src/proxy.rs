@@ -68,7 +68,12 @@ async fn listen(
 }
 
 pub async fn serve(args: ServeArgs) -> Result<Exit, Fail> {
-    let server = mcp_example::server()
+    let mut builder = mcp_example::builder();
+    if let Some(dir) = &args.skills {
+        builder = builder.skills(crate::skills::load_dir(dir)?);
+    }
+    let server = builder
+        .build()
         .map_err(|e| Fail::other(format!("the example server: {}", chain(&e))))?;
     match args.http {
         None => {

@@ -34,6 +34,7 @@ pub mod names;
 mod notify;
 mod rpc;
 mod session;
+pub mod skills;
 mod tasks;
 
 pub use client::{Client, ClientBuilder, latest_session_version};

@@ -64,6 +64,9 @@ pub enum RunError {
     /// Connecting (negotiation) failed.
     #[error("connect: {0}")]
     Connect(#[from] ConnectError),
+    /// A skill request failed, or a skill's content was refused.
+    #[error("skills: {0}")]
+    Skill(#[from] mcp_client::skills::SkillError),
     /// A request failed.
     #[error("{method}: {source}")]
     Call {
@@ -109,7 +112,13 @@ impl Run {
     }
 
     /// The revision to speak: the one asked for, or the newest known for an unknown date.
+    /// The Skills extension (SEP-2640) is specified against 2026-07-28: extensions are
+    /// declared in capabilities only from that revision on, so its scenarios speak it whatever
+    /// the harness's default.
     fn version(&self) -> ProtocolVersion {
+        if self.scenario.starts_with("sep-2640-") {
+            return ProtocolVersion::V2026_07_28;
+        }
         self.protocol_version
             .parse()
             .unwrap_or(ProtocolVersion::LATEST)
@@ -416,8 +425,32 @@ async fn scenario(run: &Run, session: &ClientSession) -> Result<(), RunError> {
             }
             Ok(())
         }
+        "sep-2640-client-no-prefetch" => {
+            // Listing builds the registry; nothing is read until a skill is loaded.
+            let listed = session.skills()?.list_all().await?;
+            tracing::info!(skills = listed.len(), "listed skills, fetched no file");
+            Ok(())
+        }
+        s if s.starts_with("sep-2640-client-") => load_skills(session).await,
         _ => call_every_tool(run, session).await,
     }
+}
+
+/// Lists the skills, loads each (its `SKILL.md`, verified against the entry) and then reads
+/// its other files, each verified. The first refusal ends the run: nothing of a skill whose
+/// `SKILL.md` failed verification is read.
+async fn load_skills(session: &ClientSession) -> Result<(), RunError> {
+    let skills = session.skills()?;
+    for entry in skills.list_all().await? {
+        let loaded = skills.load(&entry).await?;
+        tracing::info!(skill = %entry.uri, bytes = loaded.bytes.len(), "loaded");
+        if let mcp_types::skills::SkillResources::Files(files) = &entry.resources {
+            for file in files.iter().filter(|f| f.uri != entry.uri) {
+                skills.read_file(&entry, &file.uri).await?;
+            }
+        }
+    }
+    Ok(())
 }
 
 async fn call(session: &ClientSession, tool: &str, arguments: Value) -> Result<(), RunError> {

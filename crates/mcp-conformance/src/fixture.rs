@@ -512,7 +512,10 @@ async fn tool_with_task(cx: ToolContext, _args: NoArgs) -> Result<String, ToolEr
 ///
 /// A [`mcp_server::BuildError`] if a registration is invalid (a bug in this fixture).
 pub fn try_build() -> Result<Server, mcp_server::BuildError> {
+    let skills = crate::skills::set()
+        .map_err(|_| mcp_server::BuildError::InvalidOption("the skills fixture is invalid"))?;
     Server::builder(Implementation::new("mcp-conformance-everything-server", env!("CARGO_PKG_VERSION")))
+        .skills(skills)
         .tool(
             Tool::new("test_simple_text").description("Tests simple text content response"),
             |_cx: ToolContext, _args: NoArgs| async {

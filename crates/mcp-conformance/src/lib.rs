@@ -4,6 +4,7 @@
 //! * [`fixture::build`]: the server with every tool, resource, template and prompt the server
 //!   scenarios call (the `everything-server` binary serves it over Streamable HTTP).
 //! * [`client::run`]: what the `everything-client` binary does for each client scenario.
+//! * [`skills::set`]: the skills the server serves (the Skills extension).
 //!
 //! Each HTTP session is served by [`mcp_server::Server::serve`] on the connection the transport
 //! hands out:
@@ -25,3 +26,4 @@
 
 pub mod client;
 pub mod fixture;
+pub mod skills;

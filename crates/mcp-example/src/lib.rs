@@ -34,7 +34,7 @@
 use std::time::Duration;
 
 use mcp_server::prelude::*;
-use mcp_server::{BuildError, LegacyMethods};
+use mcp_server::{BuildError, LegacyMethods, ServerBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -252,6 +252,12 @@ fn item(id: &str) -> String {
 /// Builds the example server. Every registration is static, so this fails only if the SDK
 /// rejects one of them (the tests build it).
 pub fn server() -> Result<Server, BuildError> {
+    builder().build()
+}
+
+/// The example server's builder, with everything registered: add to it (`mcp serve --skills`
+/// adds skills) before building.
+pub fn builder() -> ServerBuilder {
     Server::builder(Implementation::new(NAME, env!("CARGO_PKG_VERSION")))
         .instructions("The example server bundled with the `mcp` command: one of each feature.")
         .middleware(LegacyMethods)
@@ -361,7 +367,6 @@ pub fn server() -> Result<Server, BuildError> {
                 .filter(|id| id.starts_with(&value))
                 .collect()
         })
-        .build()
 }
 
 #[cfg(test)]

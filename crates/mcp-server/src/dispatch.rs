@@ -224,7 +224,10 @@ pub(crate) async fn dispatch(
                 return Err(ErrorObject::method_not_found(&request.method));
             }
         }
-        None if in_protocol_namespace(&request.method) => {
+        // An extension's method in a protocol namespace goes to the handler.
+        None if in_protocol_namespace(&request.method)
+            && request.method != mcp_types::skills::METHOD_DIRECTORY_READ =>
+        {
             return Err(ErrorObject::method_not_found(&request.method));
         }
         None => {}

@@ -62,6 +62,7 @@ mod registry;
 mod schema;
 mod server;
 mod session;
+pub mod skills;
 mod stateless;
 mod tasks;
 pub mod uri_template;

@@ -30,6 +30,7 @@ use crate::registry::{
     self, Arguments, Prompt, PromptEntry, Registry, Resource, ResourceEntry, ResourceTemplate,
     ServerEvent, Snapshot, TemplateEntry, Tool, ToolEntry,
 };
+use crate::skills::SkillSet;
 use crate::stateless::mrtr::MrtrLimits;
 use crate::stateless::seal::{RequestStateSealer, SealingKey, ServerSealer};
 use crate::tasks::TaskOptions;
@@ -438,6 +439,7 @@ pub struct ServerBuilder {
     enable_tasks: bool,
     subject: Option<Arc<SubjectFn>>,
     check_schemas_at_build: bool,
+    skills: Option<Arc<SkillSet>>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -468,6 +470,7 @@ impl Server {
             enable_tasks: false,
             subject: None,
             check_schemas_at_build: cfg!(debug_assertions),
+            skills: None,
         }
     }
 
@@ -791,6 +794,21 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves skills (the Skills extension, SEP-2640): declares the extension, registers every
+    /// skill file as a resource and answers `skills/list`, `skills/get` and
+    /// `resources/directory/read`. See [`skills`](crate::skills).
+    pub fn skills(mut self, set: SkillSet) -> Self {
+        for (resource, contents) in set.resources() {
+            self = self.resource(resource, move |_cx| {
+                let contents = contents.clone();
+                async move { contents }
+            });
+        }
+        self.enable_resources = true;
+        self.skills = Some(Arc::new(set));
+        self
+    }
+
     /// Declares the tools capability even with no tool registered yet (for servers that add
     /// tools at run time).
     pub fn enable_tools(mut self) -> Self {
@@ -919,6 +937,7 @@ impl ServerBuilder {
                 enable_resources: self.enable_resources,
                 enable_prompts: self.enable_prompts,
                 enable_tasks: self.enable_tasks,
+                skills: self.skills,
             }),
         };
         let tasks = Arc::new(TaskStore::new(self.options.tasks));
@@ -952,6 +971,7 @@ pub(crate) struct Router {
     enable_resources: bool,
     enable_prompts: bool,
     enable_tasks: bool,
+    skills: Option<Arc<SkillSet>>,
 }
 
 impl ServerHandler for Router {
@@ -993,7 +1013,27 @@ impl ServerHandler for Router {
             // The tasks of 2025-11-25: projected away for every other revision.
             caps.tasks = Some(crate::tasks::session_capability());
         }
+        if let Some(skills) = &self.skills {
+            let (id, settings) = skills.capability();
+            caps.extensions
+                .get_or_insert_with(Default::default)
+                .insert(id, settings);
+        }
         caps
+    }
+
+    fn custom(
+        &self,
+        method: String,
+        params: Option<Box<RawValue>>,
+        _cx: RequestContext,
+    ) -> BoxFuture<'_, Result<RawJson, ErrorObject>> {
+        let answer = self
+            .skills
+            .as_ref()
+            .and_then(|s| s.handle(&method, params.as_deref(), self.page_size))
+            .unwrap_or_else(|| Err(ErrorObject::method_not_found(&method)));
+        Box::pin(std::future::ready(answer))
     }
 
     fn list_tools(
