@@ -4,6 +4,7 @@ use std::fmt;
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
+use serde::Deserialize;
 use serde::de::{self, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
@@ -200,6 +201,51 @@ pub(crate) fn property_order(schema: &Value, declared: Option<&[&str]>) -> Vec<S
     order
 }
 
+/// An object written as it is, except the member at `path`, whose keys are written in
+/// `order` first.
+struct Ordered<'a> {
+    object: &'a Map<String, Value>,
+    path: &'a [&'a str],
+    order: &'a [String],
+}
+
+impl Serialize for Ordered<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.object.len()))?;
+        match self.path.split_first() {
+            // The properties map itself: declared names first.
+            None => {
+                for name in self.order {
+                    if let Some(value) = self.object.get(name) {
+                        map.serialize_entry(name, value)?;
+                    }
+                }
+                for (name, value) in self.object {
+                    if !self.order.contains(name) {
+                        map.serialize_entry(name, value)?;
+                    }
+                }
+            }
+            Some((head, rest)) => {
+                for (key, value) in self.object {
+                    match value {
+                        Value::Object(inner) if key == head => {
+                            let inner = Ordered {
+                                object: inner,
+                                path: rest,
+                                order: self.order,
+                            };
+                            map.serialize_entry(key, &inner)?;
+                        }
+                        _ => map.serialize_entry(key, value)?,
+                    }
+                }
+            }
+        }
+        map.end()
+    }
+}
+
 /// Re-encodes `elicitation/create` params so that `requestedSchema.properties` lists the
 /// fields in `order` (JSON objects keep the order of their text; clients show form fields in
 /// it). Everything else is written as it was.
@@ -207,57 +253,119 @@ pub(crate) fn with_property_order(
     params: &RawValue,
     order: &[String],
 ) -> Result<Box<RawValue>, serde_json::Error> {
-    /// An object written as it is, except the member at `path`, whose keys are written in
-    /// `order` first.
-    struct Ordered<'a> {
-        object: &'a Map<String, Value>,
-        path: &'a [&'a str],
-        order: &'a [String],
-    }
-
-    impl Serialize for Ordered<'_> {
-        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            let mut map = serializer.serialize_map(Some(self.object.len()))?;
-            match self.path.split_first() {
-                // The properties map itself: declared names first.
-                None => {
-                    for name in self.order {
-                        if let Some(value) = self.object.get(name) {
-                            map.serialize_entry(name, value)?;
-                        }
-                    }
-                    for (name, value) in self.object {
-                        if !self.order.contains(name) {
-                            map.serialize_entry(name, value)?;
-                        }
-                    }
-                }
-                Some((head, rest)) => {
-                    for (key, value) in self.object {
-                        match value {
-                            Value::Object(inner) if key == head => {
-                                let inner = Ordered {
-                                    object: inner,
-                                    path: rest,
-                                    order: self.order,
-                                };
-                                map.serialize_entry(key, &inner)?;
-                            }
-                            _ => map.serialize_entry(key, value)?,
-                        }
-                    }
-                }
-            }
-            map.end()
-        }
-    }
-
     let object: Map<String, Value> = serde_json::from_str(params.get())?;
     serde_json::value::to_raw_value(&Ordered {
         object: &object,
         path: &["requestedSchema", "properties"],
         order,
     })
+}
+
+/// Re-encodes a stateless `input_required` result so that the form of each elicitation in
+/// `inputRequests` lists its fields in the order recorded for its key (as
+/// [`with_property_order`] does for one request). Everything else is written as it was.
+pub(crate) fn with_form_orders(
+    result: &str,
+    orders: &std::collections::BTreeMap<String, Vec<String>>,
+) -> Result<Box<RawValue>, serde_json::Error> {
+    /// `inputRequests`, each elicitation's form in its recorded order.
+    struct Requests<'a> {
+        requests: &'a Map<String, Value>,
+        orders: &'a std::collections::BTreeMap<String, Vec<String>>,
+    }
+
+    impl Serialize for Requests<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(self.requests.len()))?;
+            for (key, request) in self.requests {
+                match (request, self.orders.get(key)) {
+                    (Value::Object(object), Some(order)) => map.serialize_entry(
+                        key,
+                        &Ordered {
+                            object,
+                            path: &["params", "requestedSchema", "properties"],
+                            order,
+                        },
+                    )?,
+                    _ => map.serialize_entry(key, request)?,
+                }
+            }
+            map.end()
+        }
+    }
+
+    /// The result, with its `inputRequests` written by [`Requests`].
+    struct Outer<'a> {
+        object: &'a Map<String, Value>,
+        orders: &'a std::collections::BTreeMap<String, Vec<String>>,
+    }
+
+    impl Serialize for Outer<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(self.object.len()))?;
+            for (key, value) in self.object {
+                match value {
+                    Value::Object(requests) if key == "inputRequests" => map.serialize_entry(
+                        key,
+                        &Requests {
+                            requests,
+                            orders: self.orders,
+                        },
+                    )?,
+                    _ => map.serialize_entry(key, value)?,
+                }
+            }
+            map.end()
+        }
+    }
+
+    let object: Map<String, Value> = serde_json::from_str(result)?;
+    serde_json::value::to_raw_value(&Outer {
+        object: &object,
+        orders,
+    })
+}
+
+/// The names of `requestedSchema.properties` in `elicitation/create` params, in the order the
+/// text lists them (`None` when the params have no such object).
+pub(crate) fn form_order_of(params: &RawValue) -> Option<Vec<String>> {
+    /// The keys of a JSON object, in the order of the text.
+    struct Keys(Vec<String>);
+
+    impl<'de> Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> de::Visitor<'de> for V {
+                type Value = Keys;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some(key) = map.next_key::<String>()? {
+                        map.next_value::<de::IgnoredAny>()?;
+                        keys.push(key);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+
+    #[derive(Deserialize)]
+    struct Schema {
+        properties: Option<Keys>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Params {
+        requested_schema: Option<Schema>,
+    }
+
+    let params: Params = serde_json::from_str(params.get()).ok()?;
+    Some(params.requested_schema?.properties?.0)
 }
 
 /// Checks (and normalises) a schema for elicitation.

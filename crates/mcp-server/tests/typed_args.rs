@@ -360,6 +360,58 @@ async fn elicitation_forms_keep_the_declared_field_order() {
     );
 }
 
+/// The `signup` tool: asks for a [`Signup`] form.
+fn signup_server() -> Server {
+    Server::builder(Implementation::new("forms", "1.0.0"))
+        .tool(
+            Tool::new("signup"),
+            |cx: ToolContext, _: NoArgs| async move {
+                match cx.elicit::<Signup>("signup", "Sign up").await? {
+                    Elicitation::Accepted(form) => Ok::<_, ToolError>(format!("{form:?}")),
+                    _ => Ok("no".to_owned()),
+                }
+            },
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn stateless_forms_keep_the_declared_field_order() {
+    // A 2026-07-28 request: the form travels in the `input_required` result.
+    let (client_side, server_side) = memory_pair(16);
+    let server = signup_server();
+    tokio::spawn(async move { server.serve(server_side).await });
+    let (peer, _driver) = Engine::builder().spawn(client_side, FormClient::default());
+    let params = json!({
+        "name": "signup",
+        "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        },
+    });
+    let params = serde_json::value::to_raw_value(&params).unwrap();
+    let raw = peer
+        .request("tools/call", Some(params), RequestOptions::new())
+        .await
+        .unwrap();
+    let text = raw.get();
+    let result: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(result["resultType"], "input_required", "{text}");
+    let (zeta, alpha, middle) = (
+        text.find("\"zeta\":").unwrap(),
+        text.find("\"alpha\":").unwrap(),
+        text.find("\"middle\":").unwrap(),
+    );
+    assert!(
+        zeta < alpha && alpha < middle,
+        "fields out of order: {text}"
+    );
+    let form = &result["inputRequests"]["signup"]["params"]["requestedSchema"];
+    assert_eq!(form["required"], json!(["zeta", "middle"]), "{text}");
+}
+
 #[tokio::test]
 async fn prompt_arguments_are_listed_in_declaration_order() {
     let peer = start(prompt_server(), FormClient::default()).await;

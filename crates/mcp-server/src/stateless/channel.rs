@@ -151,6 +151,11 @@ impl ClientChannel for StatelessChannel {
         let result = match self.exchange.needed() {
             None => Err(AskError::NoInputChannel(self.method.to_string())),
             Some(exchange) => input_request(method, params.as_deref()).and_then(|request| {
+                // The form's fields in the order the context wrote them (the model's schema
+                // sorts them).
+                if let Some(order) = params.as_deref().and_then(crate::schema::form_order_of) {
+                    exchange.form_order(key, order);
+                }
                 match exchange.ask(key, request) {
                     Ask::Answered(answer) => mcp_jsonrpc::to_raw(&*answer)
                         .map_err(|e| AskError::InvalidResponse(e.to_string())),

@@ -186,6 +186,9 @@ struct Run {
     overflow: bool,
     /// An [`InputRequired`] the handler returned (explicit layer).
     explicit: Option<InputRequired>,
+    /// The declared field order of the forms asked for, by key: the model's form schema keeps
+    /// its properties sorted, so the result is written in this order afterwards.
+    form_orders: BTreeMap<String, Vec<String>>,
 }
 
 /// One multi round-trip request: the answers it arrived with and the asks of the current run.
@@ -313,6 +316,23 @@ impl Exchange {
 
     fn answer(&self, key: &str) -> Option<&Value> {
         self.responses.get(key).or_else(|| self.carried.get(key))
+    }
+
+    /// Records the order of the fields of the form asked for under `key`, for
+    /// [`form_orders`](Self::form_orders).
+    pub(crate) fn form_order(&self, key: &str, order: Vec<String>) {
+        self.run().form_orders.insert(key.to_owned(), order);
+    }
+
+    /// The field order of each form asked for in the current run (read before
+    /// [`finish`](Self::finish), which ends the run).
+    pub(crate) fn form_orders(&self) -> BTreeMap<String, Vec<String>> {
+        let run = self.run();
+        run.form_orders
+            .iter()
+            .filter(|(key, _)| run.asks.contains_key(key.as_str()))
+            .map(|(key, order)| (key.clone(), order.clone()))
+            .collect()
     }
 
     /// Resolves one ask of the handler (the sugar layer).

@@ -609,12 +609,21 @@ async fn call(
         } else {
             HandlerOutcome::Succeeded
         };
+        let form_orders = exchange.form_orders();
         match exchange.finish(outcome, sealer) {
             Verdict::Complete => {}
             Verdict::InputRequired(mut ask) => {
                 ask.project(version);
                 let raw = RawJson::serialize(&ask).map_err(internal)?;
-                return lower(server, &method, &raw, ResultType::InputRequired);
+                let lowered = lower(server, &method, &raw, ResultType::InputRequired)?;
+                if form_orders.is_empty() {
+                    return Ok(lowered);
+                }
+                // Forms in the order their types declare their fields (the model and the
+                // lowering write maps sorted).
+                let ordered = crate::schema::with_form_orders(lowered.get(), &form_orders)
+                    .map_err(internal)?;
+                return Ok(RawJson::from(ordered));
             }
             Verdict::Error(e) => return Err(rpc_error(e)),
         }
