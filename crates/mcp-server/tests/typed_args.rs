@@ -314,19 +314,7 @@ async fn elicitation_forms_keep_the_declared_field_order() {
         ..FormClient::default()
     };
     let sent = Arc::clone(&client.sent);
-    let server = Server::builder(Implementation::new("forms", "1.0.0"))
-        .tool(
-            Tool::new("signup"),
-            |cx: ToolContext, _: NoArgs| async move {
-                match cx.elicit::<Signup>("signup", "Sign up").await? {
-                    Elicitation::Accepted(form) => Ok::<_, ToolError>(format!("{form:?}")),
-                    _ => Ok("no".to_owned()),
-                }
-            },
-        )
-        .build()
-        .unwrap();
-    let peer = start(server, client).await;
+    let peer = start(signup_server(), client).await;
     let result = call(
         &peer,
         "tools/call",
