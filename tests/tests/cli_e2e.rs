@@ -258,6 +258,13 @@ fn the_bundled_server_answers_out_of_the_box() {
     assert!(prompt.stdout.starts_with("user: "), "{prompt:?}");
     assert!(prompt.stdout.contains("Ada"), "{prompt:?}");
 
+    // The bundled example speaks 2026-07-28, which has no `ping`: liveness is checked with what
+    // the revision offers (`server/discover`).
+    let pong = run(&["ping"]);
+    pong.expect_code(0);
+    assert!(pong.stdout.starts_with("pong from "), "{pong:?}");
+    assert!(pong.stdout.contains("2026-07-28"), "{pong:?}");
+
     let everything = run(&["list", "--json"]);
     everything.expect_code(0);
     let listed = everything.json();

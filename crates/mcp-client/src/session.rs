@@ -483,10 +483,20 @@ impl ClientSession {
         self.encode(params)
     }
 
-    /// `ping`.
+    /// Checks that the server answers: `ping` where the negotiated revision has it, otherwise
+    /// `server/discover` (2026-07-28 has no `ping`), sent to the server even when a response
+    /// cache holds a discover result.
     pub async fn ping(&self) -> Result<(), CallError> {
-        self.check("ping", None)?;
-        let _: Value = self.send("ping", None).await?;
+        let has_ping = mcp_types::methods::lookup("ping")
+            .is_some_and(|info| info.available_in(self.inner.version));
+        if has_ping {
+            let _: Value = self.send("ping", None).await?;
+            return Ok(());
+        }
+        const DISCOVER: &str = "server/discover";
+        self.check(DISCOVER, None)?;
+        let raw = self.send_raw(DISCOVER, None).await?;
+        lifecycle::parse_discover(raw.get()).map_err(CallError::InvalidResponse)?;
         Ok(())
     }
 
