@@ -97,6 +97,11 @@ impl Drop for Served {
 /// POSTs one JSON-RPC message to [`MCP_PATH`] at `addr` with `Content-Type: application/json`,
 /// `Accept: application/json, text/event-stream` and `headers`.
 pub async fn post(addr: SocketAddr, message: &Value, headers: &[(&str, String)]) -> Answer {
+    post_text(addr, &message.to_string(), headers).await
+}
+
+/// [`post`] with the body given as text, which need not be valid JSON.
+pub async fn post_text(addr: SocketAddr, text: &str, headers: &[(&str, String)]) -> Answer {
     let mut all = vec![
         ("content-type", "application/json".to_owned()),
         ("accept", "application/json, text/event-stream".to_owned()),
@@ -107,7 +112,7 @@ pub async fn post(addr: SocketAddr, message: &Value, headers: &[(&str, String)])
         Method::POST,
         MCP_PATH,
         &all,
-        Bytes::from(message.to_string()),
+        Bytes::from(text.to_owned()),
     )
     .await
 }

@@ -18,15 +18,13 @@
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use http::Method;
+use bytes::BytesMut;
 use mcp_jsonrpc::codec::CodecConfig;
 use mcp_jsonrpc::{Connection, Inbound, Incoming, Outbound, TransportError};
-use mcp_tests::http::{Answer, MCP_PATH, Served, post, send};
+use mcp_tests::http::{Answer, Served, post, post_text};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -570,22 +568,6 @@ fn mcp_name(m: &Value) -> Option<String> {
     m["params"][field].as_str().map(str::to_owned)
 }
 
-async fn post_raw(addr: SocketAddr, text: &str, headers: &[(&str, String)]) -> Answer {
-    let mut all = vec![
-        ("content-type", "application/json".to_owned()),
-        ("accept", "application/json, text/event-stream".to_owned()),
-    ];
-    all.extend(headers.iter().cloned());
-    send(
-        addr,
-        Method::POST,
-        MCP_PATH,
-        &all,
-        Bytes::from(text.to_owned()),
-    )
-    .await
-}
-
 async fn run_http(t: &Transcript) -> Result<(), String> {
     let server = mcp_example::server().expect("the example server builds");
     let served = Served::server(&server).await;
@@ -649,7 +631,7 @@ async fn run_http(t: &Transcript) -> Result<(), String> {
                 {
                     headers.push(("mcp-method", method));
                 }
-                let answer = post_raw(addr, text, &headers).await;
+                let answer = post_text(addr, text, &headers).await;
                 exchanges.push(Exchange {
                     request: Some(id),
                     answer,

@@ -560,7 +560,7 @@ async fn call(
         let waiting = || after.exchange.get().is_some_and(|x| x.has_asks());
         // Boxed, as is the general dispatch below: held in place, their futures would size
         // every stateless tool call's past the allocator's per-thread cache.
-        let ran = Box::pin(tasks::serve::run(
+        let ran = Box::pin(tasks::serve::run_as(
             server,
             rpc.cancellation(),
             scope,
@@ -568,6 +568,7 @@ async fn call(
             request,
             owner,
             waiting,
+            tasks::serve::Form::Extension,
         ))
         .await;
         let finished = match ran {

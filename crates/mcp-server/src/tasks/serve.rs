@@ -123,29 +123,6 @@ pub(crate) fn input_limits(server: &Server) -> InputLimits {
     }
 }
 
-/// Runs a call that may become a task of the extension (see [`run_as`]).
-pub(crate) async fn run(
-    server: &Server,
-    request_cancel: &CancellationToken,
-    scope: Arc<ClientScope>,
-    channel: Arc<dyn ClientChannel>,
-    request: Request,
-    owner: Option<String>,
-    blocked: impl Fn() -> bool,
-) -> Ran {
-    run_as(
-        server,
-        request_cancel,
-        scope,
-        channel,
-        request,
-        owner,
-        blocked,
-        Form::Extension,
-    )
-    .await
-}
-
 /// Runs a call that may become a task. The handler runs on a task of its own from the start;
 /// until it asks to become a task it is part of the request (its context is cancelled with the
 /// request, its asks go to `channel`). When it asks, the task is created (unless `blocked()`:
