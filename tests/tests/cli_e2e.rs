@@ -219,13 +219,15 @@ fn everything_server() -> String {
 fn the_bundled_server_answers_out_of_the_box() {
     let list = run(&["list", "tools"]);
     list.expect_code(0);
-    let header = list.stdout.lines().next().unwrap_or_default();
-    assert!(header.starts_with("NAME"), "a table: {list:?}");
+    let lines: Vec<&str> = list.stdout.lines().collect();
+    let echo = lines
+        .iter()
+        .position(|l| *l == "echo(text: string)")
+        .unwrap_or_else(|| panic!("echo as a signature: {list:?}"));
+    assert_eq!(lines.get(echo + 1).copied(), Some("    Echo the text back"));
     assert!(
-        list.stdout
-            .lines()
-            .any(|l| l.starts_with("echo ") && l.contains("Echo the text back")),
-        "{list:?}"
+        !list.stdout.contains('\x1b'),
+        "no colour into a pipe: {list:?}"
     );
 
     let echo = run(&["call", "echo", "--arg", "text=hello"]);
@@ -291,8 +293,10 @@ fn exit_codes_tell_what_went_wrong() {
     assert_eq!(failed_json.json()["isError"], true);
 
     let unknown = run(&["call", "no_such_tool"]);
-    unknown.expect_code(1);
+    unknown.expect_code(2);
     assert!(unknown.stderr.contains("no_such_tool"), "{unknown:?}");
+    // Unchecked, the server has the final say.
+    run(&["call", "no_such_tool", "--no-check"]).expect_code(1);
 
     run(&["call"]).expect_code(2);
     run(&["call", "echo", "--arg", "no-equals-sign"]).expect_code(2);
@@ -358,7 +362,7 @@ fn reference_everything_server_over_stdio() {
             tools
                 .stdout
                 .lines()
-                .any(|l| l.starts_with(&format!("{name} "))),
+                .any(|l| l.starts_with(&format!("{name}("))),
             "{name} listed: {tools:?}"
         );
     }
@@ -391,7 +395,9 @@ fn reference_everything_server_over_stdio() {
     );
 
     let unknown = with(&["call", "no-such-tool"]);
-    assert!(matches!(unknown.code, Some(1 | 4)), "{unknown:?}");
+    unknown.expect_code(2);
+    let unchecked = with(&["call", "no-such-tool", "--no-check"]);
+    assert!(matches!(unchecked.code, Some(1 | 4)), "{unchecked:?}");
 
     let resources = with(&["list", "resources", "--json"]);
     resources.expect_code(0);
@@ -533,4 +539,321 @@ fn schemas_and_tables_need_no_server() {
 
     let unknown = run(&["schema", "2025-11-25", "NoSuchType"]);
     unknown.expect_code(2);
+}
+
+/// The reference server-everything (the TypeScript SDK's server) on Streamable HTTP, on a free
+/// port; killed on drop.
+struct NodeHttp {
+    child: Child,
+    url: String,
+}
+
+impl NodeHttp {
+    fn start() -> NodeHttp {
+        let script = everything_server();
+        let port = closed_port();
+        let child = Command::new("node")
+            .args([script.as_str(), "streamableHttp"])
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start node");
+        let server = NodeHttp {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "server-everything did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+impl Drop for NodeHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_typescript_http_server_without_noise() {
+    let server = NodeHttp::start();
+    let url = server.url.as_str();
+    // The discovery probe's refusal (an error without a request id) is expected: no warning.
+    let tools = run(&["list", "tools", "--url", url]);
+    tools.expect_code(0);
+    assert!(tools.stdout.contains("get-sum("), "{tools:?}");
+    assert!(
+        !tools.stderr.contains("WARN") && !tools.stderr.contains("without a request id"),
+        "no warning by default: {tools:?}"
+    );
+    // `-v` still shows it.
+    let verbose = run(&["-v", "ping", "--url", url]);
+    verbose.expect_code(0);
+    assert!(
+        verbose.stderr.contains("without a request id"),
+        "-v shows the refusal: {verbose:?}"
+    );
+    // Forcing the stateless revision on a server that does not speak it: said in words, with
+    // what the server offers instead.
+    let forced = run(&["ping", "--url", url, "--protocol", "2026-07-28"]);
+    forced.expect_code(3);
+    assert!(
+        forced.stderr.contains("does not speak 2026-07-28"),
+        "{forced:?}"
+    );
+    assert!(forced.stderr.contains("it offers 2025-"), "{forced:?}");
+    assert!(
+        !forced.stderr.contains("-32"),
+        "no JSON-RPC codes: {forced:?}"
+    );
+    assert!(
+        !forced.stderr.contains("\\\""),
+        "no escaped JSON: {forced:?}"
+    );
+}
+
+#[test]
+fn a_refused_connection_is_said_in_words() {
+    let url = format!("http://127.0.0.1:{}/mcp", closed_port());
+    for command in ["ping", "list"] {
+        let refused = run(&[command, "--url", &url]);
+        refused.expect_code(3);
+        assert!(
+            refused
+                .stderr
+                .contains(&format!("connection refused at {url}")),
+            "{refused:?}"
+        );
+        assert!(!refused.stderr.contains("-32603"), "{refused:?}");
+    }
+}
+
+#[test]
+fn piped_lists_are_never_cut() {
+    let script = everything_server();
+    let listed = run(&["list", "tools", "--", "node", &script]);
+    listed.expect_code(0);
+    let json = run(&["list", "tools", "--json", "--", "node", &script]);
+    json.expect_code(0);
+    assert!(
+        !listed.stdout.contains('…'),
+        "nothing shortened: {listed:?}"
+    );
+    // Every description's first line appears whole, however long.
+    let tools = json.json();
+    let long = tools
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["description"].as_str())
+        .map(|d| d.lines().next().unwrap_or_default().trim().to_owned())
+        .filter(|d| d.chars().count() > 80)
+        .collect::<Vec<_>>();
+    assert!(
+        !long.is_empty(),
+        "the reference server has long descriptions"
+    );
+    for description in long {
+        assert!(
+            listed.stdout.contains(&description),
+            "`{description}` whole: {listed:?}"
+        );
+    }
+}
+
+#[test]
+fn tools_read_as_signatures_and_describe_shows_everything() {
+    let tools = run(&["list", "tools"]);
+    tools.expect_code(0);
+    assert!(
+        tools
+            .stdout
+            .lines()
+            .any(|l| l == "add(a: number, b: number) -> {sum: number}"),
+        "{tools:?}"
+    );
+    // Optional arguments in brackets.
+    assert!(
+        tools
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("fail([message: ")),
+        "{tools:?}"
+    );
+
+    let add = run(&["describe", "tool", "add"]);
+    add.expect_code(0);
+    assert!(
+        add.stdout
+            .starts_with("add(a: number, b: number) -> {sum: number}\n"),
+        "{add:?}"
+    );
+    for part in [
+        "readOnlyHint: true",
+        "input schema:",
+        "output schema:",
+        "The first addend.",
+    ] {
+        assert!(add.stdout.contains(part), "{part}: {add:?}");
+    }
+    let json = run(&["describe", "tool", "add", "--json"]);
+    json.expect_code(0);
+    assert_eq!(json.json()["outputSchema"]["required"][0], "sum");
+
+    let prompt = run(&["describe", "prompt", "review"]);
+    prompt.expect_code(0);
+    assert!(
+        prompt.stdout.starts_with("review(code, [language])\n"),
+        "{prompt:?}"
+    );
+    assert!(prompt.stdout.contains("code (required)"), "{prompt:?}");
+
+    let resource = run(&["describe", "resource", "example://readme"]);
+    resource.expect_code(0);
+    assert!(resource.stdout.contains("text/plain"), "{resource:?}");
+    let template = run(&["describe", "template", "item"]);
+    template.expect_code(0);
+    assert!(
+        template.stdout.starts_with("example://items/{id}\n"),
+        "{template:?}"
+    );
+
+    let typo = run(&["describe", "tool", "ad"]);
+    typo.expect_code(2);
+    assert!(typo.stderr.contains("did you mean `add`?"), "{typo:?}");
+}
+
+#[test]
+fn arguments_are_checked_before_the_call() {
+    let typo = run(&["call", "ech", "--arg", "text=hi"]);
+    typo.expect_code(2);
+    assert!(
+        typo.stderr.contains("no tool `ech`; did you mean `echo`?"),
+        "{typo:?}"
+    );
+    let missing = run(&["call", "add", "--arg", "a=1"]);
+    missing.expect_code(2);
+    assert!(
+        missing.stderr.contains("needs argument b: number"),
+        "{missing:?}"
+    );
+    let misnamed = run(&["call", "echo", "--arg", "txt=hi"]);
+    misnamed.expect_code(2);
+    assert!(
+        misnamed.stderr.contains("did you mean `text`?"),
+        "{misnamed:?}"
+    );
+    // Numbers by the schema's type; a string argument keeps its digits as text.
+    let sum = run(&["call", "add", "--arg", "a=2", "--arg", "b=0.5", "--json"]);
+    sum.expect_code(0);
+    assert_eq!(sum.json()["structuredContent"]["sum"], 2.5);
+    let digits = run(&["call", "echo", "--arg", "text=007"]);
+    digits.expect_code(0);
+    assert_eq!(digits.stdout, "007\n");
+}
+
+#[test]
+fn reference_servers_get_checked_and_coerced_arguments() {
+    let script = everything_server();
+    let server = ["--", "node", script.as_str()];
+    let with = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend_from_slice(&server);
+        run(&all)
+    };
+    // Enum values are checked, and the allowed ones named.
+    let wrong = with(&["call", "get-annotated-message", "--arg", "messageType=info"]);
+    wrong.expect_code(2);
+    assert!(
+        wrong
+            .stderr
+            .contains("allowed values: error, success, debug"),
+        "{wrong:?}"
+    );
+    // `yes` is a boolean where the schema says so: the image comes along.
+    let image = with(&[
+        "call",
+        "get-annotated-message",
+        "--arg",
+        "messageType=success",
+        "--arg",
+        "includeImage=yes",
+    ]);
+    image.expect_code(0);
+    assert!(image.stdout.contains("[image image/png"), "{image:?}");
+    // What the command does not check, the server does; its error is shown.
+    let invalid = with(&["call", "get-sum", "--arg", "a=x", "--arg", "b=1"]);
+    invalid.expect_code(4);
+    assert!(invalid.stderr.contains("expected number"), "{invalid:?}");
+
+    // A bare value for an array argument is a one-element array (server-filesystem's
+    // `read_multiple_files(paths: string[])`).
+    let filesystem = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("interop/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let dir = std::env::temp_dir().join(format!("mcp-cli-coerce-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = dir.canonicalize().expect("canonical temp dir");
+    let file = dir.join("note.txt");
+    std::fs::write(&file, "coerced into an array").expect("write");
+    let fs_script = filesystem.to_string_lossy().into_owned();
+    let dir_text = dir.to_string_lossy().into_owned();
+    let paths = format!("paths={}", file.display());
+    let read = run(&[
+        "call",
+        "read_multiple_files",
+        "--arg",
+        &paths,
+        "--",
+        "node",
+        &fs_script,
+        &dir_text,
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    read.expect_code(0);
+    assert!(read.stdout.contains("coerced into an array"), "{read:?}");
+}
+
+#[test]
+fn completion_scripts_and_forced_progress() {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef mcp"),
+        ("fish", "complete -c mcp"),
+    ] {
+        let script = run(&["completions", shell]);
+        script.expect_code(0);
+        assert!(script.stdout.contains(marker), "{shell}: {script:?}");
+        assert!(script.stdout.contains("describe"), "{shell}: {script:?}");
+    }
+    run(&["completions", "tcsh"]).expect_code(2);
+
+    let args = [
+        "call",
+        "countdown",
+        "--arg",
+        "steps=3",
+        "--arg",
+        "delay_ms=1",
+    ];
+    let quiet = run(&args);
+    quiet.expect_code(0);
+    assert!(!quiet.stderr.contains("progress "), "{quiet:?}");
+    let mut forced: Vec<&str> = args.to_vec();
+    forced.push("--progress");
+    let forced = run(&forced);
+    forced.expect_code(0);
+    assert!(forced.stderr.contains("progress 3/3"), "{forced:?}");
+    assert!(
+        !forced.stderr.contains('\x1b'),
+        "plain lines off a terminal: {forced:?}"
+    );
 }

@@ -53,6 +53,8 @@ pub struct Cli {
 pub enum Command {
     /// List the server's tools, resources, resource templates and prompts
     List(ListArgs),
+    /// Show one tool, resource, resource template or prompt in full: schemas, annotations, icons
+    Describe(DescribeArgs),
     /// Call a tool and print its result
     Call(CallArgs),
     /// Read a resource and print its contents
@@ -73,6 +75,17 @@ pub enum Command {
     Schema(SchemaArgs),
     /// The protocol revisions this SDK supports
     Revisions,
+    /// The servers configured in the known MCP clients (Claude Desktop, Claude Code, Cursor,
+    /// VS Code, Windsurf)
+    Servers(ServersArgs),
+    /// Add a server to an MCP client's configuration (--dry-run shows the change)
+    Install(InstallArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Every method of the protocol, with its sender, types and revisions
     Methods {
         /// Only the methods of this revision
@@ -130,6 +143,38 @@ pub struct ListArgs {
     /// What to list (default: everything the server offers)
     #[arg(value_enum)]
     pub kind: Option<ListKind>,
+    /// A server of the known client configurations, by name (see `mcp servers`)
+    #[arg(value_name = "SERVER")]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// What `describe` describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DescribeKind {
+    /// A tool, by name
+    Tool,
+    /// A resource, by URI or name
+    Resource,
+    /// A resource template, by URI template or name
+    Template,
+    /// A prompt, by name
+    Prompt,
+}
+
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// What to describe
+    #[arg(value_enum)]
+    pub kind: DescribeKind,
+    /// Its name (or URI)
+    pub name: String,
+    /// A server of the known client configurations, by name (see `mcp servers`)
+    #[arg(value_name = "SERVER")]
+    pub server_name: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -138,7 +183,7 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
-    /// The tool's name
+    /// The tool's name; `SERVER:TOOL` picks a server of the known client configurations
     pub tool: String,
     /// An argument, KEY=VALUE; VALUE is JSON when it parses as JSON, else a string (a string
     /// whenever the tool's input schema says so)
@@ -157,6 +202,9 @@ pub struct CallArgs {
     /// Output format
     #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
     pub output: Option<Format>,
+    /// Send the call without checking the tool's name and arguments against its schema first
+    #[arg(long)]
+    pub no_check: bool,
     #[command(flatten)]
     pub server: ServerArgs,
 }
@@ -173,7 +221,7 @@ pub struct ReadArgs {
 
 #[derive(Debug, Args)]
 pub struct PromptArgs {
-    /// The prompt's name
+    /// The prompt's name; `SERVER:PROMPT` picks a server of the known client configurations
     pub name: String,
     /// An argument, KEY=VALUE (prompt arguments are strings)
     #[arg(short = 'a', long = "arg", value_name = "KEY=VALUE")]
@@ -200,10 +248,52 @@ pub struct SkillArgs {
 
 #[derive(Debug, Args)]
 pub struct PingArgs {
+    /// A server of the known client configurations, by name (see `mcp servers`)
+    #[arg(value_name = "SERVER")]
+    pub name: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ServersArgs {
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The server's name in the configuration
+    pub name: String,
+    /// The client whose configuration gets the server
+    #[arg(long, value_enum)]
+    pub client: crate::configs::ClientApp,
+    /// Write to this file instead of the client's usual one
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A remote server's URL instead of a command
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub url: Option<String>,
+    /// An HTTP header for --url, 'Name: value' (repeatable)
+    #[arg(short = 'H', long = "header", value_name = "HEADER", requires = "url")]
+    pub headers: Vec<String>,
+    /// The server speaks the 2024-11-05 HTTP+SSE transport
+    #[arg(long, requires = "url")]
+    pub sse: bool,
+    /// An environment variable for the command, KEY=VALUE (repeatable)
+    #[arg(long = "env", value_name = "KEY=VALUE", conflicts_with = "url")]
+    pub env: Vec<String>,
+    /// Print the change instead of writing it
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Replace a server of the same name
+    #[arg(long)]
+    pub force: bool,
+    /// The server's command and its arguments, after `--`
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// Which server a client command talks to, and how.
@@ -218,11 +308,12 @@ pub struct ServerArgs {
     /// Use the 2024-11-05 HTTP+SSE transport for --url
     #[arg(long, requires = "url")]
     pub sse: bool,
-    /// An `mcpServers` configuration file
+    /// A configuration file, in the `mcpServers` format or VS Code's `servers` format
     #[arg(long, value_name = "FILE", conflicts_with = "command")]
     pub config: Option<PathBuf>,
-    /// The server to use from --config (needed when it names more than one)
-    #[arg(long, value_name = "NAME", requires = "config")]
+    /// The server to use from --config (needed when it names more than one); without --config,
+    /// a server of the known client configurations (see `mcp servers`)
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["url", "command"])]
     pub server: Option<String>,
     /// An environment variable for a stdio server, KEY=VALUE (repeatable)
     #[arg(long = "env", value_name = "KEY=VALUE")]
@@ -237,6 +328,10 @@ pub struct ServerArgs {
     /// error, ...)
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
+    /// Show the progress line of long calls even when stderr is not a terminal (there one line
+    /// per update)
+    #[arg(long)]
+    pub progress: bool,
     /// A stdio server: the command and its arguments, after `--`
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -352,8 +447,8 @@ mod tests {
         assert!(parse(&["list", "--url", "http://x/mcp", "--", "node"]).is_err());
         assert!(parse(&["list", "--config", "c.json", "--", "node"]).is_err());
         assert!(
-            parse(&["list", "--server", "a"]).is_err(),
-            "--server needs --config"
+            parse(&["list", "--server", "a", "--url", "http://x/mcp"]).is_err(),
+            "a name or a URL, not both"
         );
         assert!(
             parse(&["list", "-H", "A: b"]).is_err(),

@@ -60,6 +60,8 @@ impl Input for Stdin {
 pub struct Term<I = Stdin> {
     input: I,
     stderr_tty: bool,
+    /// `--progress`: show progress even when stderr is not a terminal.
+    force_progress: bool,
     progress_visible: AtomicBool,
     /// One question at a time.
     asking: tokio::sync::Mutex<()>,
@@ -68,10 +70,12 @@ pub struct Term<I = Stdin> {
 }
 
 impl Term<Stdin> {
-    pub fn new() -> Arc<Self> {
+    /// The terminal of this process; `force_progress` shows progress even off a terminal.
+    pub fn new(force_progress: bool) -> Arc<Self> {
         Arc::new(Term {
             input: Stdin,
             stderr_tty: std::io::stderr().is_terminal(),
+            force_progress,
             progress_visible: AtomicBool::new(false),
             asking: tokio::sync::Mutex::new(()),
             out: std::sync::Mutex::new(Box::new(std::io::stderr())),
@@ -89,9 +93,10 @@ impl<I: Input> Term<I> {
         let _ = out.flush();
     }
 
-    /// Shows progress as one line that updates in place (only on a terminal).
+    /// Shows progress as one line that updates in place (only on a terminal); with
+    /// `--progress` off a terminal, as one line per update.
     pub fn progress(&self, progress: &Progress) {
-        if !self.stderr_tty {
+        if !self.stderr_tty && !self.force_progress {
             return;
         }
         let mut text = match progress.total {
@@ -106,6 +111,10 @@ impl<I: Input> Term<I> {
         if let Some(message) = &progress.message {
             text.push_str(": ");
             text.push_str(message);
+        }
+        if !self.stderr_tty {
+            self.write(&format!("{text}\n"));
+            return;
         }
         self.write(&format!("\r\x1b[K{text}"));
         self.progress_visible.store(true, Ordering::Relaxed);
@@ -456,6 +465,7 @@ mod tests {
         let term = Term {
             input: Script(Mutex::new(answers.iter().copied().collect()), interactive),
             stderr_tty: false,
+            force_progress: false,
             progress_visible: AtomicBool::new(false),
             asking: tokio::sync::Mutex::new(()),
             out: std::sync::Mutex::new(Box::new(out.clone())),
