@@ -112,8 +112,17 @@ fn reader(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Strin
 
 /// Runs `mcp args...` with stdin closed (so questions are declined), within [`RUN_LIMIT`].
 fn run(args: &[&str]) -> Run {
-    let mut child = Command::new(mcp())
-        .args(args)
+    run_in(args, &[], None)
+}
+
+/// [`run`] with more environment variables, in directory `cwd`.
+fn run_in(args: &[&str], env: &[(&str, &Path)], cwd: Option<&Path>) -> Run {
+    let mut command = Command::new(mcp());
+    command.args(args).envs(env.iter().map(|(k, v)| (*k, *v)));
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -855,5 +864,209 @@ fn completion_scripts_and_forced_progress() {
     assert!(
         !forced.stderr.contains('\x1b'),
         "plain lines off a terminal: {forced:?}"
+    );
+}
+
+/// A temporary home directory with client configurations in it; removed on drop.
+struct Home {
+    dir: PathBuf,
+}
+
+impl Home {
+    fn new(tag: &str) -> Home {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("project")).expect("temp home");
+        Home {
+            dir: dir.canonicalize().expect("canonical temp home"),
+        }
+    }
+
+    fn write(&self, relative: &str, text: &str) -> PathBuf {
+        let path = self.dir.join(relative);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("dirs");
+        std::fs::write(&path, text).expect("write fixture");
+        path
+    }
+
+    /// `mcp args...` with this HOME (and no XDG_CONFIG_HOME), in its `project` directory.
+    fn run(&self, args: &[&str]) -> Run {
+        let config = self.dir.join(".config");
+        run_in(
+            args,
+            &[("HOME", &self.dir), ("XDG_CONFIG_HOME", &config)],
+            Some(&self.dir.join("project")),
+        )
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn servers_are_found_in_client_configs_and_used_by_name() {
+    let home = Home::new("configs");
+    let mcp = serde_json::to_string(&mcp().to_string_lossy()).expect("JSON string");
+    // Cursor and Claude Desktop: `mcpServers`; VS Code: `servers` with `type`; Windsurf:
+    // `serverUrl`; a project's `.mcp.json` (Claude Code).
+    home.write(
+        ".cursor/mcp.json",
+        &format!(r#"{{"mcpServers": {{"bundled": {{"command": {mcp}, "args": ["serve"]}}}}}}"#),
+    );
+    home.write(
+        ".config/Code/User/mcp.json",
+        &format!(
+            r#"{{"inputs": [], "servers": {{"from-vscode": {{"type": "stdio", "command": {mcp}, "args": ["serve"]}}}}}}"#
+        ),
+    );
+    home.write(
+        ".codeium/windsurf/mcp_config.json",
+        r#"{"mcpServers": {"remote": {"serverUrl": "http://127.0.0.1:9/mcp"}}}"#,
+    );
+    home.write(
+        ".config/Claude/claude_desktop_config.json",
+        r#"{"mcpServers": {"desktop": {"command": "node", "args": ["weather.js"]}}}"#,
+    );
+    home.write(
+        "project/.mcp.json",
+        r#"{"mcpServers": {"local": {"command": "python", "args": ["-m", "srv"]}}}"#,
+    );
+
+    let servers = home.run(&["servers"]);
+    servers.expect_code(0);
+    for (name, client) in [
+        ("bundled", "Cursor"),
+        ("from-vscode", "VS Code"),
+        ("remote", "Windsurf"),
+        ("desktop", "Claude Desktop"),
+        ("local", "Claude Code"),
+    ] {
+        assert!(
+            servers
+                .stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("{name} ")) && l.contains(client)),
+            "{name} from {client}: {servers:?}"
+        );
+    }
+    let json = home.run(&["servers", "--json"]);
+    json.expect_code(0);
+    let remote = json
+        .json()
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["name"] == "remote")
+        .cloned()
+        .expect("remote listed");
+    assert_eq!(remote["target"], "http://127.0.0.1:9/mcp");
+    assert_eq!(remote["transport"], "http");
+
+    // Client commands take a server by name.
+    let tools = home.run(&["list", "tools", "bundled"]);
+    tools.expect_code(0);
+    assert!(tools.stdout.contains("echo(text: string)"), "{tools:?}");
+    let call = home.run(&["call", "from-vscode:echo", "--arg", "text=by name"]);
+    call.expect_code(0);
+    assert_eq!(call.stdout, "by name\n");
+    let flag = home.run(&["ping", "--server", "bundled"]);
+    flag.expect_code(0);
+    let typo = home.run(&["ping", "bundeld"]);
+    typo.expect_code(2);
+    assert!(typo.stderr.contains("did you mean `bundled`?"), "{typo:?}");
+}
+
+#[test]
+fn install_writes_one_entry_and_dry_run_only_shows_it() {
+    let home = Home::new("install");
+    let cursor = home.write(
+        ".cursor/mcp.json",
+        r#"{"zeta": true, "mcpServers": {"old": {"command": "old-server"}}, "alpha": [1, 2]}"#,
+    );
+    let before = std::fs::read_to_string(&cursor).expect("read");
+
+    let dry = home.run(&[
+        "install",
+        "weather",
+        "--client",
+        "cursor",
+        "--dry-run",
+        "--env",
+        "KEY=v",
+        "--",
+        "node",
+        "weather.js",
+    ]);
+    dry.expect_code(0);
+    assert!(
+        dry.stdout
+            .contains(&format!("would add `weather` in {}", cursor.display())),
+        "{dry:?}"
+    );
+    assert!(dry.stdout.contains("+   \"command\": \"node\","), "{dry:?}");
+    assert_eq!(
+        std::fs::read_to_string(&cursor).expect("read"),
+        before,
+        "a dry run writes nothing"
+    );
+
+    home.run(&[
+        "install",
+        "weather",
+        "--client",
+        "cursor",
+        "--env",
+        "KEY=v",
+        "--",
+        "node",
+        "weather.js",
+    ])
+    .expect_code(0);
+    let after = std::fs::read_to_string(&cursor).expect("read");
+    let value: Value = serde_json::from_str(&after).expect("still JSON");
+    assert_eq!(value["mcpServers"]["weather"]["command"], "node");
+    assert_eq!(value["mcpServers"]["weather"]["args"][0], "weather.js");
+    assert_eq!(value["mcpServers"]["weather"]["env"]["KEY"], "v");
+    assert_eq!(value["mcpServers"]["old"]["command"], "old-server");
+    // The other members stay where they were.
+    let order: Vec<usize> = ["\"zeta\"", "\"mcpServers\"", "\"alpha\""]
+        .iter()
+        .map(|k| after.find(k).expect("member kept"))
+        .collect();
+    assert!(order[0] < order[1] && order[1] < order[2], "{after}");
+
+    // Installing over an existing name needs --force.
+    home.run(&["install", "weather", "--client", "cursor", "--", "other"])
+        .expect_code(2);
+
+    // VS Code's format, a remote server; then found by `mcp servers`.
+    home.run(&[
+        "install",
+        "web",
+        "--client",
+        "vscode",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+    ])
+    .expect_code(0);
+    let vscode: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.dir.join(".config/Code/User/mcp.json")).expect("created"),
+    )
+    .expect("JSON");
+    assert_eq!(vscode["servers"]["web"]["type"], "http");
+    let listed = home.run(&["servers"]);
+    assert!(
+        listed
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("web ") && l.contains("VS Code")),
+        "{listed:?}"
+    );
+    assert!(
+        listed.stdout.lines().any(|l| l.starts_with("weather ")),
+        "{listed:?}"
     );
 }
