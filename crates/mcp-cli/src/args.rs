@@ -80,6 +80,10 @@ pub enum Command {
     Servers(ServersArgs),
     /// Add a server to an MCP client's configuration (--dry-run shows the change)
     Install(InstallArgs),
+    /// Authorize this command with an HTTP server (OAuth); client commands then use the tokens
+    Login(LoginArgs),
+    /// Forget the tokens of an HTTP server
+    Logout(LogoutArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions {
         /// The shell
@@ -294,6 +298,38 @@ pub struct InstallArgs {
     /// The server's command and its arguments, after `--`
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The server's HTTP endpoint
+    pub url: String,
+    /// A scope to ask for (repeatable; default: what the server names)
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+    /// A client registered with the authorization server beforehand (default: dynamic
+    /// registration)
+    #[arg(long, value_name = "ID")]
+    pub client_id: Option<String>,
+    /// The secret of --client-id, for a confidential client
+    #[arg(long, value_name = "SECRET", requires = "client_id")]
+    pub client_secret: Option<String>,
+    /// Print the authorization address without opening a browser
+    #[arg(long)]
+    pub no_browser: bool,
+    /// The loopback port the browser returns to (0: any free port)
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    pub port: u16,
+}
+
+#[derive(Debug, Args)]
+pub struct LogoutArgs {
+    /// The server's HTTP endpoint
+    #[arg(required_unless_present = "all")]
+    pub url: Option<String>,
+    /// Forget every stored token
+    #[arg(long, conflicts_with = "url")]
+    pub all: bool,
 }
 
 /// Which server a client command talks to, and how.

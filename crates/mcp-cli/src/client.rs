@@ -127,6 +127,8 @@ pub async fn run(command: Command, verbose: u8) -> Result<Exit, Fail> {
         | Command::Completions { .. }
         | Command::Servers(_)
         | Command::Install(_)
+        | Command::Login(_)
+        | Command::Logout(_)
         | Command::Methods { .. } => Err(Fail::other("not a client command")),
     }
 }

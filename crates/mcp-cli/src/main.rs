@@ -8,6 +8,7 @@ mod client;
 mod configs;
 mod describe;
 mod diagnose;
+mod login;
 mod output;
 mod protocol;
 mod proxy;
@@ -98,6 +99,7 @@ fn main() -> ExitCode {
         Command::Completions { shell } => completions(shell),
         Command::Servers(args) => configs::servers(&args),
         Command::Install(args) => configs::install(&args),
+        Command::Logout(args) => login::logout(&args),
         command => run_async(command, cli.verbose),
     };
     match result {
@@ -130,6 +132,7 @@ fn run_async(command: Command, verbose: u8) -> Result<Exit, Fail> {
         match command {
             Command::Serve(args) => proxy::serve(args).await,
             Command::Proxy(args) => proxy::proxy(args, verbose).await,
+            Command::Login(args) => login::login(args, verbose).await,
             other => client::run(other, verbose).await,
         }
     })

@@ -261,8 +261,25 @@ impl Guard {
     }
 }
 
-/// Opens a connection to `target`. `verbose` shows a stdio server's stderr as it comes.
+/// Opens a connection to `target`. `verbose` shows a stdio server's stderr as it comes. An
+/// HTTP server gets the tokens `mcp login` stored for it, unless the command line gives an
+/// `Authorization` header.
 pub async fn open(target: &Target, verbose: u8) -> Result<Opened, Fail> {
+    let auth = match target {
+        Target::Http { url, headers, .. } if !headers.contains_key(http::header::AUTHORIZATION) => {
+            crate::login::stored_provider(url)
+        }
+        _ => None,
+    };
+    open_with_auth(target, verbose, auth).await
+}
+
+/// [`open`] with this OAuth provider for an HTTP server.
+pub async fn open_with_auth(
+    target: &Target,
+    verbose: u8,
+    auth: Option<Arc<dyn mcp_auth::AuthProvider>>,
+) -> Result<Opened, Fail> {
     match target {
         Target::InProcess => {
             let server = mcp_example::server()
@@ -321,11 +338,13 @@ pub async fn open(target: &Target, verbose: u8) -> Result<Opened, Fail> {
             } else {
                 ClientMode::Auto
             };
-            let client = StreamableHttpClient::builder(url.clone())
+            let mut builder = StreamableHttpClient::builder(url.clone())
                 .headers(headers.clone())
-                .mode(mode)
-                .build()
-                .map_err(|e| Fail::usage(chain(&e)))?;
+                .mode(mode);
+            if let Some(auth) = auth {
+                builder = builder.auth(auth);
+            }
+            let client = builder.build().map_err(|e| Fail::usage(chain(&e)))?;
             let (connection, handle) = client
                 .connect()
                 .await
