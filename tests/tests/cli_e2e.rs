@@ -1070,3 +1070,23 @@ fn install_writes_one_entry_and_dry_run_only_shows_it() {
         "{listed:?}"
     );
 }
+
+#[test]
+fn roots_are_offered_with_root() {
+    let dir = std::env::temp_dir()
+        .canonicalize()
+        .expect("canonical temp dir");
+    let dir_text = dir.to_string_lossy().into_owned();
+    let none = run(&["call", "list_roots"]);
+    assert!(
+        !none.stdout.contains(&format!("file://{dir_text}")),
+        "no roots unless asked: {none:?}"
+    );
+    let listed = run(&["call", "list_roots", "--root", &dir_text]);
+    listed.expect_code(0);
+    assert!(
+        listed.stdout.contains(&format!("file://{dir_text}")),
+        "{listed:?}"
+    );
+    run(&["call", "list_roots", "--root", "/no/such/dir/anywhere"]).expect_code(2);
+}

@@ -63,6 +63,9 @@ pub enum Command {
     Prompt(PromptArgs),
     /// Print a skill's manifest, or fetch one of its files verified (--file)
     Skill(SkillArgs),
+    /// Keep one session open and type commands: call, read, prompt, complete, subscribe, roots,
+    /// log levels, with history and tab completion
+    Shell(PingArgs),
     /// Check that the server answers
     Ping(PingArgs),
     /// Show who the server is: revisions, capabilities, instructions
@@ -364,6 +367,9 @@ pub struct ServerArgs {
     /// error, ...)
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
+    /// Offer this directory (or file) to the server as a root (repeatable)
+    #[arg(long = "root", value_name = "PATH")]
+    pub roots: Vec<PathBuf>,
     /// Show the progress line of long calls even when stderr is not a terminal (there one line
     /// per update)
     #[arg(long)]

@@ -30,7 +30,7 @@ pub fn distance(a: &str, b: &str) -> usize {
 pub fn closest<'a>(wanted: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let fold = |s: &str| s.to_lowercase().replace(['-', '_'], "");
     let wanted_folded = fold(wanted);
-    let limit = (wanted.chars().count() / 3).max(2);
+    let limit = (wanted.chars().count() / 3).max(1);
     known
         .into_iter()
         .filter_map(|name| {

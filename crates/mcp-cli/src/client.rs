@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_client::{CallError, Client, ClientSession, ConnectError};
+use mcp_client::{CallError, Client, ClientSession, ConnectError, Roots};
 use mcp_jsonrpc::{Engine, RequestOptions};
-use mcp_types::{Era, Implementation, LoggingLevel, ProtocolVersion};
+use mcp_types::{Era, Implementation, LoggingLevel, ProtocolVersion, Root};
 use serde_json::{Map, Value, json};
 
 use crate::args::{CallArgs, Command, Format, ListKind, ServerArgs};
@@ -111,6 +111,10 @@ pub async fn run(command: Command, verbose: u8) -> Result<Exit, Fail> {
             })
             .await
         }
+        Command::Shell(mut args) => {
+            by_name(&mut args.server, args.name.take())?;
+            crate::shell::run(args.server, verbose).await
+        }
         Command::Ping(mut args) => {
             let format = args.output.format();
             by_name(&mut args.server, args.name.take())?;
@@ -139,6 +143,7 @@ fn client(
     args: &ServerArgs,
     term: &Arc<Term>,
     connect_budget: Option<Duration>,
+    roots: Option<Roots>,
 ) -> Result<Client, Fail> {
     let timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
     let elicit = Arc::clone(term);
@@ -161,6 +166,9 @@ fn client(
                 .or(timeout)
                 .unwrap_or(Duration::from_secs(30)),
         );
+    if let Some(roots) = roots {
+        builder = builder.roots(roots);
+    }
     if let Some(version) = args.protocol {
         builder = builder
             .protocol_version(version)
@@ -195,6 +203,17 @@ where
     with_session_within(args, verbose, None, body).await
 }
 
+/// What a session is set up with besides the command line.
+#[derive(Default)]
+pub(crate) struct Setup {
+    /// How long connecting may take (default: `--timeout`).
+    pub connect_budget: Option<Duration>,
+    /// The terminal side (default: stderr and stdin).
+    pub term: Option<Arc<Term>>,
+    /// The roots offered to the server (default: those of `--root`, if any).
+    pub roots: Option<Roots>,
+}
+
 /// [`with_session`], connecting within `connect_budget` (default: `--timeout`).
 async fn with_session_within<F, Fut>(
     args: &ServerArgs,
@@ -206,6 +225,47 @@ where
     F: FnOnce(ClientSession, Arc<Term>) -> Fut,
     Fut: std::future::Future<Output = Result<Exit, Fail>>,
 {
+    let setup = Setup {
+        connect_budget,
+        ..Setup::default()
+    };
+    with_session_setup(args, verbose, setup, body).await
+}
+
+/// A root for a local path: its `file://` URI, named after its last component.
+pub(crate) fn root_of(path: &std::path::Path) -> Result<Root, Fail> {
+    let absolute = std::fs::canonicalize(path)
+        .map_err(|e| Fail::usage(format!("root {}: {e}", path.display())))?;
+    let mut uri = String::from("file://");
+    for c in absolute.to_string_lossy().chars() {
+        match c {
+            ' ' => uri.push_str("%20"),
+            '%' => uri.push_str("%25"),
+            '#' => uri.push_str("%23"),
+            '?' => uri.push_str("%3F"),
+            '\\' => uri.push('/'),
+            other => uri.push(other),
+        }
+    }
+    let name = absolute
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    serde_json::from_value(json!({"uri": uri, "name": name}))
+        .map_err(|e| Fail::other(format!("root {}: {e}", path.display())))
+}
+
+/// [`with_session`] with a [`Setup`].
+pub(crate) async fn with_session_setup<F, Fut>(
+    args: &ServerArgs,
+    verbose: u8,
+    setup: Setup,
+    body: F,
+) -> Result<Exit, Fail>
+where
+    F: FnOnce(ClientSession, Arc<Term>) -> Fut,
+    Fut: std::future::Future<Output = Result<Exit, Fail>>,
+{
+    let connect_budget = setup.connect_budget;
     let target = target::resolve(args)?;
     // Log messages are shown at `info` and above unless asked otherwise. A stateless
     // (2026-07-28) server sends none unless the request names a level, so ask for one always.
@@ -219,8 +279,18 @@ where
             })
         })
         .transpose()?;
-    let term = Term::new(args.progress);
-    let client = client(args, &term, connect_budget)?;
+    let term = setup.term.unwrap_or_else(|| Term::new(args.progress));
+    let roots = match setup.roots {
+        Some(roots) => Some(roots),
+        None if args.roots.is_empty() => None,
+        None => Some(Roots::new(
+            args.roots
+                .iter()
+                .map(|p| root_of(p))
+                .collect::<Result<Vec<_>, _>>()?,
+        )),
+    };
+    let client = client(args, &term, connect_budget, roots)?;
     let opened = target::open(&target, verbose).await?;
     let session = match client.connect(opened.connection).await {
         Ok(session) => session,
@@ -269,7 +339,7 @@ pub(crate) fn call_failure(what: &str, error: &CallError) -> Fail {
     }
 }
 
-fn split_pair(text: &str) -> Result<(String, String), Fail> {
+pub(crate) fn split_pair(text: &str) -> Result<(String, String), Fail> {
     match text.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
         _ => Err(Fail::usage(format!("--arg `{text}` is not KEY=VALUE"))),
@@ -277,9 +347,9 @@ fn split_pair(text: &str) -> Result<(String, String), Fail> {
 }
 
 /// The arguments of `call` before the tool's schema is known, and the output format.
-struct CallInputs {
-    base: Map<String, Value>,
-    pairs: Vec<(String, String)>,
+pub(crate) struct CallInputs {
+    pub base: Map<String, Value>,
+    pub pairs: Vec<(String, String)>,
 }
 
 fn call_inputs(args: &CallArgs) -> Result<(CallInputs, Format), Fail> {
@@ -327,7 +397,7 @@ fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
     value.get(key).and_then(Value::as_str)
 }
 
-async fn list(
+pub(crate) async fn list(
     session: ClientSession,
     kind: Option<ListKind>,
     format: Format,
@@ -527,7 +597,7 @@ impl Listing {
     }
 }
 
-async fn call(
+pub(crate) async fn call(
     session: ClientSession,
     term: Arc<Term>,
     tool: String,
@@ -608,7 +678,7 @@ async fn call(
     Ok(if is_error { Exit::ToolError } else { Exit::Ok })
 }
 
-async fn read(
+pub(crate) async fn read(
     session: ClientSession,
     term: Arc<Term>,
     uri: String,
@@ -650,7 +720,7 @@ async fn read(
     Ok(Exit::Ok)
 }
 
-async fn prompt(
+pub(crate) async fn prompt(
     session: ClientSession,
     term: Arc<Term>,
     name: String,
@@ -690,7 +760,7 @@ async fn prompt(
     Ok(Exit::Ok)
 }
 
-async fn ping(session: ClientSession, format: Format) -> Result<Exit, Fail> {
+pub(crate) async fn ping(session: ClientSession, format: Format) -> Result<Exit, Fail> {
     let started = Instant::now();
     session.ping().await.map_err(|e| call_failure("ping", &e))?;
     let ms = started.elapsed().as_secs_f64() * 1000.0;

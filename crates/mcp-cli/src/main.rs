@@ -8,11 +8,13 @@ mod client;
 mod configs;
 mod describe;
 mod diagnose;
+mod lineedit;
 mod login;
 mod output;
 mod protocol;
 mod proxy;
 mod schema;
+mod shell;
 mod sig;
 mod skills;
 mod target;
@@ -48,6 +50,16 @@ pub const EXIT_CONNECT: u8 = 3;
 pub const EXIT_TOOL: u8 = 4;
 
 impl Fail {
+    /// The exit code.
+    pub fn code(&self) -> u8 {
+        self.code
+    }
+
+    /// What went wrong.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// Exit 2.
     pub fn usage(message: impl Into<String>) -> Self {
         Fail {

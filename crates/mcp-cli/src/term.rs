@@ -67,6 +67,10 @@ pub struct Term<I = Stdin> {
     asking: tokio::sync::Mutex<()>,
     /// What the prompts write (stderr, or a buffer in tests).
     out: std::sync::Mutex<Box<dyn Write + Send>>,
+    /// Show list changes and resource updates as they arrive (`mcp shell`).
+    show_changes: AtomicBool,
+    /// How many list changes arrived, so a cache can tell it is stale.
+    changes: std::sync::atomic::AtomicU64,
 }
 
 impl Term<Stdin> {
@@ -79,6 +83,22 @@ impl Term<Stdin> {
             progress_visible: AtomicBool::new(false),
             asking: tokio::sync::Mutex::new(()),
             out: std::sync::Mutex::new(Box::new(std::io::stderr())),
+            show_changes: AtomicBool::new(false),
+            changes: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// The terminal of `mcp shell`: messages through `out`, changes shown as they arrive.
+    pub fn for_shell(out: Box<dyn Write + Send>) -> Arc<Self> {
+        Arc::new(Term {
+            input: Stdin,
+            stderr_tty: std::io::stderr().is_terminal(),
+            force_progress: false,
+            progress_visible: AtomicBool::new(false),
+            asking: tokio::sync::Mutex::new(()),
+            out: std::sync::Mutex::new(out),
+            show_changes: AtomicBool::new(true),
+            changes: std::sync::atomic::AtomicU64::new(0),
         })
     }
 }
@@ -149,8 +169,31 @@ impl<I: Input> Term<I> {
                     "(the server completed elicitation {elicitation_id})"
                 ));
             }
+            ServerNotification::ToolListChanged
+            | ServerNotification::PromptListChanged
+            | ServerNotification::ResourceListChanged => {
+                self.changes.fetch_add(1, Ordering::Relaxed);
+                if self.show_changes.load(Ordering::Relaxed) {
+                    let what = match notification {
+                        ServerNotification::ToolListChanged => "tool",
+                        ServerNotification::PromptListChanged => "prompt",
+                        _ => "resource",
+                    };
+                    self.say(&format!("(the server's {what} list changed)"));
+                }
+            }
+            ServerNotification::ResourceUpdated(params) => {
+                if self.show_changes.load(Ordering::Relaxed) {
+                    self.say(&format!("(resource updated: {})", params.uri));
+                }
+            }
             other => tracing::debug!(notification = ?other, "server notification"),
         }
+    }
+
+    /// How many list changes have arrived.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
     }
 
     /// Answers `elicitation/create` at the prompt.
@@ -469,6 +512,8 @@ mod tests {
             progress_visible: AtomicBool::new(false),
             asking: tokio::sync::Mutex::new(()),
             out: std::sync::Mutex::new(Box::new(out.clone())),
+            show_changes: AtomicBool::new(false),
+            changes: std::sync::atomic::AtomicU64::new(0),
         };
         (term, out)
     }
