@@ -138,6 +138,13 @@ fn login_stores_tokens_that_client_commands_use() {
     // Without a login the server refuses, and the command says what to do.
     let refused = run(&home, &["call", "echo", "--arg", "text=hi", "--url", &url]);
     assert_eq!(refused.code, Some(3), "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("{url} needs authorization: run `mcp login {url}`")),
+        "{refused:?}"
+    );
+    assert!(!refused.stderr.contains("WARN"), "{refused:?}");
 
     let mut login = Command::new(mcp())
         .args(["login", &url, "--no-browser"])

@@ -93,6 +93,11 @@ pub async fn connect_message(
         }
     }
     let detail = crate::chain(error);
+    if let Target::Http { url, .. } = target {
+        if detail.contains("HTTP 401") && !detail.contains("mcp login") {
+            return format!("{url} needs authorization: run `mcp login {url}`");
+        }
+    }
     if let Some(version) = forced {
         let refused = matches!(
             error,

@@ -196,8 +196,13 @@ struct ExpectedRefusals {
     quiet: bool,
 }
 
-/// Messages of the events [`ExpectedRefusals`] hides.
-const EXPECTED_WARNINGS: &[&str] = &["peer reported an error without a request id"];
+/// Messages of the events [`ExpectedRefusals`] hides. The second is the HTTP transport's about
+/// a refusal whose body is not JSON-RPC (a `401` page): the request it answered fails, and the
+/// command reports that failure in words.
+const EXPECTED_WARNINGS: &[&str] = &[
+    "peer reported an error without a request id",
+    "invalid JSON-RPC response body",
+];
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ExpectedRefusals {
     fn event_enabled(
