@@ -604,6 +604,17 @@ fn the_typescript_http_server_without_noise() {
         !tools.stderr.contains("WARN") && !tools.stderr.contains("without a request id"),
         "no warning by default: {tools:?}"
     );
+    let described = run(&["describe", "tool", "get-structured-content", "--url", url]);
+    described.expect_code(0);
+    assert!(
+        described.stdout.starts_with(
+            r#"get-structured-content(location: "New York"|"Chicago"|"Los Angeles") -> {"#
+        ),
+        "{described:?}"
+    );
+    for part in ["readOnlyHint: true", "input schema:", "output schema:"] {
+        assert!(described.stdout.contains(part), "{part}: {described:?}");
+    }
     // `-v` still shows it.
     let verbose = run(&["-v", "ping", "--url", url]);
     verbose.expect_code(0);

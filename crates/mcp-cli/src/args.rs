@@ -10,25 +10,34 @@ const AFTER_HELP: &str = "\
 Servers:
   -- <command> [args]          a stdio server, started as a child process
   --url <url>                  a Streamable HTTP (or HTTP+SSE) server
-  --config <file> --server <n> an entry of an `mcpServers` configuration file
+  NAME, NAME:TOOL, --server N  a server of your MCP clients' configurations (mcp servers)
+  --config <file> --server <n> an entry of an `mcpServers` or VS Code `servers` file
   (none)                       the bundled example server, in this process
 
 Exit codes:
   0  success
   1  the server answered with an error, or something else failed
-  2  usage error: bad arguments, unknown revision or type, unreadable configuration
+  2  usage error: bad arguments, unknown revision or type, unreadable configuration,
+     or a call whose arguments do not fit the tool's schema
   3  the server could not be started or reached, or the connection broke
   4  the tool ran and reported an error (isError)
 
 Examples:
   mcp list tools
+  mcp describe tool add
   mcp call echo --arg text=hello
+  mcp shell
   mcp list -- npx -y @modelcontextprotocol/server-everything
   mcp call add --arg a=1 --arg b=2 --url http://127.0.0.1:8080/mcp
+  mcp servers
+  mcp call weather:get_forecast --arg city=Paris
+  mcp install weather --client cursor --dry-run -- node weather.js
+  mcp login https://example.com/mcp
   mcp serve --http 127.0.0.1:8080
   mcp serve --skills ./skills
   mcp skill pdf-processing --file references/FORMS.md --url http://127.0.0.1:8080/mcp
   mcp schema 2025-11-25 Tool
+  mcp completions bash
 
 See docs/cli.md for every command.";
 
@@ -63,21 +72,12 @@ pub enum Command {
     Prompt(PromptArgs),
     /// Print a skill's manifest, or fetch one of its files verified (--file)
     Skill(SkillArgs),
-    /// Keep one session open and type commands: call, read, prompt, complete, subscribe, roots,
-    /// log levels, with history and tab completion
-    Shell(PingArgs),
+    /// Keep one session open and type commands, with history and tab completion
+    Shell(ShellArgs),
     /// Check that the server answers
     Ping(PingArgs),
     /// Show who the server is: revisions, capabilities, instructions
     Discover(PingArgs),
-    /// Run the bundled example server on stdio, or on HTTP with --http
-    Serve(ServeArgs),
-    /// Expose a server over Streamable HTTP (--http), or on this process's stdio
-    Proxy(ProxyArgs),
-    /// Print the official JSON schema of a revision, or of one of its types
-    Schema(SchemaArgs),
-    /// The protocol revisions this SDK supports
-    Revisions,
     /// The servers configured in the known MCP clients (Claude Desktop, Claude Code, Cursor,
     /// VS Code, Windsurf)
     Servers(ServersArgs),
@@ -87,17 +87,25 @@ pub enum Command {
     Login(LoginArgs),
     /// Forget the tokens of an HTTP server
     Logout(LogoutArgs),
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
-    Completions {
-        /// The shell
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
+    /// Run the bundled example server on stdio, or on HTTP with --http
+    Serve(ServeArgs),
+    /// Expose a server over Streamable HTTP (--http), or on this process's stdio
+    Proxy(ProxyArgs),
+    /// Print the official JSON schema of a revision, or of one of its types
+    Schema(SchemaArgs),
+    /// The protocol revisions this SDK supports
+    Revisions,
     /// Every method of the protocol, with its sender, types and revisions
     Methods {
         /// Only the methods of this revision
         #[arg(long, value_name = "REVISION", value_parser = parse_revision)]
         revision: Option<ProtocolVersion>,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
 }
 
@@ -192,8 +200,9 @@ pub struct DescribeArgs {
 pub struct CallArgs {
     /// The tool's name; `SERVER:TOOL` picks a server of the known client configurations
     pub tool: String,
-    /// An argument, KEY=VALUE; VALUE is JSON when it parses as JSON, else a string (a string
-    /// whenever the tool's input schema says so)
+    /// An argument, KEY=VALUE, read by the tool's input schema: a string where it says string,
+    /// yes/no for booleans, a bare value for an array is a one-element array (repeat --arg to
+    /// add more); without a schema, JSON when it parses, else a string
     #[arg(short = 'a', long = "arg", value_name = "KEY=VALUE")]
     pub args: Vec<String>,
     /// With a value: every argument as one JSON object ('{"text":"hi"}'); --arg adds to it.
@@ -260,6 +269,15 @@ pub struct PingArgs {
     pub name: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ShellArgs {
+    /// A server of the known client configurations, by name (see `mcp servers`)
+    #[arg(value_name = "SERVER")]
+    pub name: Option<String>,
     #[command(flatten)]
     pub server: ServerArgs,
 }
