@@ -121,34 +121,11 @@ async fn location(http: &HyperHttpClient, url: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-#[test]
-fn login_stores_tokens_that_client_commands_use() {
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let (auth, url) = runtime.block_on(async {
-        let auth = TestAs::start(AsConfig::default()).await;
-        let url = protected_example(&auth.issuer).await;
-        (auth, url)
-    });
-    let home = std::env::temp_dir().join(format!("mcp-cli-login-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
-    std::fs::create_dir_all(&home).expect("temp home");
-    let other_home = home.join("other");
-    std::fs::create_dir_all(&other_home).expect("another home");
-
-    // Without a login the server refuses, and the command says what to do.
-    let refused = run(&home, &["call", "echo", "--arg", "text=hi", "--url", &url]);
-    assert_eq!(refused.code, Some(3), "{refused:?}");
-    assert!(
-        refused
-            .stderr
-            .contains(&format!("{url} needs authorization: run `mcp login {url}`")),
-        "{refused:?}"
-    );
-    assert!(!refused.stderr.contains("WARN"), "{refused:?}");
-
+/// Runs `mcp login url --no-browser` with `home`, playing the browser; what it printed.
+fn log_in(runtime: &tokio::runtime::Runtime, home: &Path, url: &str) -> String {
     let mut login = Command::new(mcp())
-        .args(["login", &url, "--no-browser"])
-        .env("HOME", &home)
+        .args(["login", url, "--no-browser"])
+        .env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join(".config"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -201,6 +178,35 @@ fn login_stores_tokens_that_client_commands_use() {
     assert!(status.success(), "{said}");
     assert!(said.contains(&format!("logged in to {url}")), "{said}");
 
+    said
+}
+
+#[test]
+fn login_stores_tokens_that_client_commands_use() {
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let (auth, url) = runtime.block_on(async {
+        let auth = TestAs::start(AsConfig::default()).await;
+        let url = protected_example(&auth.issuer).await;
+        (auth, url)
+    });
+    let home = std::env::temp_dir().join(format!("mcp-cli-login-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).expect("temp home");
+    let other_home = home.join("other");
+    std::fs::create_dir_all(&other_home).expect("another home");
+
+    // Without a login the server refuses, and the command says what to do.
+    let refused = run(&home, &["call", "echo", "--arg", "text=hi", "--url", &url]);
+    assert_eq!(refused.code, Some(3), "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("{url} needs authorization: run `mcp login {url}`")),
+        "{refused:?}"
+    );
+    assert!(!refused.stderr.contains("WARN"), "{refused:?}");
+
+    log_in(&runtime, &home, &url);
     // The tokens: one file, readable by the owner only, holding a token for this server.
     let tokens = home.join(".config/mcp/tokens.json");
     #[cfg(unix)]
@@ -248,5 +254,53 @@ fn login_stores_tokens_that_client_commands_use() {
     let again = run(&home, &["logout", &url]);
     assert_eq!(again.code, Some(2), "{again:?}");
 
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn a_refused_token_is_refreshed_by_the_next_command() {
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let (auth, url) = runtime.block_on(async {
+        let auth = TestAs::start(AsConfig::default()).await;
+        let url = protected_example(&auth.issuer).await;
+        (auth, url)
+    });
+    let home = std::env::temp_dir().join(format!("mcp-cli-refresh-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).expect("temp home");
+    log_in(&runtime, &home, &url);
+    let tokens = home.join(".config/mcp/tokens.json");
+    let read = || -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(&tokens).expect("the token file")).expect("JSON")
+    };
+    let refreshes = || {
+        auth.log()
+            .tokens
+            .iter()
+            .filter(|(form, _)| form.get("grant_type").map(String::as_str) == Some("refresh_token"))
+            .count()
+    };
+    // The stored access token goes bad (revoked, or expired early): the server refuses it, and
+    // the next command refreshes it with the stored refresh token and goes on.
+    let mut stored = read();
+    assert!(
+        stored[&auth.issuer]["tokens"][&url]["refresh_token"].is_string(),
+        "a refresh token was stored: {stored}"
+    );
+    stored[&auth.issuer]["tokens"][&url]["access_token"] = "no-longer-valid".into();
+    std::fs::write(&tokens, serde_json::to_vec(&stored).expect("JSON")).expect("write");
+    let before = refreshes();
+    let echo = run(
+        &home,
+        &["call", "echo", "--arg", "text=refreshed", "--url", &url],
+    );
+    assert_eq!(echo.code, Some(0), "{echo:?}");
+    assert_eq!(echo.stdout, "refreshed\n");
+    assert_eq!(refreshes(), before + 1, "one refresh_token grant");
+    let token = read()[&auth.issuer]["tokens"][&url]["access_token"].clone();
+    assert!(
+        token.is_string() && token != "no-longer-valid",
+        "the new token is stored: {token}"
+    );
     let _ = std::fs::remove_dir_all(&home);
 }

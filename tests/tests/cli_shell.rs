@@ -62,6 +62,10 @@ struct Pty {
 
 impl Pty {
     fn spawn(args: &[&str], home: &Path) -> Pty {
+        Pty::spawn_with(args, home, &[("NO_COLOR", "1")])
+    }
+
+    fn spawn_with(args: &[&str], home: &Path, env: &[(&str, &str)]) -> Pty {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
         grantpt(&master).expect("grantpt");
@@ -77,7 +81,8 @@ impl Pty {
             .args(args)
             .env("HOME", home)
             .env("XDG_CONFIG_HOME", home.join(".config"))
-            .env("NO_COLOR", "1")
+            .env_remove("NO_COLOR")
+            .envs(env.iter().copied())
             .stdin(Stdio::from(slave.try_clone().expect("slave")))
             .stdout(Stdio::from(slave.try_clone().expect("slave")))
             .stderr(Stdio::from(slave))
@@ -199,6 +204,17 @@ fn a_shell_session_through_a_terminal() {
     step("call list_roots\r", &format!("file://{}", root.display()));
     step("frobnicate\r", "unknown command `frobnicate`");
 
+    // The elicitation prompts of the other commands, inside the shell.
+    shell.typed("call greet\r");
+    shell.expect("name: ", 1);
+    shell.typed("Ada\r");
+    shell.expect("language (number or value, optional): ", 1);
+    shell.typed("2\r");
+    shell.expect("Send? [Y/n]", 1);
+    shell.typed("\r");
+    shell.expect("Bonjour, Ada!", 1);
+    shell.ready(prompt);
+
     // Ctrl-D ends the session.
     shell.typed("\x04");
     let deadline = Instant::now() + STEP;
@@ -221,5 +237,18 @@ fn a_shell_session_through_a_terminal() {
         "{history}"
     );
     assert!(history.contains("call add a=2 b=40\n"), "{history}");
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn colour_on_a_terminal_only_and_never_with_no_color() {
+    let home = std::env::temp_dir().join(format!("mcp-cli-colour-{}", std::process::id()));
+    std::fs::create_dir_all(&home).expect("temp home");
+    let coloured = Pty::spawn_with(&["list", "tools"], &home, &[]);
+    coloured.expect("\x1b[1madd\x1b[0m(a: \x1b[36mnumber\x1b[0m", 1);
+    let plain = Pty::spawn_with(&["list", "tools"], &home, &[("NO_COLOR", "1")]);
+    plain.expect("add(a: number, b: number) -> {sum: number}", 1);
+    plain.expect("Marks example://readme as updated", 1);
+    assert!(!plain.output().contains('\x1b'), "{}", plain.output());
     let _ = std::fs::remove_dir_all(&home);
 }
