@@ -98,10 +98,12 @@ impl Write for ScreenWriter {
 }
 
 /// The terminal in raw mode while this lives.
+#[cfg(unix)]
 struct RawMode {
     saved: rustix::termios::Termios,
 }
 
+#[cfg(unix)]
 impl RawMode {
     fn enter() -> Option<RawMode> {
         let stdin = std::io::stdin();
@@ -113,11 +115,23 @@ impl RawMode {
     }
 }
 
+#[cfg(unix)]
 impl Drop for RawMode {
     fn drop(&mut self) {
         let stdin = std::io::stdin();
         let _ =
             rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &self.saved);
+    }
+}
+
+/// No raw mode here: the editor reads plain lines.
+#[cfg(not(unix))]
+struct RawMode;
+
+#[cfg(not(unix))]
+impl RawMode {
+    fn enter() -> Option<RawMode> {
+        None
     }
 }
 
