@@ -49,6 +49,8 @@ Tab completes commands, tool, prompt and resource names, and argument names.";
 #[derive(Default)]
 struct Known {
     tools: Vec<(String, Vec<String>)>,
+    /// Each tool's arguments with an `enum` (or a boolean type), and their values.
+    values: Vec<(String, String, Vec<String>)>,
     prompts: Vec<(String, Vec<String>)>,
     resources: Vec<String>,
     templates: Vec<String>,
@@ -175,6 +177,23 @@ async fn refresh(session: &ClientSession, term: &Term, known: &Mutex<Known>) {
     };
     if session.offers("tools") {
         if let Ok(tools) = session.list_all_tools().await {
+            for tool in &tools {
+                let schema = client::to_json(&tool.input_schema);
+                let properties = schema.get("properties").and_then(Value::as_object);
+                for (name, property) in properties.into_iter().flatten() {
+                    let values: Vec<String> = match property.get("enum").and_then(Value::as_array) {
+                        Some(values) => values
+                            .iter()
+                            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                            .collect(),
+                        None if crate::check::types_of(Some(property)) == ["boolean"] => {
+                            vec!["true".to_owned(), "false".to_owned()]
+                        }
+                        None => continue,
+                    };
+                    fresh.values.push((tool.name.clone(), name.clone(), values));
+                }
+            }
             fresh.tools = tools
                 .iter()
                 .map(|t| {
@@ -221,6 +240,18 @@ fn complete_line(before: &str, known: &Mutex<Known>) -> (usize, Vec<String>) {
     let start = before.rfind(' ').map_or(0, |at| at + 1);
     let words: Vec<&str> = before[..start].split_whitespace().collect();
     let known = known.lock().unwrap_or_else(PoisonError::into_inner);
+    // `call TOOL key=<Tab>`: the values an `enum` (or a boolean) allows.
+    if let (["call", tool, ..], Some((key, _))) =
+        (words.as_slice(), before[start..].split_once('='))
+    {
+        let values = known
+            .values
+            .iter()
+            .find(|(t, k, _)| t == tool && k == key)
+            .map(|(_, _, values)| values.iter().map(|v| format!("{key}={v}")).collect())
+            .unwrap_or_default();
+        return (start, values);
+    }
     let owned = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let names = |list: &[(String, Vec<String>)]| list.iter().map(|(n, _)| n.clone()).collect();
     let arguments = |list: &[(String, Vec<String>)], name: &str| {
@@ -539,6 +570,11 @@ mod tests {
                 ("echo".into(), vec!["text".into()]),
                 ("add".into(), vec!["a".into(), "b".into()]),
             ],
+            values: vec![(
+                "paint".into(),
+                "colour".into(),
+                vec!["red".into(), "green".into()],
+            )],
             prompts: vec![("greeting".into(), vec!["name".into()])],
             resources: vec!["example://readme".into()],
             templates: vec!["example://items/{id}".into()],
@@ -563,5 +599,10 @@ mod tests {
             vec!["id"]
         );
         assert_eq!(complete_line("prompt greeting ", &known).1, vec!["name="]);
+        assert_eq!(
+            complete_line("call paint colour=r", &known),
+            (11, vec!["colour=red".to_owned(), "colour=green".to_owned()])
+        );
+        assert!(complete_line("call echo text=", &known).1.is_empty());
     }
 }
