@@ -445,7 +445,9 @@ impl InlineReader {
             // Every permit is taken: the engine keeps it waiting for one while it goes on
             // reading what this thread forwards (the client's answers to the requests of the
             // handlers holding the permits, its cancellations, the end of input).
-            Served::Busy(request) => self.forward(Ok(Inbound::Single(Message::Request(request)))),
+            Served::Busy(request, _) => {
+                self.forward(Ok(Inbound::Single(Message::Request(request))))
+            }
             Served::Closed => {
                 self.done = true;
                 Next::Stop

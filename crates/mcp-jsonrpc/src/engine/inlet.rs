@@ -161,7 +161,10 @@ async fn run_handler<H: Handler>(
 
 /// The response to request `id` for how its handler ended. A panic (which the panic hook has
 /// reported, what and where) is logged with the request's id and answered with `-32603`.
-fn handler_response(id: Id, outcome: std::thread::Result<Result<RawJson, ErrorObject>>) -> Response {
+fn handler_response(
+    id: Id,
+    outcome: std::thread::Result<Result<RawJson, ErrorObject>>,
+) -> Response {
     let result = outcome.unwrap_or_else(|_| {
         tracing::error!(%id, "request handler panicked");
         Err(ErrorObject::internal_error("the request handler failed"))
@@ -324,9 +327,10 @@ pub enum Served {
     /// The handler waits, or sent something before its answer: take the rest from the
     /// [`Running`] request, or hand it to the engine.
     Running(Running),
-    /// Every permit is taken: not run here. Hand the request to the connection, where the
-    /// engine keeps it waiting for a permit while it goes on reading.
-    Busy(Request),
+    /// Every permit is taken: not run here, and given back with its extensions. Hand it to
+    /// the connection, where the engine keeps it waiting for a permit while it goes on
+    /// reading.
+    Busy(Request, Extensions),
     /// The engine is shutting down: nothing will answer.
     Closed,
 }
@@ -362,11 +366,15 @@ impl Inlet {
             return Served::Closed;
         }
         let Some(permit) = shared.try_permit(&request.method) else {
-            return Served::Busy(request);
+            return Served::Busy(request, extensions);
         };
         let id = request.id.clone();
         let (tx, related) = request_queue(self.capacity);
-        let tx = if keyed { Tx::Request(tx) } else { Tx::Alone(tx) };
+        let tx = if keyed {
+            Tx::Request(tx)
+        } else {
+            Tx::Alone(tx)
+        };
         let admitted = match self.door.admit(&id, extensions, tx, keyed) {
             Ok(admitted) => admitted,
             Err(Refusal::Duplicate) => return Served::Refused(duplicate(id)),
@@ -533,8 +541,9 @@ mod tests {
                     Ok(RawJson::from(answer))
                 }
                 "ask" => match cx.peer().request("x", None, RequestOptions::new()).await {
-                    Err(CallError::Closed(_)) => RawJson::serialize(&"refused")
-                        .map_err(ErrorObject::internal_error),
+                    Err(CallError::Closed(_)) => {
+                        RawJson::serialize(&"refused").map_err(ErrorObject::internal_error)
+                    }
                     other => Err(ErrorObject::internal_error(format!("{other:?}"))),
                 },
                 "slow" => {
@@ -580,14 +589,16 @@ mod tests {
         let Served::Answered(response) = inlet.serve(request(1, "boom"), Extensions::new()) else {
             panic!("answered at once");
         };
-        assert_eq!(response.result.unwrap_err().code, crate::codes::INTERNAL_ERROR);
+        assert_eq!(
+            response.result.unwrap_err().code,
+            crate::codes::INTERNAL_ERROR
+        );
     }
 
     #[tokio::test]
     async fn what_a_handler_sends_comes_before_its_answer() {
         let (inlet, _client, _peer) = engine(4);
-        let Served::Running(mut running) = inlet.serve(request(1, "say"), Extensions::new())
-        else {
+        let Served::Running(mut running) = inlet.serve(request(1, "say"), Extensions::new()) else {
             panic!("it sent something first");
         };
         let Some(Step::Sent(m)) = running.next().await else {
@@ -608,7 +619,10 @@ mod tests {
         let Served::Refused(refused) = inlet.serve(request(7, "now"), Extensions::new()) else {
             panic!("a duplicate id");
         };
-        assert_eq!(refused.result.unwrap_err().code, crate::codes::INVALID_REQUEST);
+        assert_eq!(
+            refused.result.unwrap_err().code,
+            crate::codes::INVALID_REQUEST
+        );
         // A request that stands alone may reuse it.
         assert!(matches!(
             inlet.serve_alone(request(7, "now"), Extensions::new()),
@@ -669,7 +683,7 @@ mod tests {
         };
         assert!(matches!(
             inlet.serve(request(2, "now"), Extensions::new()),
-            Served::Busy(_)
+            Served::Busy(..)
         ));
         // Pings run on permits of their own.
         assert!(matches!(

@@ -251,16 +251,12 @@ mod tests {
         assert!(none.needed().is_none() && none.get().is_none());
     }
 
-    #[test]
-    fn reading_an_unopened_exchange_finds_what_a_fresh_one_holds() {
-        let (cx, _related) = mcp_jsonrpc::Detached::new().context(
-            mcp_jsonrpc::Id::Number(1),
-            mcp_jsonrpc::Extensions::default(),
-            CancellationToken::new(),
-            4,
-        );
+    #[tokio::test]
+    async fn reading_an_unopened_exchange_finds_what_a_fresh_one_holds() {
+        let (_client, server) = mcp_jsonrpc::memory_pair(4);
+        let (peer, _engine) = mcp_jsonrpc::Engine::builder().spawn(server, ());
         let channel = StatelessChannel {
-            peer: cx.peer().clone(),
+            peer,
             exchange: RequestExchange::later(first_attempt()),
             method: MethodName::Borrowed("tools/call"),
         };
