@@ -32,9 +32,9 @@ use crate::context::{BoxFuture, ClientChannel, ClientScope, LogThreshold, Resume
 use crate::dispatch::{Origin, dispatch, empty, encode, encode_params};
 use crate::error::{AskError, ServeError, not_initialized};
 use crate::handler::{Endpoint, Next, Request};
+use crate::input::input_request;
 use crate::registry::ServerEvent;
 use crate::server::Server;
-use crate::stateless::channel::input_request;
 use crate::stateless::mrtr::InputRequired;
 use crate::stateless::serve;
 use crate::stateless::shim::{self, SessionInputs};

@@ -19,9 +19,9 @@ use super::channel::{StartTask, TaskChannel};
 use super::store::{InputLimits, Outcome, Placement, TaskRecord, TaskStore};
 use crate::context::{ClientChannel, ClientScope};
 use crate::dispatch::{Origin, dispatch};
+use crate::error::rpc_error;
 use crate::handler::Request;
 use crate::server::Server;
-use crate::stateless::rpc_error;
 
 type JobResult = Result<RawJson, ErrorObject>;
 
