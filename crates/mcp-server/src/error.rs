@@ -281,7 +281,7 @@ mod tests {
 }
 
 /// A JSON-RPC error of the model (`mcp-types`) as the engine sends it.
-pub(crate) fn rpc_error(e: mcp_types::ErrorObject) -> mcp_jsonrpc::ErrorObject {
+pub(crate) fn rpc_error(e: mcp_types::RpcError) -> mcp_jsonrpc::ErrorObject {
     let error = mcp_jsonrpc::ErrorObject::new(e.code, e.message);
     match &e.data {
         Some(data) => with_data(error, data),

@@ -113,9 +113,12 @@ impl Handler for Methods {
     }
 }
 
-/// Serves a session the way `mcp-server` does: with an engine, whose inlet the transport uses.
-async fn serve(conn: Connection, seen: Shared) {
-    let (_peer, driver) = Engine::builder().start(conn, Methods(seen));
+/// Serves a session the way `mcp-server` does: with an engine running at most `places`
+/// requests at once, whose inlet the transport uses.
+async fn serve(conn: Connection, seen: Shared, places: usize) {
+    let (_peer, driver) = Engine::builder()
+        .max_in_flight(places)
+        .start(conn, Methods(seen));
     let _ = driver.await;
 }
 
@@ -129,9 +132,13 @@ struct TestServer {
 
 impl TestServer {
     async fn start() -> TestServer {
+        TestServer::start_with(64).await
+    }
+
+    async fn start_with(places: usize) -> TestServer {
         let seen: Shared = Arc::default();
         let s = seen.clone();
-        let service = StreamableHttpService::builder(move |conn| serve(conn, s.clone()))
+        let service = StreamableHttpService::builder(move |conn| serve(conn, s.clone(), places))
             .config(HttpServerConfig::default())
             .build();
         let common::Listening { addr, stop, .. } = common::listen(service).await;
@@ -345,4 +352,29 @@ async fn a_direct_request_closed_for_polling_is_resumed_with_last_event_id() {
     assert_eq!(messages[0]["method"], "notifications/progress");
     assert_eq!(messages[1]["id"], 7);
     assert_eq!(messages[1]["result"]["closed"], true);
+}
+
+/// A session's request served in its POST takes one of the engine's permits like any other:
+/// with one permit, a request posted while another runs waits for it (it used to run at once,
+/// beside the engine's limit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_requests_in_their_post_share_the_engines_permits() {
+    let server = TestServer::start_with(1).await;
+    let hold = tokio::spawn(server.client.request(server.post_request(&rpc(10, "hold"))));
+    server
+        .until("hold started", |s| s.started.contains(&"hold".to_owned()))
+        .await;
+    let v = json_body(server.post(&rpc(11, "echo")).await).await;
+    assert_eq!(v["result"]["echo"], true);
+    {
+        let seen = server.seen.lock().unwrap();
+        let at = |m: &str| seen.finished.iter().position(|x| x == m);
+        assert!(
+            matches!((at("hold"), at("echo")), (Some(h), Some(e)) if h < e),
+            "echo waited for hold's permit: {:?}",
+            seen.finished
+        );
+    }
+    let held = json_body(hold.await.unwrap().unwrap()).await;
+    assert_eq!(held["result"]["held"], true);
 }

@@ -13,8 +13,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use mcp_types::wire::{self, InputKind, RetryInput};
 use mcp_types::{
-    ClientCapabilities, ErrorObject, InputRequest, InputRequests, InputRequiredResult,
-    InputResponse, error_codes,
+    ClientCapabilities, InputRequest, InputRequests, InputRequiredResult, InputResponse, RpcError,
+    error_codes,
 };
 use serde_json::Value;
 
@@ -72,7 +72,7 @@ pub(crate) enum Verdict {
     /// `input_required`, with every recorded ask and a sealed `requestState`.
     InputRequired(InputRequiredResult),
     /// A JSON-RPC error instead of whatever the handler produced.
-    Error(ErrorObject),
+    Error(RpcError),
 }
 
 #[derive(Debug, Default)]
@@ -123,16 +123,16 @@ fn required_capabilities(paths: &BTreeSet<&'static str>) -> ClientCapabilities {
     serde_json::from_value(Value::Object(root)).unwrap_or_default()
 }
 
-fn invalid_params(message: impl Into<String>) -> ErrorObject {
-    ErrorObject {
+fn invalid_params(message: impl Into<String>) -> RpcError {
+    RpcError {
         code: error_codes::INVALID_PARAMS,
         message: message.into(),
         data: None,
     }
 }
 
-fn internal(message: impl Into<String>) -> ErrorObject {
-    ErrorObject {
+fn internal(message: impl Into<String>) -> RpcError {
+    RpcError {
         code: error_codes::INTERNAL_ERROR,
         message: message.into(),
         data: None,
@@ -149,7 +149,7 @@ impl Exchange {
         capabilities: ClientCapabilities,
         retry: RetryInput,
         limits: MrtrLimits,
-    ) -> Result<Exchange, ErrorObject> {
+    ) -> Result<Exchange, RpcError> {
         let sealed = match &retry.request_state {
             None => SealedState::default(),
             Some(token) => sealer
@@ -409,6 +409,7 @@ impl Exchange {
 mod tests {
     use super::*;
     use crate::stateless::seal::SealingKey;
+    use mcp_types::ListRootsRequest;
     use serde_json::json;
 
     fn sealer() -> RequestStateSealer {
@@ -456,7 +457,7 @@ mod tests {
         RetryInput::lift(Some(&params)).unwrap()
     }
 
-    fn open(c: ClientCapabilities, r: RetryInput) -> Result<Exchange, ErrorObject> {
+    fn open(c: ClientCapabilities, r: RetryInput) -> Result<Exchange, RpcError> {
         Exchange::open(&sealer(), binding(), c, r, MrtrLimits::default())
     }
 

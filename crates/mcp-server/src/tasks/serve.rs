@@ -227,8 +227,8 @@ pub(crate) async fn run_as(
 }
 
 /// The error a task failed with, as the revision numbers it.
-fn model_error(e: ErrorObject, version: ProtocolVersion) -> mcp_types::ErrorObject {
-    mcp_types::ErrorObject {
+fn model_error(e: ErrorObject, version: ProtocolVersion) -> mcp_types::RpcError {
+    mcp_types::RpcError {
         code: wire::lower_error_code(e.code, version),
         data: e
             .data
