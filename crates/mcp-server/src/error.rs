@@ -253,6 +253,15 @@ impl From<ServeError> for std::io::Error {
     }
 }
 
+/// A JSON-RPC error of the model (`mcp-types`) as the engine sends it.
+pub(crate) fn rpc_error(e: mcp_types::RpcError) -> mcp_jsonrpc::ErrorObject {
+    let error = mcp_jsonrpc::ErrorObject::new(e.code, e.message);
+    match &e.data {
+        Some(data) => with_data(error, data),
+        None => error,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,14 +286,5 @@ mod tests {
         let e = resource_not_found("test://x");
         assert_eq!(e.code, codes::INVALID_PARAMS);
         assert_eq!(e.data.unwrap().get(), r#"{"uri":"test://x"}"#);
-    }
-}
-
-/// A JSON-RPC error of the model (`mcp-types`) as the engine sends it.
-pub(crate) fn rpc_error(e: mcp_types::RpcError) -> mcp_jsonrpc::ErrorObject {
-    let error = mcp_jsonrpc::ErrorObject::new(e.code, e.message);
-    match &e.data {
-        Some(data) => with_data(error, data),
-        None => error,
     }
 }
