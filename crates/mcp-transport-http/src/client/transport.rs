@@ -686,7 +686,16 @@ impl Shared {
         }
     }
 
-    async fn deliver(&self, msg: Message, pending: &mut HashSet<Id>) {
+    async fn deliver(&self, mut msg: Message, pending: &mut HashSet<Id>) {
+        // An error without an id, in answer to a POST that carried one request, answers that
+        // request: the server refused the message before it read its id (a server of an
+        // older revision refusing a newer envelope, say). The caller gets the error, not a
+        // wait for an answer that never comes and a warning about an error nobody asked for.
+        if let Message::Response(response @ RpcResponse { id: None, .. }) = &mut msg {
+            if response.result.is_err() && pending.len() == 1 {
+                response.id = pending.iter().next().cloned();
+            }
+        }
         if let Message::Response(RpcResponse { id: Some(id), .. }) = &msg {
             pending.remove(id);
         }
