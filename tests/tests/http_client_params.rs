@@ -278,6 +278,49 @@ async fn a_header_mismatch_lists_the_tools_again_and_retries_once() {
     handle.close().await;
 }
 
+/// An error without an id in answer to a POST of one request answers that request: the caller
+/// gets the server's JSON-RPC error (it used to get the HTTP status, and the engine warned
+/// about an error without a request id).
+#[tokio::test]
+async fn an_id_less_error_answers_the_one_request_of_its_post() {
+    const SID: &str = "s";
+    let server = TestServer::start(|rec| async move {
+        let id = rec.rpc_id().unwrap_or(Value::Null);
+        match (rec.method.clone(), rec.rpc_method()) {
+            (Method::POST, Some("initialize")) => {
+                let mut r = json(result(
+                    &id,
+                    json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "legacy", "version": "1"}}),
+                ));
+                r.headers_mut()
+                    .insert("mcp-session-id", HeaderValue::from_static(SID));
+                r
+            }
+            (Method::POST, Some("notifications/initialized")) => accepted(),
+            (Method::POST, _) => {
+                let mut r = json(json!({"jsonrpc": "2.0", "id": null, "error": {
+                    "code": -32602, "message": "Bad Request: cannot read this"}}));
+                *r.status_mut() = http::StatusCode::BAD_REQUEST;
+                r
+            }
+            (Method::GET, _) => status(405),
+            (Method::DELETE, _) => status(200),
+            _ => status(500),
+        }
+    })
+    .await;
+    let (session, _handle) = connect(server.url("/mcp")).await;
+    let err = session.call_tool("t", json!({})).await.unwrap_err();
+    match err {
+        mcp_client::CallError::Rpc(e) => {
+            assert_eq!(e.code, -32602);
+            assert_eq!(e.message, "Bad Request: cannot read this");
+        }
+        other => panic!("not the server's error: {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn discover_falls_back_to_initialize_against_a_2025_only_server() {
     const SID: &str = "legacy-session";

@@ -831,7 +831,7 @@ macro_rules! oracle {
                     }
                 }
                 Kind::Error => {
-                    strict::<rev::ErrorObject>(&message["error"])?;
+                    strict::<rev::RpcError>(&message["error"])?;
                     if message["id"].is_null() && !$null_ok {
                         // Known: this revision's schema types the id of an error as a
                         // RequestId, so the `id: null` JSON-RPC 2.0 prescribes for an error

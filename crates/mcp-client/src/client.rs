@@ -3,14 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::Connection;
 use mcp_types::{ClientCapabilities, Implementation, ProtocolVersion};
 use serde_json::{Map, Value, json};
 
-use crate::error::ConnectError;
 use crate::handler::{ElicitationHandler, Roots, SamplingHandler};
 use crate::notify::{NotificationCallback, ServerNotification};
-use crate::session::ClientSession;
 
 /// The newest revision that negotiates with `initialize`: the one a client asks for when it
 /// falls back from `server/discover` (or when the stateless era is not configured).
@@ -155,27 +152,6 @@ impl Client {
         }
         Value::Object(caps)
     }
-
-    /// Connects over `connection`, negotiating the newest revision both sides speak within
-    /// [`ClientBuilder::min_protocol_version`] ..= [`ClientBuilder::protocol_version`]:
-    ///
-    /// 1. When that range includes a stateless revision (2026-07-28, in the default range), the
-    ///    client sends `server/discover`. A discover result makes a stateless session: no
-    ///    handshake, every request carries the version, capabilities and client info in its
-    ///    `_meta`. An `UnsupportedProtocolVersion` error (`-32022`) makes the client retry with
-    ///    the newest mutual version from the error's `supported` list; another modern error
-    ///    (`-32020`, `-32021`) fails the connection.
-    /// 2. Any other answer (`-32601` and other JSON-RPC errors, an HTTP error status, a timeout
-    ///    after [`ClientBuilder::discover_timeout`]) means a server from before the stateless
-    ///    era: the client falls back to `initialize` with the newest session revision in range,
-    ///    accepts any older revision the server answers with down to the minimum, and sends
-    ///    `notifications/initialized`.
-    ///
-    /// On an answer outside the range the connection is closed and the result is
-    /// [`ConnectError::UnsupportedVersion`].
-    pub async fn connect(&self, connection: Connection) -> Result<ClientSession, ConnectError> {
-        ClientSession::start(self.clone(), connection).await
-    }
 }
 
 impl ClientBuilder {
@@ -214,7 +190,7 @@ impl ClientBuilder {
 
     /// Calls `callback` for every notification the server sends, in order, on the connection's
     /// reader: it must return quickly (hand work off to a task or use
-    /// [`ClientSession::notifications`]).
+    /// [`ClientSession::notifications`](crate::ClientSession::notifications)).
     pub fn on_notification(
         mut self,
         callback: impl Fn(&ServerNotification) + Send + Sync + 'static,
@@ -223,7 +199,7 @@ impl ClientBuilder {
         self
     }
 
-    /// How many notifications [`ClientSession::notifications`] buffers per receiver (default
+    /// How many notifications [`ClientSession::notifications`](crate::ClientSession::notifications) buffers per receiver (default
     /// 256); a receiver that falls further behind skips the oldest.
     pub fn notification_buffer(mut self, capacity: usize) -> Self {
         self.shared.notification_buffer = capacity.max(1);
@@ -274,7 +250,7 @@ impl ClientBuilder {
         self
     }
 
-    /// How many notifications each [`ClientSession::listen`] subscription buffers (default
+    /// How many notifications each [`ClientSession::listen`](crate::ClientSession::listen) subscription buffers (default
     /// 64); when its reader falls behind, newer notifications are dropped with a warning.
     pub fn subscription_buffer(mut self, capacity: usize) -> Self {
         self.shared.subscription_buffer = capacity.max(1);
@@ -282,7 +258,7 @@ impl ClientBuilder {
     }
 
     /// The default timeout of every call (default 60 s; `None`: wait forever). Each call can
-    /// override it with [`ClientSession::with_timeout`].
+    /// override it with [`ClientSession::with_timeout`](crate::ClientSession::with_timeout).
     pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.shared.request_timeout = timeout;
         self

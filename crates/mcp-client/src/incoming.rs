@@ -10,11 +10,12 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use crate::cache::ResponseCache;
-use crate::client::{Client, latest_session_version};
+use crate::client::Client;
 use crate::elicit::FormSchema;
 use crate::handler::{ElicitationAnswer, ElicitationRequest, HandlerError};
 use crate::listen::Subscriptions;
 use crate::notify::ServerNotification;
+use mcp_types::wire::latest_session_version;
 
 /// Dispatches what the server sends. Shared by the engine and the session.
 #[derive(Clone)]

@@ -164,6 +164,29 @@ fn cursor_params(cursor: Option<String>) -> Value {
     }
 }
 
+impl Client {
+    /// Connects over `connection`, negotiating the newest revision both sides speak within
+    /// [`ClientBuilder::min_protocol_version`](crate::ClientBuilder::min_protocol_version) ..= [`ClientBuilder::protocol_version`](crate::ClientBuilder::protocol_version):
+    ///
+    /// 1. When that range includes a stateless revision (2026-07-28, in the default range), the
+    ///    client sends `server/discover`. A discover result makes a stateless session: no
+    ///    handshake, every request carries the version, capabilities and client info in its
+    ///    `_meta`. An `UnsupportedProtocolVersion` error (`-32022`) makes the client retry with
+    ///    the newest mutual version from the error's `supported` list; another modern error
+    ///    (`-32020`, `-32021`) fails the connection.
+    /// 2. Any other answer (`-32601` and other JSON-RPC errors, an HTTP error status, a timeout
+    ///    after [`ClientBuilder::discover_timeout`](crate::ClientBuilder::discover_timeout)) means a server from before the stateless
+    ///    era: the client falls back to `initialize` with the newest session revision in range,
+    ///    accepts any older revision the server answers with down to the minimum, and sends
+    ///    `notifications/initialized`.
+    ///
+    /// On an answer outside the range the connection is closed and the result is
+    /// [`ConnectError::UnsupportedVersion`].
+    pub async fn connect(&self, connection: Connection) -> Result<ClientSession, ConnectError> {
+        ClientSession::start(self.clone(), connection).await
+    }
+}
+
 impl ClientSession {
     pub(crate) async fn start(
         client: Client,

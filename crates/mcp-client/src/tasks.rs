@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcp_types::wire::TASKS_EXTENSION;
 use mcp_types::wire::tasks::{DetailedTask, METHOD_CANCEL, METHOD_GET, METHOD_LIST, METHOD_RESULT};
-use mcp_types::{CallToolResult, ErrorObject, Project};
+use mcp_types::{CallToolResult, Project, RpcError};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -70,7 +70,7 @@ fn decode<T: serde::de::DeserializeOwned>(raw: &RawValue) -> Result<T, CallError
     serde_json::from_str(raw.get()).map_err(CallError::Decode)
 }
 
-fn rpc_error(e: ErrorObject) -> CallError {
+fn rpc_error(e: RpcError) -> CallError {
     CallError::Rpc(mcp_jsonrpc::ErrorObject {
         code: e.code,
         message: e.message,

@@ -279,7 +279,7 @@ pub type OutboundSink = Pin<Box<dyn Sink<Outbound, Error = TransportError> + Sen
 pub struct Connection {
     reader: InboundStream,
     writer: OutboundSink,
-    direct: Option<crate::DirectSlot>,
+    extensions: Extensions,
 }
 
 impl fmt::Debug for Connection {
@@ -302,22 +302,21 @@ impl Connection {
         Connection {
             reader: Box::pin(MapReader { inner: reader }),
             writer: Box::pin(MapWriter { inner: writer }),
-            direct: None,
+            extensions: Extensions::new(),
         }
     }
 
-    /// The same connection, with a slot where the service that serves it may offer a handler
-    /// for requests the transport can run directly, in the task that received them (see
-    /// [`DirectSlot`](crate::DirectSlot)). Requests the transport does not hand over that way
-    /// still arrive on the connection.
-    pub fn with_direct_slot(mut self, slot: crate::DirectSlot) -> Self {
-        self.direct = Some(slot);
+    /// The same connection, with `value` among what the transport attaches to the connection
+    /// as a whole (an [`InletLink`](crate::InletLink), say, for a transport that serves
+    /// requests in its own tasks).
+    pub fn with_extension<T: Any + Send + Sync>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
         self
     }
 
-    /// The transport's slot for a direct request handler, if it has one.
-    pub fn direct_slot(&self) -> Option<&crate::DirectSlot> {
-        self.direct.as_ref()
+    /// What the transport attached to the connection as a whole.
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
     }
 
     /// A connection over a byte stream pair with the given framing and limits.

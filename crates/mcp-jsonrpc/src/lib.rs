@@ -22,7 +22,9 @@
 //! - **Engine** ([`Engine`], [`Peer`], [`Handler`]): id allocation, the pending-request map,
 //!   timeouts reset by progress, cancellation in both directions, bounded concurrency with
 //!   backpressure, wire-order notifications, the batch policy of the negotiated revision, and
-//!   shutdown that fails pending calls with the transport's reason.
+//!   shutdown that fails pending calls with the transport's reason. Every request reaches its
+//!   handler through the engine, whether the engine read it or a transport serving requests
+//!   in its own task handed it over ([`Inlet`]).
 //!
 //! # Example: a client and a server in memory
 //!
@@ -104,10 +106,9 @@ pub use connection::{
     memory_pair,
 };
 pub use engine::{
-    CANCELLED_METHOD, Cancellable, Cancellation, Detached, DirectHandler, DirectRun, DirectSlot,
-    Driver, Engine, EngineBuilder, EngineContextError, Handler, HandlerOutcome,
-    NotificationContext, PING_METHOD, PROGRESS_METHOD, Peer, Progress, RelatedReceiver,
-    RequestContext, RequestOptions, RequestParts, ResponseFuture, direct_run, handler_response,
+    CANCELLED_METHOD, Cancellation, Driver, Engine, EngineBuilder, Handler, Inlet, InletLink,
+    NotificationContext, PING_METHOD, PROGRESS_METHOD, Peer, Progress, RequestContext,
+    RequestOptions, RequestParts, ResponseFuture, Running, Served, Step,
 };
 pub use error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError, codes};
 pub use id::{BuildIdHasher, Id, IdHasher, IdMap, IdSet};

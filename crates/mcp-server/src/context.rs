@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::AskError;
-use crate::stateless::mrtr::InputRequired;
+use crate::input::InputRequired;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -253,6 +253,15 @@ impl From<ServeError> for std::io::Error {
     }
 }
 
+/// A JSON-RPC error of the model (`mcp-types`) as the engine sends it.
+pub(crate) fn rpc_error(e: mcp_types::RpcError) -> mcp_jsonrpc::ErrorObject {
+    let error = mcp_jsonrpc::ErrorObject::new(e.code, e.message);
+    match &e.data {
+        Some(data) => with_data(error, data),
+        None => error,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,6 +57,7 @@ mod dispatch;
 mod error;
 pub mod ext;
 mod handler;
+mod input;
 mod output;
 mod registry;
 mod schema;
@@ -81,13 +82,13 @@ pub use ext::{
     ResourceContentsExt,
 };
 pub use handler::{Middleware, Next, Request, ServerHandler, completion};
+pub use input::InputRequired;
 pub use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Id, RawJson, codes};
 pub use mcp_types::ProtocolVersion;
 pub use mcp_types::wire::CacheHint;
 pub use output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult, Structured};
 pub use registry::{NoArgs, Prompt, Resource, ResourceTemplate, Tool};
 pub use server::{CacheHints, Server, ServerBuilder, ServerOptions};
-pub use stateless::mrtr::InputRequired;
 pub use stateless::seal::{
     Binding, KeyError, RequestStateSealer, RequestStateSubject, SealError, SealedState, SealingKey,
     StateError,

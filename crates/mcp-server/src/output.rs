@@ -20,7 +20,7 @@ use mcp_types::{
 
 use crate::error::ToolError;
 use crate::ext::{PromptMessageExt, ResourceContentsExt};
-use crate::stateless::mrtr::InputRequired;
+use crate::input::InputRequired;
 
 /// What a handler's return value converts to: a result (or a JSON-RPC error), or a request for
 /// client input ([`InputRequired`]). Used by the registry; handlers never name it.

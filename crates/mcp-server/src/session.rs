@@ -32,9 +32,9 @@ use crate::context::{BoxFuture, ClientChannel, ClientScope, LogThreshold, Resume
 use crate::dispatch::{Origin, dispatch, empty, encode, encode_params};
 use crate::error::{AskError, ServeError, not_initialized};
 use crate::handler::{Endpoint, Next, Request};
+use crate::input::input_request;
 use crate::registry::ServerEvent;
 use crate::server::Server;
-use crate::stateless::channel::input_request;
 use crate::stateless::mrtr::InputRequired;
 use crate::stateless::serve;
 use crate::stateless::shim::{self, SessionInputs};
@@ -247,22 +247,6 @@ fn serve_session(
     }
 }
 
-/// [`serve_session`] for a request the transport serves in its own task (see
-/// [`SessionHandler::handle_direct`]): one box, holding the session the dispatch borrows.
-fn serve_session_owned(
-    session: Arc<Session>,
-    peer: Peer,
-    cancel: mcp_jsonrpc::Cancellation,
-    request: Request,
-) -> BoxFuture<'static, Result<RawJson, ErrorObject>> {
-    Box::pin(async move {
-        match route(&session, peer, cancel, request) {
-            Route::Answered(answer) => answer,
-            Route::Dispatch(origin, request) => dispatch(&session.server, origin, request).await,
-        }
-    })
-}
-
 /// Where a session's request goes: answered by the session itself, or dispatched.
 enum Route<'a> {
     Answered(Result<RawJson, ErrorObject>),
@@ -347,40 +331,6 @@ impl std::borrow::Borrow<Server> for SessionHandler {
     }
 }
 
-impl SessionHandler {
-    /// A request the transport hands over directly (HTTP: a stateless request, or a session's
-    /// lone request, in the task of its POST), served as [`Handler::handle_request`] would
-    /// serve it. Without middleware, a stateless request's params are read once, instead of
-    /// once to classify the request and again to serve it, and a session's request without
-    /// `_meta` is dispatched without an attempt to classify it.
-    ///
-    /// Not an `async fn`: each path is boxed on its own, so each allocates and moves a future
-    /// of its own size, not one as large as the general path's.
-    fn handle_direct(
-        self,
-        request: mcp_jsonrpc::Request,
-        cx: mcp_jsonrpc::RequestContext,
-    ) -> BoxFuture<'static, Result<RawJson, ErrorObject>> {
-        if self.0.server.inner.middleware.is_empty() {
-            if !serve::may_be_stateless(&request.method, request.params.as_deref()) {
-                // Certainly a session's request (no `_meta` to make it stateless): served as
-                // `handle_request` serves one, in a single box.
-                let version = self.0.scope.get().map(|s| s.version);
-                let parts = cx.into_parts();
-                let request = with_extensions(request, parts.extensions, version);
-                return serve_session_owned(self.0, parts.peer, parts.cancellation, request);
-            }
-            // Params that lift are those of a stateless request: `_meta` names a supported
-            // revision. Anything else takes the general path, which classifies it.
-            if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref()) {
-                let request = with_context(request, &cx, Some(lifted.version()));
-                return Box::pin(serve::serve_lifted(self, cx, request, lifted));
-            }
-        }
-        Box::pin(async move { self.handle_request(request, cx).await })
-    }
-}
-
 impl Handler for SessionHandler {
     async fn handle_request(
         &self,
@@ -388,6 +338,26 @@ impl Handler for SessionHandler {
         cx: mcp_jsonrpc::RequestContext,
     ) -> Result<RawJson, ErrorObject> {
         let session = &*self.0;
+        let chain = &session.server.inner.middleware;
+        if chain.is_empty() {
+            if !serve::may_be_stateless(&request.method, request.params.as_deref()) {
+                // Certainly a session's request (no `_meta` to make it stateless): served in
+                // place, with the context's pieces moved, and no attempt to classify it.
+                let version = session.scope.get().map(|s| s.version);
+                let parts = cx.into_parts();
+                let request = with_extensions(request, parts.extensions, version);
+                return serve_session(session, parts.peer, parts.cancellation, request).await;
+            }
+            // Params that lift are those of a stateless request (`_meta` names a supported
+            // revision): read once, not once to classify and again to serve. Boxed: the
+            // stateless future is large, and held in place it would size every request's
+            // future on this connection. Anything else takes the general path, which
+            // classifies it.
+            if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref()) {
+                let request = with_context(request, &cx, Some(lifted.version()));
+                return Box::pin(serve::serve_lifted(self.clone(), cx, request, lifted)).await;
+            }
+        }
         // A request carrying the stateless revision's `_meta` is served on its own, whatever
         // the connection did before; anything else belongs to the session.
         let stateless = serve::classify(&request.method, request.params.as_deref());
@@ -395,7 +365,6 @@ impl Handler for SessionHandler {
             Some(version) => version,
             None => session.scope.get().map(|s| s.version),
         };
-        let chain = &session.server.inner.middleware;
         // Without middleware a session's request is served in place, with the context's
         // pieces moved: the chain's boxed future (one allocation per request) is only for
         // servers that have one.
@@ -590,8 +559,8 @@ impl Server {
         self.start(connection).await
     }
 
-    /// Starts serving `connection` now (its engine bound to the connection's direct slot, if
-    /// any) and gives the future that serves it to the end. Must be called inside a Tokio
+    /// Starts serving `connection` now (its engine's inlet handed to the transport, if it asks
+    /// for one) and gives the future that serves it to the end. Must be called inside a Tokio
     /// runtime.
     fn start(
         &self,
@@ -604,14 +573,6 @@ impl Server {
             peer: OnceLock::new(),
         });
         let handler = SessionHandler(Arc::clone(&session));
-        if let Some(slot) = connection.direct_slot() {
-            // The transport may run requests in its own task (HTTP: each stateless request in
-            // the task of its HTTP exchange): they are served exactly as the engine would.
-            let handler = handler.clone();
-            slot.offer(Arc::new(move |request, cx| {
-                handler.clone().handle_direct(request, cx)
-            }));
-        }
         let (peer, mut driver) = self.inner.options.engine().start(connection, handler);
         let _ = session.peer.set(peer.clone());
         async move {

@@ -1,5 +1,5 @@
-//! Stateless requests served directly, in the task of their HTTP exchange, by the handler the
-//! server of the shared connection offers in its `DirectSlot`.
+//! Stateless requests served directly, in the task of their HTTP exchange, through the inlet
+//! of the engine serving the shared connection.
 #![cfg(feature = "server")]
 
 mod common;
@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming as Body;
@@ -17,8 +16,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use mcp_jsonrpc::{
-    CallError, Connection, DirectHandler, ErrorObject, Inbound, Message, Outbound, RequestOptions,
-    Response as RpcResponse,
+    CallError, Connection, Engine, ErrorObject, Handler, RawJson, Request as RpcRequest,
+    RequestContext, RequestOptions,
 };
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
@@ -26,26 +25,31 @@ use tokio::sync::oneshot;
 
 #[derive(Default)]
 struct Seen {
-    /// Requests the connection served (before the direct handler was used).
-    via_connection: usize,
     /// Requests whose handler saw its cancellation.
     cancelled: Vec<String>,
 }
 
 type Shared = Arc<Mutex<Seen>>;
 
-/// The direct handler: `echo` (params back, with `via`), `progress` (two related
-/// notifications, then the result), `slow` (a notification, then waits for cancellation),
-/// `panic`, `sample` (a request to the client, which cannot be sent) and -32601.
-fn handler(seen: Shared) -> DirectHandler {
-    Arc::new(move |request, cx| {
-        let seen = seen.clone();
-        Box::pin(async move {
+/// The handler: `echo` (params back, with the id it saw: the client's when the request was
+/// served in its exchange, a rewritten one through the shared connection), `progress` (two
+/// related notifications, then the result), `slow` (a notification, then waits for
+/// cancellation), `panic`, `sample` (a request to the client, which cannot be sent) and -32601.
+struct Methods(Shared);
+
+impl Handler for Methods {
+    async fn handle_request(
+        &self,
+        request: RpcRequest,
+        cx: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let seen = self.0.clone();
+        {
             let params: Value = request.params_as().unwrap_or(Value::Null);
             let notify = |i: u32| common::progress(cx.peer().clone(), i);
             match request.method.as_str() {
                 "echo" => Ok(mcp_jsonrpc::RawJson::serialize(
-                    &json!({"who": params["who"], "via": "direct"}),
+                    &json!({"who": params["who"], "id": cx.id()}),
                 )
                 .unwrap()),
                 "progress" => {
@@ -79,28 +83,13 @@ fn handler(seen: Shared) -> DirectHandler {
                 }
                 other => Err(ErrorObject::method_not_found(other)),
             }
-        })
-    })
-}
-
-/// Offers the direct handler, then answers whatever still arrives on the connection with
-/// `via: connection`.
-async fn serve(conn: Connection, seen: Shared) {
-    if let Some(slot) = conn.direct_slot() {
-        assert!(slot.offer(handler(seen.clone())));
-    }
-    let (mut inbound, mut sink) = conn.into_parts();
-    while let Some(Ok(incoming)) = inbound.next().await {
-        if let Ok(Inbound::Single(Message::Request(r))) = incoming.frame {
-            seen.lock().unwrap().via_connection += 1;
-            let response =
-                RpcResponse::success_from(r.id.clone(), &json!({"via": "connection"})).unwrap();
-            let out = Outbound::related(Message::Response(response), Some(r.id));
-            if futures_util::SinkExt::send(&mut sink, out).await.is_err() {
-                return;
-            }
         }
     }
+}
+
+/// Serves the connection with an engine, whose inlet the transport uses.
+async fn serve(conn: Connection, seen: Shared) {
+    let _ = Engine::builder().start(conn, Methods(seen)).1.await;
 }
 
 struct TestServer {
@@ -129,11 +118,11 @@ impl TestServer {
     }
 
     /// Sends echo requests until one is served directly: the first starts the shared
-    /// connection, whose server offers the handler as it starts.
+    /// connection, whose engine hands its inlet over as it starts.
     async fn warm_up(&self) {
         for _ in 0..100 {
             let v = json_body(self.send("echo", &rpc(0, "echo", json!({}))).await).await;
-            if v["result"]["via"] == "direct" {
+            if v["result"]["id"] == 0 {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -186,7 +175,6 @@ async fn sse_messages(resp: Response<Body>, stop_after: Option<usize>) -> (Vec<V
 #[tokio::test]
 async fn requests_are_answered_by_the_direct_handler_with_their_own_ids() {
     let server = TestServer::start(HttpServerConfig::default()).await;
-    let before = server.seen.lock().unwrap().via_connection;
     // Two clients use the same id at once: nothing is rewritten, nothing collides.
     let a = rpc(1, "echo", json!({"who": "a"}));
     let b = rpc(1, "echo", json!({"who": "b"}));
@@ -194,9 +182,8 @@ async fn requests_are_answered_by_the_direct_handler_with_their_own_ids() {
     assert_eq!((ra.status(), rb.status()), (StatusCode::OK, StatusCode::OK));
     let (va, vb) = (json_body(ra).await, json_body(rb).await);
     assert_eq!(va["id"], 1);
-    assert_eq!(va["result"], json!({"who": "a", "via": "direct"}));
-    assert_eq!(vb["result"], json!({"who": "b", "via": "direct"}));
-    assert_eq!(server.seen.lock().unwrap().via_connection, before);
+    assert_eq!(va["result"], json!({"who": "a", "id": 1}));
+    assert_eq!(vb["result"], json!({"who": "b", "id": 1}));
 
     // A -32601 becomes 404, id echoed.
     let resp = server
@@ -290,7 +277,7 @@ async fn requests_beyond_the_in_flight_limit_get_503() {
     for _ in 0..200 {
         let resp = server.send("echo", &rpc(7, "echo", json!({}))).await;
         if resp.status() == StatusCode::OK {
-            assert_eq!(json_body(resp).await["result"]["via"], "direct");
+            assert_eq!(json_body(resp).await["result"]["id"], 7);
             return;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

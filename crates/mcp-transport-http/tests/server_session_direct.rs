@@ -1,6 +1,6 @@
-//! Requests of a stateful session served in the task of their POST, on the session's engine,
-//! by the handler its server offers in the connection's `DirectSlot`: the engine still
-//! answers `initialize`, the direct handler answers the rest, its requests to the client get
+//! Requests of a stateful session served in the task of their POST, through the inlet of the
+//! session's engine: `initialize` goes through the connection, the rest is served in place,
+//! the handler's requests to the client get
 //! their answers through the session, the client's `notifications/cancelled` cancels it, an
 //! abandoned POST does not, a request id in flight cannot be reused, and a request closed for
 //! polling (`SseStreamControl`) is resumed with `Last-Event-ID`.
@@ -19,22 +19,18 @@ use hyper::body::Incoming as Body;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use mcp_jsonrpc::{
-    Connection, DirectHandler, Engine, ErrorObject, Handler, RequestContext, RequestOptions,
-};
+use mcp_jsonrpc::{Connection, Engine, ErrorObject, Handler, RequestContext, RequestOptions};
 use mcp_transport_http::server::{HttpServerConfig, SseStreamControl, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 #[derive(Default)]
 struct Seen {
-    /// Methods the engine's own handler served.
-    via_engine: Vec<String>,
-    /// Methods whose direct handler saw its cancellation.
+    /// Methods whose handler saw its cancellation.
     cancelled: Vec<String>,
-    /// Methods whose direct handler started.
+    /// Methods whose handler started.
     started: Vec<String>,
-    /// Methods whose direct handler ran to its end.
+    /// Methods whose handler ran to its end.
     finished: Vec<String>,
 }
 
@@ -44,43 +40,29 @@ fn raw(v: Value) -> mcp_jsonrpc::RawJson {
     mcp_jsonrpc::RawJson::serialize(&v).unwrap()
 }
 
-/// The engine's handler: answers `initialize`, and anything else with `via: engine`.
-struct EngineSide(Shared);
+/// The handler: `initialize`, `echo`, `ask` (a `roots/list` request to the client, then its
+/// answer as the result), `progress` (a notification, then the result), `slow` (a
+/// notification, then waits for its cancellation) and `hold` (answers after 200 ms).
+struct Methods(Shared);
 
-impl Handler for EngineSide {
+impl Handler for Methods {
     async fn handle_request(
         &self,
         request: mcp_jsonrpc::Request,
-        _cx: RequestContext,
+        cx: RequestContext,
     ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
-        self.0
-            .lock()
-            .unwrap()
-            .via_engine
-            .push(request.method.clone());
-        Ok(match request.method.as_str() {
-            "initialize" => raw(json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "serverInfo": {"name": "session-direct", "version": "1"},
-            })),
-            _ => raw(json!({"via": "engine"})),
-        })
-    }
-}
-
-/// The direct handler: `echo` (`via: direct`), `ask` (a `roots/list` request to the client,
-/// then its answer as the result), `progress` (a notification, then the result), `slow` (a
-/// notification, then waits for its cancellation) and `hold` (answers after 200 ms).
-fn direct(seen: Shared) -> DirectHandler {
-    Arc::new(move |request, cx| {
-        let seen = seen.clone();
-        Box::pin(async move {
+        let seen = self.0.clone();
+        {
             let method = request.method.clone();
             seen.lock().unwrap().started.push(method.clone());
             let progress = |i: u32| common::progress(cx.peer().clone(), i);
             let out = match method.as_str() {
-                "echo" => raw(json!({"via": "direct"})),
+                "initialize" => raw(json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "serverInfo": {"name": "session-direct", "version": "1"},
+                })),
+                "echo" => raw(json!({"echo": true})),
                 "ask" => {
                     let answer = cx
                         .peer()
@@ -127,16 +109,16 @@ fn direct(seen: Shared) -> DirectHandler {
             };
             seen.lock().unwrap().finished.push(method);
             Ok(out)
-        })
-    })
+        }
+    }
 }
 
-/// Serves a session the way `mcp-server` does: the direct handler offered, then the engine.
-async fn serve(conn: Connection, seen: Shared) {
-    if let Some(slot) = conn.direct_slot() {
-        slot.offer(direct(seen.clone()));
-    }
-    let (_peer, driver) = Engine::builder().start(conn, EngineSide(seen));
+/// Serves a session the way `mcp-server` does: with an engine running at most `places`
+/// requests at once, whose inlet the transport uses.
+async fn serve(conn: Connection, seen: Shared, places: usize) {
+    let (_peer, driver) = Engine::builder()
+        .max_in_flight(places)
+        .start(conn, Methods(seen));
     let _ = driver.await;
 }
 
@@ -150,9 +132,13 @@ struct TestServer {
 
 impl TestServer {
     async fn start() -> TestServer {
+        TestServer::start_with(64).await
+    }
+
+    async fn start_with(places: usize) -> TestServer {
         let seen: Shared = Arc::default();
         let s = seen.clone();
-        let service = StreamableHttpService::builder(move |conn| serve(conn, s.clone()))
+        let service = StreamableHttpService::builder(move |conn| serve(conn, s.clone(), places))
             .config(HttpServerConfig::default())
             .build();
         let common::Listening { addr, stop, .. } = common::listen(service).await;
@@ -231,12 +217,12 @@ async fn sse_messages(resp: Response<Body>, n: usize) -> (Vec<Value>, Body) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn session_requests_are_served_by_the_direct_handler() {
+async fn session_requests_are_served_in_their_post() {
     let server = TestServer::start().await;
-    assert_eq!(server.seen.lock().unwrap().via_engine, ["initialize"]);
+    assert_eq!(server.seen.lock().unwrap().started, ["initialize"]);
     let v = json_body(server.post(&rpc(1, "echo")).await).await;
     assert_eq!(v["id"], 1);
-    assert_eq!(v["result"]["via"], "direct");
+    assert_eq!(v["result"]["echo"], true);
     // What the handler sends comes first, on the POST's stream, then the result.
     let (messages, _) = sse_messages(server.post(&rpc(2, "progress")).await, 2).await;
     assert_eq!(messages[0]["method"], "notifications/progress");
@@ -244,7 +230,10 @@ async fn session_requests_are_served_by_the_direct_handler() {
     assert_eq!(messages[1]["result"]["done"], true);
     let v = json_body(server.post(&rpc(3, "nope")).await).await;
     assert_eq!(v["error"]["code"], -32601);
-    assert_eq!(server.seen.lock().unwrap().via_engine, ["initialize"]);
+    assert_eq!(
+        server.seen.lock().unwrap().started,
+        ["initialize", "echo", "progress", "nope"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -306,7 +295,7 @@ async fn a_request_id_in_flight_on_the_session_is_refused() {
     let answered = json_body(first.await.unwrap().unwrap()).await;
     assert_eq!(answered["result"]["held"], true);
     let again = json_body(server.post(&rpc(8, "echo")).await).await;
-    assert_eq!(again["result"]["via"], "direct");
+    assert_eq!(again["result"]["echo"], true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,12 +309,14 @@ async fn an_abandoned_post_does_not_cancel_a_session_request() {
             .is_err()
     );
     server
-        .until("the handler ran to its end", |s| s.finished == ["hold"])
+        .until("the handler ran to its end", |s| {
+            s.finished.contains(&"hold".to_owned())
+        })
         .await;
     assert!(server.seen.lock().unwrap().cancelled.is_empty());
     // Its id is free again, and the session serves on.
     let v = json_body(server.post(&rpc(6, "echo")).await).await;
-    assert_eq!(v["result"]["via"], "direct");
+    assert_eq!(v["result"]["echo"], true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -361,4 +352,29 @@ async fn a_direct_request_closed_for_polling_is_resumed_with_last_event_id() {
     assert_eq!(messages[0]["method"], "notifications/progress");
     assert_eq!(messages[1]["id"], 7);
     assert_eq!(messages[1]["result"]["closed"], true);
+}
+
+/// A session's request served in its POST takes one of the engine's permits like any other:
+/// with one permit, a request posted while another runs waits for it (it used to run at once,
+/// beside the engine's limit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_requests_in_their_post_share_the_engines_permits() {
+    let server = TestServer::start_with(1).await;
+    let hold = tokio::spawn(server.client.request(server.post_request(&rpc(10, "hold"))));
+    server
+        .until("hold started", |s| s.started.contains(&"hold".to_owned()))
+        .await;
+    let v = json_body(server.post(&rpc(11, "echo")).await).await;
+    assert_eq!(v["result"]["echo"], true);
+    {
+        let seen = server.seen.lock().unwrap();
+        let at = |m: &str| seen.finished.iter().position(|x| x == m);
+        assert!(
+            matches!((at("hold"), at("echo")), (Some(h), Some(e)) if h < e),
+            "echo waited for hold's permit: {:?}",
+            seen.finished
+        );
+    }
+    let held = json_body(hold.await.unwrap().unwrap()).await;
+    assert_eq!(held["result"]["held"], true);
 }

@@ -7,7 +7,7 @@
 //!
 //! Here a thread of its own (the *reader*, [`InlineReader::run`]) reads stdin with plain
 //! blocking `read(2)` calls, and serves each request it reads on the spot through the
-//! connection's [`DirectSlot`]: the request's handler is polled once on the reader thread and
+//! engine's [`Inlet`]: the request's handler is polled once on the reader thread and
 //! when it answers at once (most do), the answer is written to stdout from there, with one
 //! `write(2)`. Everything else goes to the engine, which runs on the runtime as with any
 //! connection:
@@ -33,8 +33,7 @@
 //! which is driven by the reactor as with [`stdio()`](crate::stdio).
 //!
 //! `mcp-server`'s `Server::run_stdio` does all of the following; by hand, with an engine of
-//! `mcp-jsonrpc` (a service that answers requests in place offers its handler in the
-//! connection's [`DirectSlot`] before starting the engine):
+//! `mcp-jsonrpc` (the engine hands its [`Inlet`] to the reader when it starts):
 //!
 //! ```no_run
 //! # fn main() -> std::io::Result<()> {
@@ -69,16 +68,14 @@ use std::task::{Context, Poll};
 
 use bytes::{Buf, BytesMut};
 use futures_core::Stream;
-use futures_util::FutureExt as _;
 use mcp_jsonrpc::codec::{AutoCodec, ContentLengthCodec, Framing, LineCodec};
 use mcp_jsonrpc::{
-    Connection, DirectRun, DirectSlot, EngineContextError, ErrorObject, FrameError, HandlerOutcome,
-    Id, Inbound, Incoming, Message, Outbound, Peer, RelatedReceiver, Response, TransportError,
-    direct_run, handler_response,
+    Connection, Extensions, FrameError, Inbound, Incoming, Inlet, InletLink, Message, Outbound,
+    Response, Served, TransportError,
 };
 use tokio::io::AsyncWrite;
 use tokio::runtime::Handle;
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::StdioOptions;
@@ -88,6 +85,8 @@ use crate::streams::imp::{Writer, writer_for};
 const READ_CHUNK: usize = 64 * 1024;
 /// Encoded frames the engine may leave in the output buffer before it writes them out.
 const BACKPRESSURE: usize = 64 * 1024;
+/// Messages a waiting handler sends that may wait to be written before its sends wait.
+const RELATED_CAPACITY: usize = 16;
 
 /// The framing of both directions; clones share what `Auto` detected.
 #[derive(Clone)]
@@ -163,12 +162,11 @@ pub struct InlineReader {
     /// A duplicate of the output descriptor, waited on when it is full.
     output: OwnedFd,
     shared: Arc<Shared>,
-    slot: DirectSlot,
+    link: InletLink,
     codec: Codec,
     forward: mpsc::Sender<Result<Incoming, TransportError>>,
     /// Messages forwarded to the engine so far.
     forwarded: u64,
-    related_capacity: usize,
     /// Bytes read and not decoded yet.
     buf: BytesMut,
     /// What each `read(2)` reads into (its spare capacity).
@@ -242,7 +240,7 @@ fn made(
         dispatched: AtomicU64::new(0),
     });
     let (forward, rx) = mpsc::channel(64);
-    let slot = DirectSlot::new();
+    let link = InletLink::new(RELATED_CAPACITY);
     let inbound = Forwarded {
         rx,
         shared: Arc::clone(&shared),
@@ -252,16 +250,15 @@ fn made(
         shared: Arc::clone(&shared),
         codec: codec.clone(),
     };
-    let connection = Connection::new(inbound, outbound).with_direct_slot(slot.clone());
+    let connection = Connection::new(inbound, outbound).with_extension(link.clone());
     let reader = InlineReader {
         input,
         output,
         shared,
-        slot,
+        link,
         codec,
         forward,
         forwarded: 0,
-        related_capacity: 16,
         buf: BytesMut::with_capacity(READ_CHUNK),
         chunk: Vec::with_capacity(READ_CHUNK),
         blocking: true,
@@ -289,13 +286,6 @@ enum Deferred {
 }
 
 impl InlineReader {
-    /// At most `n` messages a waiting handler sends wait to be written before its sends wait
-    /// for room (16 by default).
-    pub fn related_capacity(mut self, n: usize) -> Self {
-        self.related_capacity = n.max(1);
-        self
-    }
-
     /// Reads once and serves what arrived, on the calling thread, without ever waiting for the
     /// runtime, which need not run yet: a server's first answer (to `initialize`) then waits
     /// neither for the reader thread to start nor for a hand-over to the runtime. What would
@@ -304,7 +294,7 @@ impl InlineReader {
     pub fn serve_first(&mut self, runtime: &Handle) {
         let _entered = runtime.enter();
         self.blocking = false;
-        if let Next::Stop = self.step(runtime) {
+        if let Next::Stop = self.step() {
             self.done = true;
         }
         self.blocking = true;
@@ -324,23 +314,23 @@ impl InlineReader {
         };
         if matches!(next, Next::Read) && !self.done {
             // What the first read left.
-            next = self.drain(runtime);
+            next = self.drain();
         }
         while matches!(next, Next::Read) && !self.done {
-            next = self.step(runtime);
+            next = self.step();
         }
         // Dropping `self` closes the forwarding channel: the engine sees the end of input.
         self.error.take().map_or(Ok(()), Err)
     }
 
     /// One read, and what it completed served.
-    fn step(&mut self, runtime: &Handle) -> Next {
+    fn step(&mut self) -> Next {
         match self.read() {
             Ok(0) => {
                 self.eof = true;
-                self.drain(runtime)
+                self.drain()
             }
-            Ok(_) => self.drain(runtime),
+            Ok(_) => self.drain(),
             Err(e) => self.fail(e),
         }
     }
@@ -365,7 +355,7 @@ impl InlineReader {
     }
 
     /// Serves the complete frames read (at the end of input, the last one too).
-    fn drain(&mut self, runtime: &Handle) -> Next {
+    fn drain(&mut self) -> Next {
         loop {
             let decoded = if self.eof {
                 self.codec.decode_eof(&mut self.buf)
@@ -373,7 +363,7 @@ impl InlineReader {
                 self.codec.decode(&mut self.buf)
             };
             match decoded {
-                Ok(Some(frame)) => match self.serve(frame, runtime) {
+                Ok(Some(frame)) => match self.serve(frame) {
                     Next::Read => {}
                     other => return other,
                 },
@@ -426,87 +416,43 @@ impl InlineReader {
         self.send(Ok(Incoming::from(frame)))
     }
 
-    fn serve(&mut self, frame: Result<Inbound, FrameError>, runtime: &Handle) -> Next {
-        let request = match frame {
-            Ok(Inbound::Single(Message::Request(request)))
-                if self.slot.has_engine()
-                    && self.shared.dispatched.load(Ordering::Acquire) == self.forwarded =>
+    fn serve(&mut self, frame: Result<Inbound, FrameError>) -> Next {
+        // Served here only once the engine runs, and only when everything forwarded before it
+        // was dispatched (wire order).
+        let inlet = match (&frame, self.link.get()) {
+            (Ok(Inbound::Single(Message::Request(_))), Some(inlet))
+                if self.shared.dispatched.load(Ordering::Acquire) == self.forwarded =>
             {
-                request
+                Inlet::clone(inlet)
             }
-            other => return self.forward(other),
+            _ => return self.forward(frame),
         };
-        let Some(handler) = self.slot.handler() else {
-            return self.forward(Ok(Inbound::Single(Message::Request(request))));
+        let Ok(Inbound::Single(Message::Request(request))) = frame else {
+            return self.forward(frame);
         };
-        // One of the engine's permits, held while the request runs (given back at once when
-        // it answers on its first poll). With none free the request goes to the engine, which
-        // keeps it waiting for one while it goes on reading what this thread forwards: the
-        // client's answers to the requests of the handlers holding the permits, its
-        // cancellations and the end of input are never stuck behind it.
-        let Some(permit) = self.slot.try_permit(&request.method) else {
-            return self.forward(Ok(Inbound::Single(Message::Request(request))));
-        };
-        let id = request.id.clone();
-        let (cx, mut related) = match self.slot.engine_context_unregistered(
-            id.clone(),
-            Default::default(),
-            self.related_capacity,
-        ) {
-            Ok(made) => made,
-            Err(EngineContextError::DuplicateId) => {
-                tracing::warn!(%id, "duplicate request id");
-                let error =
-                    ErrorObject::invalid_request(format!("request id {id} is already in use"));
-                return self.write(Response::error(Some(id), error));
+        // The engine's permits, ids and cancellation apply as to the requests it reads itself;
+        // only the first poll happens here, and a handler that answers at once (most do) is
+        // answered from this thread.
+        match inlet.serve(request, Extensions::new()) {
+            Served::Answered(response) | Served::Refused(response) => self.write(response),
+            // It waits (or sent something first): in flight on the engine already, so the
+            // peer's cancellation and a reused id are seen; the rest goes out through the
+            // engine's queue, in order.
+            Served::Running(running) => {
+                running.into_engine();
+                Next::Read
             }
-            Err(EngineContextError::NoEngine) => {
-                return self.forward(Ok(Inbound::Single(Message::Request(request))));
+            // Every permit is taken: the engine keeps it waiting for one while it goes on
+            // reading what this thread forwards (the client's answers to the requests of the
+            // handlers holding the permits, its cancellations, the end of input).
+            Served::Busy(request, _) => {
+                self.forward(Ok(Inbound::Single(Message::Request(request))))
             }
-            Err(_) => return Next::Stop,
-        };
-        let mut run = direct_run(handler, request, cx);
-        // The first poll, here: a handler that answers at once with nothing sent before is
-        // answered from this thread. (`None` inside: cancelled, which it cannot be before its
-        // token is watched.)
-        let first = (&mut run).now_or_never();
-        let sent = if first.is_some() {
-            related.try_recv()
-        } else {
-            None
-        };
-        if first.is_some() && sent.is_none() {
-            // The request leaves the engine's in-flight map before its answer is written, so
-            // the client may reuse its id once it has the answer.
-            drop(related);
-            drop(permit);
-            return match first.flatten() {
-                Some(outcome) => self.write(handler_response(id, outcome)),
-                None => Next::Read,
-            };
+            Served::Closed => {
+                self.done = true;
+                Next::Stop
+            }
         }
-        let Some(peer) = self.slot.engine_peer() else {
-            self.done = true;
-            return Next::Stop;
-        };
-        // It waits (or sent something first): in flight from now on, before the next read,
-        // so the peer's cancellation and a reused id are seen. (Shutting down: its token is
-        // cancelled, and it ends without an answer as the engine's own requests do.)
-        if let Err(e) = related.register() {
-            tracing::debug!(%id, error = %e, "registering a waiting request failed");
-        }
-        runtime.spawn(finish(
-            peer,
-            Waiting {
-                id,
-                run,
-                related,
-                first,
-                sent,
-                _permit: permit,
-            },
-        ));
-        Next::Read
     }
 
     /// Writes `response` and everything queued before it, waiting for room when stdout is full.
@@ -553,69 +499,6 @@ fn wait_for(fd: &impl AsFd, flags: rustix::event::PollFlags) -> io::Result<()> {
             Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e.into()),
         }
-    }
-}
-
-/// A request served by the reader whose handler waits or sent something first.
-struct Waiting {
-    id: Id,
-    run: DirectRun,
-    related: RelatedReceiver,
-    /// The first poll's result: `Some` when it answered (`None` inside: cancelled).
-    first: Option<Option<HandlerOutcome>>,
-    /// The first message it sent, taken to see whether there was any.
-    sent: Option<Outbound>,
-    /// Its place among the requests in flight.
-    _permit: OwnedSemaphorePermit,
-}
-
-/// Serves the rest of a [`Waiting`] request on the runtime: what its handler sends and then
-/// its answer go out through the engine's queue, in order.
-async fn finish(peer: Peer, waiting: Waiting) {
-    let Waiting {
-        id,
-        mut run,
-        mut related,
-        first,
-        sent,
-        _permit,
-    } = waiting;
-    if let Some(m) = sent {
-        if peer.send(m).await.is_err() {
-            return;
-        }
-    }
-    let outcome = match first {
-        Some(outcome) => outcome,
-        None => {
-            run.watch(related.cancellation());
-            let mut open = true;
-            loop {
-                tokio::select! {
-                    biased;
-                    outcome = &mut run => break outcome,
-                    m = related.recv(), if open => match m {
-                        Some(m) => {
-                            if peer.send(m).await.is_err() {
-                                return;
-                            }
-                        }
-                        None => open = false,
-                    },
-                }
-            }
-        }
-    };
-    // What it sent just before answering goes first.
-    while let Some(m) = related.try_recv() {
-        if peer.send(m).await.is_err() {
-            return;
-        }
-    }
-    drop(related);
-    if let Some(outcome) = outcome {
-        let response = handler_response(id, outcome);
-        let _ = peer.send(Outbound::new(Message::Response(response))).await;
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use mcp_jsonrpc::{DirectHandler, Engine, ErrorObject, Handler, RawJson, Request, RequestContext};
+use mcp_jsonrpc::{Engine, ErrorObject, Handler, RawJson, Request, RequestContext};
 use mcp_transport_stdio::StdioOptions;
 use mcp_transport_stdio::inline::{InlineReader, fds_inline};
 use serde_json::{Value, json};
@@ -99,7 +99,7 @@ struct Harness {
     reader: JoinHandle<std::io::Result<()>>,
 }
 
-/// A server on pipes, not running yet: its engine started (bound to the connection's slot) on
+/// A server on pipes, not running yet: its engine started (its inlet bound to the reader) on
 /// a runtime nobody drives, its reader not reading.
 struct Unstarted {
     runtime: tokio::runtime::Runtime,
@@ -129,11 +129,6 @@ fn unstarted_with(nonblocking_input: bool, places: usize) -> Unstarted {
     let (connection, reader) =
         fds_inline(server_in, server_out, StdioOptions::auto()).expect("a pipe is served inline");
     let methods = Methods::default();
-    let direct: DirectHandler = {
-        let methods = methods.clone();
-        Arc::new(move |request, cx| Box::pin(methods.clone().serve(request, cx)))
-    };
-    assert!(connection.direct_slot().expect("a slot").offer(direct));
     let (_peer, driver) = Engine::builder()
         .max_in_flight(places)
         .start(connection, methods);

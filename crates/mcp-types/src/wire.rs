@@ -54,10 +54,9 @@ use serde_json::Value;
 
 use crate::methods::{self, MethodInfo};
 use crate::{
-    CacheScope, ClientCapabilities, CreateMessageResult, ElicitResult, Era, ErrorObject,
-    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponse, JsonObject,
-    ListRootsResult, LoggingLevel, Meta, ProgressToken, Project, ProtocolVersion, RequestId,
-    error_codes,
+    CacheScope, ClientCapabilities, CreateMessageResult, ElicitResult, Era, Implementation,
+    InputRequest, InputRequests, InputRequiredResult, InputResponse, JsonObject, ListRootsResult,
+    LoggingLevel, Meta, ProgressToken, Project, ProtocolVersion, RequestId, RpcError, error_codes,
 };
 
 /// `_meta` key: the protocol version of a stateless request (required).
@@ -743,7 +742,7 @@ impl MetaError {
 
     /// The JSON-RPC error object to answer with; for an unsupported version its `data` is
     /// `{"supported": [...], "requested": "..."}`.
-    pub fn to_error(&self) -> ErrorObject {
+    pub fn to_error(&self) -> RpcError {
         let data = match self {
             MetaError::UnsupportedVersion {
                 requested,
@@ -754,7 +753,7 @@ impl MetaError {
             })),
             _ => None,
         };
-        ErrorObject {
+        RpcError {
             code: self.code(),
             message: self.to_string(),
             data,
@@ -999,13 +998,13 @@ pub fn lower_error_code(code: i64, rev: ProtocolVersion) -> i64 {
 
 /// The `-32021` error (`MissingRequiredClientCapabilityError`): `data.requiredCapabilities`
 /// holds the capabilities the request needs and the client did not declare.
-pub fn missing_capability(required: &ClientCapabilities) -> ErrorObject {
+pub fn missing_capability(required: &ClientCapabilities) -> RpcError {
     let value = serde_json::to_value(required).unwrap_or_else(|_| Value::Object(JsonObject::new()));
     let names: Vec<&str> = value
         .as_object()
         .map(|m| m.keys().map(String::as_str).collect())
         .unwrap_or_default();
-    ErrorObject {
+    RpcError {
         code: error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
         message: format!(
             "the request needs client capabilities that were not declared: {}",
@@ -1038,10 +1037,10 @@ pub fn declares_extension(capabilities: &ClientCapabilities, id: &str) -> bool {
 
 /// The `-32021` error for a request that needs the extension `id` and did not declare it:
 /// `data.requiredCapabilities` is `{"extensions": {id: {}}}`.
-pub fn missing_extension(id: &str) -> ErrorObject {
+pub fn missing_extension(id: &str) -> RpcError {
     let mut extensions = JsonObject::new();
     extensions.insert(id.to_owned(), Value::Object(JsonObject::new()));
-    ErrorObject {
+    RpcError {
         code: error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
         message: format!("the request needs the {id} extension, which it did not declare"),
         data: Some(serde_json::json!({ "requiredCapabilities": { "extensions": extensions } })),

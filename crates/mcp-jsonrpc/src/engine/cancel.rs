@@ -8,12 +8,10 @@ use tokio_util::sync::CancellationToken;
 /// A request's cancellation: the [`CancellationToken`] the engine cancels when the peer
 /// cancels the request or the connection closes.
 ///
-/// For the engine's requests (those it dispatches, and the contexts of
-/// [`DirectSlot`](crate::DirectSlot)) the token is made the first time something asks for
-/// it (the handler, the engine watching a handler that waits, a cancellation): most
-/// requests are answered before anything does, and a token takes a lock to clone and to
-/// drop. Clones share the token, made or not. A token given from outside (a
-/// [`Detached`](crate::Detached) context's) is used as it is.
+/// For the engine's requests the token is made the first time something asks for it (the
+/// handler, the engine watching a handler that waits, a cancellation): most requests are
+/// answered before anything does, and a token takes a lock to clone and to drop. Clones share
+/// the token, made or not. A token given from outside is used as it is.
 ///
 /// ```
 /// use mcp_jsonrpc::Cancellation;

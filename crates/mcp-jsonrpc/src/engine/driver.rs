@@ -26,9 +26,11 @@ use serde::Deserialize;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::sync::PollSemaphore;
 
+use super::inlet::{Admitted, Door, Refusal, Run, duplicate};
+use super::queue::Tx;
 use super::{
-    CANCELLED_METHOD, Cancellable, Cancellation, Handler, NotificationContext, PING_METHOD,
-    PROGRESS_METHOD, Peer, Progress, Queued, RequestContext, Shared, lock,
+    CANCELLED_METHOD, Handler, NotificationContext, PING_METHOD, PROGRESS_METHOD, Peer, Progress,
+    Queued, Shared, lock,
 };
 use crate::connection::{Connection, Extensions, InboundStream, Incoming, Outbound, OutboundSink};
 use crate::error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError};
@@ -51,6 +53,9 @@ enum Phase {
 
 pub(super) struct DriverState<H> {
     shared: Arc<Shared>,
+    /// Where every request enters its handler (see [`Door`]).
+    door: Door,
+    /// For notifications, which run here one at a time.
     handler: Arc<H>,
     reader: InboundStream,
     writer: OutboundSink,
@@ -98,12 +103,13 @@ struct ProgressParams {
 
 impl<H: Handler> DriverState<H> {
     pub(super) fn new(
-        shared: Arc<Shared>,
+        door: Door,
         connection: Connection,
         handler: Arc<H>,
-        tx: mpsc::Sender<Queued>,
         rx: mpsc::Receiver<Queued>,
     ) -> Self {
+        let shared = Arc::clone(&door.shared);
+        let tx = door.tx.clone();
         let (reader, writer) = connection.into_parts();
         let permits = PollSemaphore::new(Arc::clone(&shared.permits));
         let current_thread = tokio::runtime::Handle::try_current()
@@ -111,6 +117,7 @@ impl<H: Handler> DriverState<H> {
         let inline_per_pass = if current_thread { u8::MAX } else { 1 };
         DriverState {
             shared,
+            door,
             handler,
             reader,
             writer,
@@ -161,14 +168,8 @@ impl<H: Handler> DriverState<H> {
         }
         lock(&self.shared.cancels).clear();
         self.notifications.clear();
-        {
-            let mut inflight = lock(&self.shared.inflight);
-            for parked in self.waiting.drain(..) {
-                for id in parked.ids() {
-                    inflight.remove(id);
-                }
-            }
-        }
+        // Their entries in the in-flight map go with them.
+        self.waiting.clear();
         self.current = None;
         self.permit = None;
         self.rx.close();
@@ -429,8 +430,7 @@ impl<H: Handler> DriverState<H> {
 
     /// Runs a batch's requests on a task of their own, with the permit the driver holds.
     fn start_batch(&mut self, batch: Batch) {
-        let handler = self.handler.clone();
-        let shared = self.shared.clone();
+        let door = self.door.clone();
         let tx = self.tx.clone();
         let permit = self.permit.take();
         tokio::spawn(async move {
@@ -439,7 +439,7 @@ impl<H: Handler> DriverState<H> {
             let mut running: FuturesUnordered<_> = batch
                 .requests
                 .into_iter()
-                .map(|(request, cx)| run_handler(handler.clone(), shared.clone(), request, cx))
+                .map(|(request, admitted)| door.start(request, admitted))
                 .collect();
             while let Some(response) = running.next().await {
                 responses.extend(response);
@@ -474,27 +474,19 @@ impl<H: Handler> DriverState<H> {
         batch: Option<&mut Batch>,
         cx: &mut Context<'_>,
     ) {
-        let id = request.id.clone();
-        // A token of its own rather than a child of `shutdown` (no tree to lock and unlink per
-        // request), made when first asked for: shutdown cancels every request still in flight.
-        let cancel = Cancellation::lazy();
-        if !self.shared.enter_inflight(&id, &cancel) {
-            tracing::warn!(%id, "duplicate request id");
-            let response = Response::error(
-                Some(id.clone()),
-                ErrorObject::invalid_request(format!("request id {id} is already in use")),
-            );
-            match batch {
-                Some(b) => b.responses.push(response),
-                None => self.push_local(Message::Response(response)),
+        let tx = Tx::Engine(self.tx.clone());
+        let rcx = match self.door.admit(&request.id, extensions, tx, true) {
+            Ok(admitted) => admitted,
+            Err(Refusal::Duplicate) => {
+                let response = duplicate(request.id);
+                match batch {
+                    Some(b) => b.responses.push(response),
+                    None => self.push_local(Message::Response(response)),
+                }
+                return;
             }
-            return;
-        }
-        let rcx = RequestContext {
-            id: id.clone(),
-            cancel,
-            peer: self.peer(Some(id.clone())),
-            extensions,
+            // Shutting down: nothing runs any more.
+            Err(Refusal::Closed) => return,
         };
         if let Some(b) = batch {
             b.requests.push((request, rcx));
@@ -521,8 +513,8 @@ impl<H: Handler> DriverState<H> {
 
     /// Runs a request whose permit the driver holds: first polled here when it may be, else
     /// on a task of its own.
-    fn start_request(&mut self, request: Request, rcx: RequestContext, cx: &mut Context<'_>) {
-        let id = rcx.id.clone();
+    fn start_request(&mut self, request: Request, rcx: Admitted, cx: &mut Context<'_>) {
+        let id = request.id.clone();
         // Notifications that arrived before this request are handled first (wire order: a
         // client's `notifications/initialized` precedes its first request).
         self.poll_notifications(cx);
@@ -536,12 +528,7 @@ impl<H: Handler> DriverState<H> {
         // moves, already started, onto a task of its own; the next poll there registers that
         // task's waker (every future re-registers on each poll), so it makes progress on its
         // own from then on.
-        let mut running: BoxFuture<Option<Response>> = Box::pin(run_handler(
-            self.handler.clone(),
-            self.shared.clone(),
-            request,
-            rcx,
-        ));
+        let mut running = self.door.start(request, rcx);
         match running.as_mut().poll(cx) {
             Poll::Ready(None) => {}
             Poll::Ready(Some(response)) => {
@@ -572,19 +559,14 @@ impl<H: Handler> DriverState<H> {
     }
 
     /// Runs a request handler on a task of its own.
-    fn spawn_request(&mut self, request: Request, rcx: RequestContext) {
-        let id = rcx.id.clone();
-        let running = Box::pin(run_handler(
-            self.handler.clone(),
-            self.shared.clone(),
-            request,
-            rcx,
-        ));
+    fn spawn_request(&mut self, request: Request, rcx: Admitted) {
+        let id = request.id.clone();
+        let running = self.door.start(request, rcx);
         self.spawn_running(running, id);
     }
 
     /// Moves a started (or not yet started) handler onto a task of its own.
-    fn spawn_running(&mut self, running: BoxFuture<Option<Response>>, id: Id) {
+    fn spawn_running(&mut self, running: Run, id: Id) {
         let tx = self.tx.clone();
         let permit = self.permit.take();
         tokio::spawn(async move {
@@ -685,56 +667,14 @@ impl<H: Handler> DriverState<H> {
 
 #[derive(Default)]
 struct Batch {
-    requests: Vec<(Request, RequestContext)>,
+    requests: Vec<(Request, Admitted)>,
     responses: Vec<Response>,
 }
 
-/// What waits for a permit.
+/// What waits for a permit (admitted: counted in flight, so the peer can cancel it).
 enum Parked {
-    Request(Request, RequestContext),
+    Request(Request, Admitted),
     Batch(Batch),
-}
-
-impl Parked {
-    /// The ids it holds in the in-flight map.
-    fn ids(&self) -> Vec<&Id> {
-        match self {
-            Parked::Request(_, rcx) => vec![&rcx.id],
-            Parked::Batch(batch) => batch.requests.iter().map(|(_, rcx)| &rcx.id).collect(),
-        }
-    }
-}
-
-/// Runs one request handler; `None` when the request was cancelled (no response is sent).
-async fn run_handler<H: Handler>(
-    handler: Arc<H>,
-    shared: Arc<Shared>,
-    request: Request,
-    cx: RequestContext,
-) -> Option<Response> {
-    let id = request.id.clone();
-    if cx.cancel.is_cancelled() {
-        lock(&shared.inflight).remove(&id);
-        return None;
-    }
-    // Pinned where it is built: the handler's future is the largest value of a request (its
-    // whole call chain), and `select!` would move it once more.
-    let mut handling =
-        std::pin::pin!(AssertUnwindSafe(handler.handle_request(request, cx)).catch_unwind());
-    let mut run = Cancellable::new(handling.as_mut());
-    let outcome = std::future::poll_fn(|cx| match Pin::new(&mut run).poll(cx) {
-        // The handler waits: from now on its token is watched (only this function takes the
-        // entry out of the map), and the next poll registers with it.
-        Poll::Pending if !run.is_watching() => {
-            let cancel = lock(&shared.inflight).get(&id).cloned();
-            run.watch(cancel.map(|c| c.token().clone()));
-            Pin::new(&mut run).poll(cx)
-        }
-        polled => polled,
-    })
-    .await;
-    lock(&shared.inflight).remove(&id);
-    outcome.map(|outcome| super::handler_response(id, outcome))
 }
 
 impl<H: Handler> Future for DriverState<H> {

@@ -1,8 +1,8 @@
 //! The request engine: transport-agnostic request/response plumbing used by both roles.
 
 mod cancel;
-mod direct;
 mod driver;
+mod inlet;
 mod peer;
 mod queue;
 
@@ -20,10 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use cancel::Cancellation;
-pub use direct::{
-    Cancellable, Detached, DirectHandler, DirectRun, DirectSlot, EngineContextError,
-    HandlerOutcome, RelatedReceiver, direct_run, handler_response,
-};
+pub use inlet::{Inlet, InletLink, Running, Served, Step};
 pub use peer::{Peer, Progress, RequestOptions, ResponseFuture};
 
 use crate::connection::{Connection, Extensions};
@@ -314,11 +311,13 @@ impl EngineBuilder {
     pub fn start<H: Handler>(self, connection: Connection, handler: H) -> (Peer, Driver) {
         let (tx, rx) = mpsc::channel(self.config.queue_capacity);
         let shared = Arc::new(Shared::new(self.config));
-        if let Some(slot) = connection.direct_slot() {
-            slot.bind(shared.clone(), tx.clone());
+        let handler = Arc::new(handler);
+        let door = inlet::Door::new(Arc::clone(&shared), tx.clone(), Arc::clone(&handler));
+        if let Some(link) = connection.extensions().get::<InletLink>() {
+            link.bind(door.clone());
         }
         let peer = Peer::new(shared.clone(), queue::Tx::Engine(tx.clone()), None);
-        let state = driver::DriverState::new(shared, connection, Arc::new(handler), tx, rx);
+        let state = driver::DriverState::new(door, connection, handler, rx);
         (peer, Driver::new(Box::pin(state)))
     }
 
@@ -454,15 +453,11 @@ struct Shared {
     /// The permits of pings beyond `max_in_flight` ([`CONTROL_PERMITS`]).
     control: Arc<Semaphore>,
     epoch: tokio::time::Instant,
-    /// No driver behind it: requests served outside an engine (see [`Detached`]). Requests to
-    /// the peer fail at once; related messages go to each request's own channel.
-    detached: bool,
 }
 
 impl Shared {
     fn new(config: Config) -> Self {
         Shared {
-            detached: false,
             next_id: AtomicI64::new(1),
             pending: Mutex::default(),
             inflight: Mutex::default(),
@@ -520,11 +515,6 @@ impl Shared {
                 true
             }
         }
-    }
-
-    /// Whether a request in flight has `id`.
-    fn is_inflight(&self, id: &Id) -> bool {
-        lock(&self.inflight).contains_key(id)
     }
 
     /// Whether shutdown has begun (`shutdown` has fired or is firing).

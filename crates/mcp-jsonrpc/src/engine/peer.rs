@@ -309,7 +309,7 @@ async fn run_request(
     if shared.is_shutting_down() {
         return Err(shared.closed_error());
     }
-    if shared.detached {
+    if matches!(tx, Tx::Alone(_)) {
         return Err(CallError::Closed(
             "this request is served without a connection: it cannot send requests to the peer"
                 .to_owned(),

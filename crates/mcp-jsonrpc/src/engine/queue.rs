@@ -1,7 +1,7 @@
 //! Where a [`Peer`](super::Peer) puts what it sends: the engine's outbound queue, or the queue
-//! of one request served outside the engine (see [`RelatedReceiver`](super::RelatedReceiver)).
+//! of one request a transport serves in its own task (see [`Running`](super::Running)).
 //!
-//! The request's queue is made for every request a transport serves directly, and most never
+//! The request's queue is made for every request a transport serves in its own task, and most never
 //! carry a message: it is one small allocation (a lock around a deque that allocates on its
 //! first message), where a Tokio channel would cost two, one of them a cache-aligned block of
 //! half a kilobyte.
@@ -19,8 +19,11 @@ use super::Queued;
 pub(super) enum Tx {
     /// The engine's outbound queue.
     Engine(mpsc::Sender<Queued>),
-    /// The queue of one request served outside the engine.
+    /// The queue of one request a transport serves in its own task.
     Request(RequestTx),
+    /// The queue of one request that stands alone: nothing carries the peer's answers to its
+    /// requests back, so it sends none.
+    Alone(RequestTx),
 }
 
 impl Clone for Tx {
@@ -28,6 +31,7 @@ impl Clone for Tx {
         match self {
             Tx::Engine(tx) => Tx::Engine(tx.clone()),
             Tx::Request(tx) => Tx::Request(tx.clone()),
+            Tx::Alone(tx) => Tx::Alone(tx.clone()),
         }
     }
 }
@@ -37,7 +41,7 @@ impl Tx {
     pub(super) async fn send(&self, item: Queued) -> Result<(), Queued> {
         match self {
             Tx::Engine(tx) => tx.send(item).await.map_err(|e| e.0),
-            Tx::Request(tx) => tx.send(item).await,
+            Tx::Request(tx) | Tx::Alone(tx) => tx.send(item).await,
         }
     }
 }

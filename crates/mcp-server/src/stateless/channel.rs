@@ -5,11 +5,7 @@
 use std::sync::{Arc, OnceLock};
 
 use mcp_jsonrpc::{ErrorObject, Peer};
-use mcp_types::wire::InputKind;
-use mcp_types::{
-    CreateMessageRequest, CreateMessageRequestParams, ElicitRequest, ElicitRequestParams,
-    InputRequest, InputResponse, ListRootsRequest, ListRootsRequestParams, tag,
-};
+use mcp_types::InputResponse;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -17,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::mrtr::{Ask, Exchange, InputRequired, MrtrLimits};
 use crate::context::{BoxFuture, ClientChannel, ClientScope, Resume};
 use crate::error::AskError;
+use crate::input::input_request;
 
 /// A request's method: the protocol's own names are static, a custom one is copied.
 pub(crate) type MethodName = std::borrow::Cow<'static, str>;
@@ -102,41 +99,6 @@ impl RequestExchange {
             })),
             None => self.get(),
         }
-    }
-}
-
-/// Builds the input request a context asks for from its method and encoded params.
-pub(crate) fn input_request(
-    method: &str,
-    params: Option<&RawValue>,
-) -> Result<InputRequest, AskError> {
-    let invalid = |e: serde_json::Error| AskError::InvalidRequest(e.to_string());
-    let raw = params.map_or("{}", RawValue::get);
-    match InputKind::from_method(method) {
-        Some(InputKind::Elicitation) => Ok(InputRequest::Elicit(ElicitRequest {
-            id: None,
-            jsonrpc: None,
-            method: tag::ElicitationCreate,
-            params: serde_json::from_str::<ElicitRequestParams>(raw).map_err(invalid)?,
-        })),
-        Some(InputKind::Sampling) => Ok(InputRequest::CreateMessage(CreateMessageRequest {
-            id: None,
-            jsonrpc: None,
-            method: tag::SamplingCreateMessage,
-            params: serde_json::from_str::<CreateMessageRequestParams>(raw).map_err(invalid)?,
-        })),
-        Some(InputKind::Roots) => Ok(InputRequest::ListRoots(ListRootsRequest {
-            params: match params {
-                None => None,
-                Some(p) => {
-                    Some(serde_json::from_str::<ListRootsRequestParams>(p.get()).map_err(invalid)?)
-                }
-            },
-            ..ListRootsRequest::default()
-        })),
-        None => Err(AskError::InvalidRequest(format!(
-            "{method} is not a request for client input"
-        ))),
     }
 }
 
@@ -251,16 +213,12 @@ mod tests {
         assert!(none.needed().is_none() && none.get().is_none());
     }
 
-    #[test]
-    fn reading_an_unopened_exchange_finds_what_a_fresh_one_holds() {
-        let (cx, _related) = mcp_jsonrpc::Detached::new().context(
-            mcp_jsonrpc::Id::Number(1),
-            mcp_jsonrpc::Extensions::default(),
-            CancellationToken::new(),
-            4,
-        );
+    #[tokio::test]
+    async fn reading_an_unopened_exchange_finds_what_a_fresh_one_holds() {
+        let (_client, server) = mcp_jsonrpc::memory_pair(4);
+        let (peer, _engine) = mcp_jsonrpc::Engine::builder().spawn(server, ());
         let channel = StatelessChannel {
-            peer: cx.peer().clone(),
+            peer,
             exchange: RequestExchange::later(first_attempt()),
             method: MethodName::Borrowed("tools/call"),
         };

@@ -24,7 +24,7 @@ use mcp_types::{
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::rpc_error;
+use crate::error::rpc_error;
 use crate::registry::ServerEvent;
 use crate::server::Server;
 use crate::tasks;

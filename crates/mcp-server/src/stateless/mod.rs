@@ -9,12 +9,3 @@ pub(crate) mod mrtr;
 pub(crate) mod seal;
 pub(crate) mod serve;
 pub(crate) mod shim;
-
-/// A JSON-RPC error of the model (`mcp-types`) as the engine sends it.
-pub(crate) fn rpc_error(e: mcp_types::ErrorObject) -> mcp_jsonrpc::ErrorObject {
-    let error = mcp_jsonrpc::ErrorObject::new(e.code, e.message);
-    match &e.data {
-        Some(data) => crate::error::with_data(error, data),
-        None => error,
-    }
-}

@@ -13,114 +13,13 @@ use std::sync::{Mutex, MutexGuard};
 
 use mcp_types::wire::{self, InputKind, RetryInput};
 use mcp_types::{
-    ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, ElicitRequest,
-    ElicitRequestParams, ErrorObject, InputRequest, InputRequests, InputRequiredResult,
-    InputResponse, ListRootsRequest, error_codes, tag,
+    ClientCapabilities, InputRequest, InputRequests, InputRequiredResult, InputResponse, RpcError,
+    error_codes,
 };
 use serde_json::Value;
 
 use super::seal::{Binding, RequestStateSealer, SealedState};
-
-/// What a handler returns to ask the client for input explicitly (the lower layer of the two
-/// ways to ask): requests keyed by name, and optional state of its own. Under 2026-07-28 it is
-/// sent as an `input_required` result with the state sealed into `requestState`; on the retry
-/// the handler reads the answers with `cx.input_response(key)` and its state with
-/// `cx.input_state()`.
-///
-/// ```
-/// use mcp_server::InputRequired;
-/// use mcp_types::ElicitRequestParams;
-///
-/// let params: ElicitRequestParams = serde_json::from_value(serde_json::json!({
-///     "mode": "form",
-///     "message": "Deploy to production?",
-///     "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
-/// }))?;
-/// let ask = InputRequired::new().elicit("confirm", params).state(serde_json::json!({"step": 1}));
-/// assert_eq!(ask.requests().len(), 1);
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct InputRequired {
-    requests: InputRequests,
-    state: Option<Value>,
-}
-
-impl InputRequired {
-    /// No requests and no state yet.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Asks the user through the client (`elicitation/create`).
-    pub fn elicit(self, key: impl Into<String>, params: ElicitRequestParams) -> Self {
-        self.request(
-            key,
-            InputRequest::Elicit(ElicitRequest {
-                id: None,
-                jsonrpc: None,
-                method: tag::ElicitationCreate,
-                params,
-            }),
-        )
-    }
-
-    /// Asks the client's language model (`sampling/createMessage`).
-    pub fn sample(self, key: impl Into<String>, params: CreateMessageRequestParams) -> Self {
-        self.request(
-            key,
-            InputRequest::CreateMessage(CreateMessageRequest {
-                id: None,
-                jsonrpc: None,
-                method: tag::SamplingCreateMessage,
-                params,
-            }),
-        )
-    }
-
-    /// Asks for the client's roots (`roots/list`).
-    pub fn roots(self, key: impl Into<String>) -> Self {
-        self.request(key, InputRequest::ListRoots(ListRootsRequest::default()))
-    }
-
-    /// Adds any input request under `key` (a later request with the same key replaces it).
-    pub fn request(mut self, key: impl Into<String>, request: InputRequest) -> Self {
-        self.requests.insert(key.into(), request);
-        self
-    }
-
-    /// State the handler wants back on the retry (sealed, so the client cannot change it, but
-    /// readable by the client: no secrets).
-    pub fn state(mut self, state: Value) -> Self {
-        self.state = Some(state);
-        self
-    }
-
-    /// The requests, by key.
-    pub fn requests(&self) -> &InputRequests {
-        &self.requests
-    }
-
-    /// The handler's state, if any.
-    pub fn state_value(&self) -> Option<&Value> {
-        self.state.as_ref()
-    }
-
-    pub(crate) fn into_parts(self) -> (InputRequests, Option<Value>) {
-        (self.requests, self.state)
-    }
-}
-
-impl std::fmt::Display for InputRequired {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("input required")?;
-        for (i, key) in self.requests.keys().enumerate() {
-            f.write_str(if i == 0 { ": " } else { ", " })?;
-            f.write_str(key)?;
-        }
-        Ok(())
-    }
-}
+pub(crate) use crate::input::InputRequired;
 
 /// Limits of multi round-trip requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,7 +72,7 @@ pub(crate) enum Verdict {
     /// `input_required`, with every recorded ask and a sealed `requestState`.
     InputRequired(InputRequiredResult),
     /// A JSON-RPC error instead of whatever the handler produced.
-    Error(ErrorObject),
+    Error(RpcError),
 }
 
 #[derive(Debug, Default)]
@@ -224,16 +123,16 @@ fn required_capabilities(paths: &BTreeSet<&'static str>) -> ClientCapabilities {
     serde_json::from_value(Value::Object(root)).unwrap_or_default()
 }
 
-fn invalid_params(message: impl Into<String>) -> ErrorObject {
-    ErrorObject {
+fn invalid_params(message: impl Into<String>) -> RpcError {
+    RpcError {
         code: error_codes::INVALID_PARAMS,
         message: message.into(),
         data: None,
     }
 }
 
-fn internal(message: impl Into<String>) -> ErrorObject {
-    ErrorObject {
+fn internal(message: impl Into<String>) -> RpcError {
+    RpcError {
         code: error_codes::INTERNAL_ERROR,
         message: message.into(),
         data: None,
@@ -250,7 +149,7 @@ impl Exchange {
         capabilities: ClientCapabilities,
         retry: RetryInput,
         limits: MrtrLimits,
-    ) -> Result<Exchange, ErrorObject> {
+    ) -> Result<Exchange, RpcError> {
         let sealed = match &retry.request_state {
             None => SealedState::default(),
             Some(token) => sealer
@@ -510,6 +409,7 @@ impl Exchange {
 mod tests {
     use super::*;
     use crate::stateless::seal::SealingKey;
+    use mcp_types::ListRootsRequest;
     use serde_json::json;
 
     fn sealer() -> RequestStateSealer {
@@ -557,7 +457,7 @@ mod tests {
         RetryInput::lift(Some(&params)).unwrap()
     }
 
-    fn open(c: ClientCapabilities, r: RetryInput) -> Result<Exchange, ErrorObject> {
+    fn open(c: ClientCapabilities, r: RetryInput) -> Result<Exchange, RpcError> {
         Exchange::open(&sealer(), binding(), c, r, MrtrLimits::default())
     }
 

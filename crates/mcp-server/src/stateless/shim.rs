@@ -13,9 +13,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::mrtr::InputRequired;
-use super::rpc_error;
 use crate::context::{ClientScope, Resume};
 use crate::error::AskError;
+use crate::error::rpc_error;
 
 #[derive(Debug, Default)]
 struct Gathered {

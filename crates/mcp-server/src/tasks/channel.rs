@@ -24,9 +24,9 @@ use tokio_util::sync::CancellationToken;
 use super::store::{Asked, TaskRecord};
 use crate::context::{BoxFuture, ClientChannel, ClientScope, Resume};
 use crate::error::AskError;
-use crate::stateless::channel::input_request;
-use crate::stateless::mrtr::InputRequired;
-use crate::stateless::rpc_error;
+use crate::error::rpc_error;
+use crate::input::InputRequired;
+use crate::input::input_request;
 
 /// The handler asks to become a task; the request answers with the task it created, or with
 /// `None` when it did not create one (the request then ends and the handler is dropped).

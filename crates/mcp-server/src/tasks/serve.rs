@@ -19,9 +19,9 @@ use super::channel::{StartTask, TaskChannel};
 use super::store::{InputLimits, Outcome, Placement, TaskRecord, TaskStore};
 use crate::context::{ClientChannel, ClientScope};
 use crate::dispatch::{Origin, dispatch};
+use crate::error::rpc_error;
 use crate::handler::Request;
 use crate::server::Server;
-use crate::stateless::rpc_error;
 
 type JobResult = Result<RawJson, ErrorObject>;
 
@@ -227,8 +227,8 @@ pub(crate) async fn run_as(
 }
 
 /// The error a task failed with, as the revision numbers it.
-fn model_error(e: ErrorObject, version: ProtocolVersion) -> mcp_types::ErrorObject {
-    mcp_types::ErrorObject {
+fn model_error(e: ErrorObject, version: ProtocolVersion) -> mcp_types::RpcError {
+    mcp_types::RpcError {
         code: wire::lower_error_code(e.code, version),
         data: e
             .data

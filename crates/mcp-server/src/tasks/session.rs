@@ -511,7 +511,7 @@ mod tests {
         assert_eq!(r["isError"], true);
 
         let failed = task_in(&s, &mine);
-        failed.finish_session(Outcome::Failed(mcp_types::ErrorObject {
+        failed.finish_session(Outcome::Failed(mcp_types::RpcError {
             code: -32000,
             message: "no".into(),
             data: Some(json!({"why": 1})),

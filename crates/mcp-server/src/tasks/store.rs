@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use mcp_types::wire::InputKind;
 use mcp_types::wire::tasks::{DetailedTask, Task, TaskStatus};
-use mcp_types::{ErrorObject, InputRequest, InputResponse, JsonObject, error_codes};
+use mcp_types::{InputRequest, InputResponse, JsonObject, RpcError, error_codes};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -57,7 +57,7 @@ pub(crate) enum Outcome {
     /// The request's result (a tool error included).
     Completed(JsonObject),
     /// A JSON-RPC error.
-    Failed(ErrorObject),
+    Failed(RpcError),
 }
 
 struct State {
@@ -72,7 +72,7 @@ struct State {
     /// Requests of a session-era task waiting for the client's answer.
     forwarded: usize,
     result: Option<JsonObject>,
-    error: Option<ErrorObject>,
+    error: Option<RpcError>,
 }
 
 /// Limits on the input one task may ask for.
@@ -156,7 +156,7 @@ impl TaskRecord {
     }
 
     /// The final result or error, once the task has ended: `(status, result, error)`.
-    pub(crate) fn ended(&self) -> Option<(TaskStatus, Option<JsonObject>, Option<ErrorObject>)> {
+    pub(crate) fn ended(&self) -> Option<(TaskStatus, Option<JsonObject>, Option<RpcError>)> {
         let state = self.state();
         state
             .status
@@ -310,7 +310,7 @@ impl TaskRecord {
     /// Delivers answers (`tasks/update`). Keys that are not outstanding are ignored; an answer
     /// of the wrong shape for its request refuses the whole update (`-32602`) and changes
     /// nothing. The task is `working` again once nothing is outstanding.
-    pub(crate) fn update(&self, responses: BTreeMap<String, Value>) -> Result<(), ErrorObject> {
+    pub(crate) fn update(&self, responses: BTreeMap<String, Value>) -> Result<(), RpcError> {
         let mut state = self.state();
         let mut parsed = Vec::new();
         for (key, value) in responses {
@@ -319,7 +319,7 @@ impl TaskRecord {
             };
             let answer = InputKind::of(&pending.request)
                 .parse_response(&value)
-                .map_err(|e| ErrorObject {
+                .map_err(|e| RpcError {
                     code: error_codes::INVALID_PARAMS,
                     message: format!("inputResponses.{key}: {e}"),
                     data: None,
@@ -428,7 +428,7 @@ impl TaskRecord {
 
     /// The time to live ran out while the handler still ran.
     pub(crate) fn expire(&self) {
-        let error = ErrorObject {
+        let error = RpcError {
             code: error_codes::INTERNAL_ERROR,
             message: "the task expired before it completed".into(),
             data: None,
@@ -747,7 +747,7 @@ mod tests {
         assert!(token.is_cancelled());
         assert!(rx.await.is_err());
         assert_eq!(t.status(), TaskStatus::Cancelled);
-        t.finish(Outcome::Failed(ErrorObject {
+        t.finish(Outcome::Failed(RpcError {
             code: -1,
             message: "late".into(),
             data: None,

@@ -630,7 +630,7 @@ impl Shared {
             }
             match net::read_body(resp.into_body(), self.config.max_body_size).await {
                 Ok(bytes) => {
-                    self.deliver_json(&bytes, &mut pending).await;
+                    self.deliver_json(&bytes, &mut pending, true).await;
                     if !pending.is_empty() {
                         let err =
                             HttpError::Protocol("the JSON response lacks an answer".to_owned());
@@ -653,7 +653,10 @@ impl Shared {
             .unwrap_or_default();
         if media == "application/json" && !body.is_empty() {
             let before = pending.len();
-            self.deliver_json(&body, &mut pending).await;
+            // A 400 refuses the message itself: its JSON-RPC error is the answer. Any other
+            // status (401, 403, ...) refuses the exchange, which its status says best.
+            let answers = status == StatusCode::BAD_REQUEST;
+            self.deliver_json(&body, &mut pending, answers).await;
             if pending.is_empty() && before > 0 {
                 return;
             }
@@ -670,14 +673,17 @@ impl Shared {
         }
     }
 
-    /// Decodes a JSON body (one message or a batch) and hands its messages inbound.
-    async fn deliver_json(&self, bytes: &[u8], pending: &mut HashSet<Id>) {
+    /// Decodes a JSON body (one message or a batch) and hands its messages inbound; with
+    /// `answers`, an id-less error answers the POST's one request (see [`deliver`]).
+    ///
+    /// [`deliver`]: Self::deliver
+    async fn deliver_json(&self, bytes: &[u8], pending: &mut HashSet<Id>, answers: bool) {
         match Inbound::from_slice(bytes, self.config.max_batch_len) {
-            Ok(Inbound::Single(m)) => self.deliver(m, pending).await,
+            Ok(Inbound::Single(m)) => self.deliver(m, pending, answers).await,
             Ok(Inbound::Batch(items)) => {
                 for item in items {
                     match item {
-                        Ok(m) => self.deliver(m, pending).await,
+                        Ok(m) => self.deliver(m, pending, answers).await,
                         Err(e) => tracing::warn!(error = %e, "invalid message in a JSON batch"),
                     }
                 }
@@ -686,7 +692,16 @@ impl Shared {
         }
     }
 
-    async fn deliver(&self, msg: Message, pending: &mut HashSet<Id>) {
+    async fn deliver(&self, mut msg: Message, pending: &mut HashSet<Id>, answers: bool) {
+        // An error without an id, in answer to a POST that carried one request, answers that
+        // request: the server refused the message before it read its id (a server of an
+        // older revision refusing a newer envelope, say). The caller gets the error, not a
+        // wait for an answer that never comes and a warning about an error nobody asked for.
+        if let Message::Response(response @ RpcResponse { id: None, .. }) = &mut msg {
+            if answers && response.result.is_err() && pending.len() == 1 {
+                response.id = pending.iter().next().cloned();
+            }
+        }
         if let Message::Response(RpcResponse { id: Some(id), .. }) = &msg {
             pending.remove(id);
         }
@@ -826,11 +841,11 @@ impl Shared {
                 continue;
             };
             match Inbound::from_slice(data.as_bytes(), self.config.max_batch_len) {
-                Ok(Inbound::Single(m)) => self.deliver(m, pending).await,
+                Ok(Inbound::Single(m)) => self.deliver(m, pending, false).await,
                 Ok(Inbound::Batch(items)) => {
                     for item in items {
                         match item {
-                            Ok(m) => self.deliver(m, pending).await,
+                            Ok(m) => self.deliver(m, pending, false).await,
                             Err(e) => {
                                 self.push_item(Ok(Incoming::from(Err(
                                     mcp_jsonrpc::FrameError::Invalid(e),

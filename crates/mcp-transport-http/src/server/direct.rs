@@ -1,30 +1,30 @@
-//! Stateless requests served in the task of their own HTTP exchange.
+//! Requests served in the task of their own HTTP exchange.
 //!
-//! Once the server of the shared stateless connection has offered a direct handler (see
-//! [`mcp_jsonrpc::DirectSlot`]), a stateless request no longer goes through that connection
-//! (its engine, the hub's routing and rewritten ids): the POST's task calls the handler and
-//! answers with its result. Messages the handler sends about the request (progress, log
-//! messages, subscription notifications) arrive on the request's own channel; the first one
-//! turns the answer into an SSE stream, fed by a task of its own until the result, as the hub
-//! would do. A client that only accepts JSON gets the result alone.
+//! The engine serving a hub's connection hands its [`Inlet`] to the hub when it starts. A
+//! stateless request is then served in its POST's task ([`Direct::serve`]) as a request that
+//! stands alone: it enters its handler through the engine as every request does (permits,
+//! cancellation, the handler's run), and only the first poll and the answer happen here,
+//! without the connection's queues, the hub's routing and rewritten ids. Messages the handler
+//! sends about the request (progress, log messages, subscription notifications) come back as
+//! [`Step`]s; the first one turns the answer into an SSE stream, fed by a task of its own
+//! until the result, as the hub would do. A client that only accepts JSON gets the result
+//! alone.
 //!
-//! A request on a stateful session is served in its POST's task too ([`serve_session`]), on
-//! the session's engine (see [`mcp_jsonrpc::DirectSlot::engine_context`]): the hub routes it
-//! as if the connection had it (its slot, its streams, its event ids), and what the handler
-//! sends, then its response, are delivered to the hub in order, as the connection's writer
-//! would deliver them. The session's server sees no difference.
+//! A request on a stateful session is served in its POST's task too ([`serve_session`]),
+//! through the session engine's inlet (its id among the session's requests in flight, the
+//! client's `notifications/cancelled` cancels it): the hub routes it as if the connection had
+//! it (its slot, its streams, its event ids), and what the handler sends, then its response,
+//! are delivered to the hub in order, as the connection's writer would deliver them. The
+//! session's server sees no difference. A request that finds every permit of the engine taken
+//! goes to the connection instead, where the engine keeps it waiting.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures_util::FutureExt;
 use http::{Response, StatusCode};
-use mcp_jsonrpc::{
-    Detached, DirectHandler, Extensions, Frame, Id, Message, Outbound, RelatedReceiver,
-};
+use mcp_jsonrpc::{Extensions, Frame, Inlet, Message, Outbound, Running, Served, Step};
 use tokio::sync::{Semaphore, mpsc};
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
 use super::body::{self, HttpBody, SseBody, encode_message_event, message_bytes};
 use super::config::HttpServerConfig;
@@ -32,9 +32,9 @@ use super::hub::{Decision, Hub, PostError, SlotGuard};
 use super::service::Dispatch;
 use super::{SseStreamControl, stateless};
 
-/// What the service keeps for direct requests: the context maker and the in-flight bound.
+/// What the service keeps for stateless requests served in their POST's task: the bound on
+/// those in flight.
 pub(crate) struct Direct {
-    detached: Detached,
     permits: Arc<Semaphore>,
 }
 
@@ -44,25 +44,24 @@ pub(crate) enum Refused {
     Busy,
     /// The shared connection closed while the request ran.
     Closed,
+    /// Every permit of the engine is taken: the request goes to the connection, given back.
+    Queue(mcp_jsonrpc::Request, Extensions),
 }
-
-use mcp_jsonrpc::{DirectRun, HandlerOutcome as Outcome, direct_run, handler_response as answer};
 
 impl Direct {
     pub(crate) fn new(config: &HttpServerConfig) -> Self {
         Direct {
-            detached: Detached::new(),
             permits: Arc::new(Semaphore::new(config.max_pending_stateless)),
         }
     }
 
-    /// Serves `request` with `handler`; `closed` is the shared connection's token (closing it
-    /// cancels the request).
+    /// Serves `request` through `inlet` (the shared connection's engine); `closed` is the
+    /// shared connection's token (closing it ends the request).
     pub(crate) async fn serve(
         &self,
         config: &HttpServerConfig,
         closed: &CancellationToken,
-        handler: &DirectHandler,
+        inlet: &Inlet,
         request: mcp_jsonrpc::Request,
         extensions: Extensions,
         how: &Dispatch,
@@ -71,65 +70,39 @@ impl Direct {
         // stateless requests share. One that outlives this call (an SSE stream) becomes a
         // `HeldPermit` below.
         let permit = self.permits.try_acquire().map_err(|_| Refused::Busy)?;
-        let id = request.id.clone();
-        // A token of its own, not a child of the connection's: a child is linked into (and out
-        // of) its parent under the parent's lock, one lock every concurrent request would
-        // share. The connection's closing is watched below instead, and cancels this token
-        // through the guard.
-        let cancel = CancellationToken::new();
-        let (cx, mut related) =
-            self.detached
-                .context(id.clone(), extensions, cancel.clone(), config.stream_buffer);
-        // Cancels the handler's token if the exchange is abandoned before the result (the
-        // client went away, the connection closed); disarmed once the handler has answered.
-        let abandon = cancel.drop_guard();
-        let mut run = AssertUnwindSafe(handler(request, cx)).catch_unwind();
+        let mut running = match inlet.serve_alone(request, extensions) {
+            Served::Answered(response) | Served::Refused(response) => {
+                return Ok(json_or_sse(Vec::new(), response, how));
+            }
+            Served::Running(running) => running,
+            Served::Busy(request, extensions) => return Err(Refused::Queue(request, extensions)),
+            Served::Closed => return Err(Refused::Closed),
+        };
+        // Dropping `running` before its answer (the client went away, the connection closed)
+        // cancels the handler.
         let mut first = Vec::new();
-        let mut open = true;
         loop {
             tokio::select! {
                 biased;
-                outcome = &mut run => {
-                    abandon.disarm();
-                    let response = answer(id, outcome);
-                    // What the handler sent before answering goes first, in order.
-                    while let Some(m) = related.try_recv() {
-                        if how.sse_allowed {
-                            push_events(&mut first, &m);
-                        }
-                    }
-                    if first.is_empty() && !(how.force_sse && how.sse_allowed) {
-                        let code = response.result.as_ref().err().map(|e| e.code);
-                        let bytes = message_bytes(&Message::Response(response));
-                        return Ok(body::json(stateless::status_for(code), bytes));
-                    }
-                    first.push(event(&Message::Response(response)));
-                    return Ok(body::sse(SseBody::new(first, None, None, None)));
-                }
-                m = related.recv(), if open => match m {
-                    Some(m) if how.sse_allowed => {
+                step = running.next() => match step {
+                    Some(Step::Answered(response)) => return Ok(json_or_sse(first, response, how)),
+                    Some(Step::Sent(m)) if how.sse_allowed => {
                         push_events(&mut first, &m);
                         break;
                     }
                     // A client that takes only JSON gets the result alone.
-                    Some(_) => {}
-                    None => open = false,
+                    Some(Step::Sent(_)) => {}
+                    None => return Err(Refused::Closed),
                 },
                 () = closed.cancelled() => return Err(Refused::Closed),
             }
         }
         let (tx, rx) = mpsc::channel(config.stream_buffer);
         tokio::spawn(stream(
-            Box::pin(run),
-            related,
-            open,
+            running,
             tx,
-            Running {
-                id,
-                closed: closed.clone(),
-                abandon,
-                _permit: HeldPermit::from(permit, &self.permits),
-            },
+            closed.clone(),
+            HeldPermit::from(permit, &self.permits),
         ));
         Ok(body::sse(SseBody::new(
             first,
@@ -140,13 +113,20 @@ impl Direct {
     }
 }
 
-/// A request whose answer became an SSE stream.
-struct Running {
-    id: Id,
-    /// The shared connection's token: its closing ends the stream.
-    closed: CancellationToken,
-    abandon: DropGuard,
-    _permit: HeldPermit,
+/// The answer of a stateless request whose handler answered: JSON, unless it sent something
+/// first (`first`, its events) or the client asked for SSE.
+fn json_or_sse(
+    mut first: Vec<Bytes>,
+    response: mcp_jsonrpc::Response,
+    how: &Dispatch,
+) -> Response<HttpBody> {
+    if first.is_empty() && !(how.force_sse && how.sse_allowed) {
+        let code = response.result.as_ref().err().map(|e| e.code);
+        let bytes = message_bytes(&Message::Response(response));
+        return body::json(stateless::status_for(code), bytes);
+    }
+    first.push(event(&Message::Response(response)));
+    body::sse(SseBody::new(first, None, None, None))
 }
 
 /// A request permit that outlives the exchange that took it: given back when dropped.
@@ -168,43 +148,27 @@ impl Drop for HeldPermit {
 /// Feeds the stream until the handler answers; stops (and so cancels the handler) when the
 /// client goes away or the shared connection closes.
 async fn stream(
-    mut run: std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>,
-    mut related: RelatedReceiver,
-    mut open: bool,
+    mut running: Running,
     tx: mpsc::Sender<Bytes>,
-    running: Running,
+    closed: CancellationToken,
+    _permit: HeldPermit,
 ) {
     let mut events = Vec::new();
     loop {
         tokio::select! {
             biased;
-            outcome = &mut run => {
-                running.abandon.disarm();
-                while let Some(m) = related.try_recv() {
-                    push_events(&mut events, &m);
-                }
-                let response = answer(running.id, outcome);
-                events.push(event(&Message::Response(response)));
-                for e in events {
-                    if tx.send(e).await.is_err() {
-                        return;
-                    }
-                }
-                return;
-            }
-            m = related.recv(), if open => match m {
-                Some(m) => {
-                    push_events(&mut events, &m);
-                    for e in events.drain(..) {
-                        if tx.send(e).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-                None => open = false,
+            step = running.next() => match step {
+                Some(Step::Sent(m)) => push_events(&mut events, &m),
+                Some(Step::Answered(response)) => events.push(event(&Message::Response(response))),
+                None => return,
             },
             () = tx.closed() => return,
-            () = running.closed.cancelled() => return,
+            () = closed.cancelled() => return,
+        }
+        for e in events.drain(..) {
+            if tx.send(e).await.is_err() {
+                return;
+            }
         }
     }
 }
@@ -227,7 +191,7 @@ pub(crate) fn refused(refused: Refused) -> Response<HttpBody> {
             StatusCode::SERVICE_UNAVAILABLE,
             "too many requests in flight",
         ),
-        Refused::Closed => (
+        Refused::Closed | Refused::Queue(..) => (
             StatusCode::SERVICE_UNAVAILABLE,
             "the server connection closed",
         ),
@@ -235,29 +199,25 @@ pub(crate) fn refused(refused: Refused) -> Response<HttpBody> {
     body::http_error(status, super::service::TRANSPORT_ERROR, text)
 }
 
-/// Serves one request of a session in the POST's task; `request` is known not to be
-/// `initialize` and the slot's engine is running. Gives how the POST is answered (`None` once
-/// the session is gone), at once or through a future that also yields the slot's guard, as
+/// Serves one request of a session in the POST's task, through the session engine's inlet;
+/// `request` is known not to be `initialize`. Gives how the POST is answered (`None` once the
+/// session is gone), at once or through a future that also yields the slot's guard, as
 /// [`Hub::post`] would; `Err` for what [`Hub::post`] would refuse.
 ///
 /// The hub's slot (its routes, its decision channel, its lock) is opened only when the request
 /// needs one: an SSE answer is forced, or the handler sent something before its response or
 /// has to wait. A handler that answers on its first poll with nothing sent before (most do)
-/// is answered with JSON without the slot: its id is still checked against the requests in
-/// flight on the session's engine, which also cancels it on the client's
-/// `notifications/cancelled`. `extensions` carry the request's [`SseStreamControl`] (the POST
-/// attaches it with its other values).
+/// is answered with JSON without the slot. `extensions` carry the request's
+/// [`SseStreamControl`] (the POST attaches it with its other values).
 pub(crate) fn serve_session<'a>(
     hub: &'a Arc<Hub>,
-    config: &HttpServerConfig,
-    handler: &DirectHandler,
+    inlet: &Inlet,
     request: mcp_jsonrpc::Request,
     extensions: Extensions,
     how: &'a Dispatch,
 ) -> Result<SessionServed<'a>, PostError> {
-    let id = request.id.clone();
     let slot = if how.force_sse {
-        Some(hub.open_direct(&id, how.sse_allowed, how.force_sse)?)
+        Some(hub.open_direct(&request.id, how.sse_allowed, how.force_sse)?)
     } else if hub.is_closed() {
         return Err(PostError::Closed);
     } else {
@@ -265,86 +225,58 @@ pub(crate) fn serve_session<'a>(
     };
     // Attached by the POST with its other values (one allocation for them all).
     debug_assert!(extensions.get::<SseStreamControl>().is_some());
-    let (cx, mut related) =
-        match hub
-            .direct_slot()
-            .engine_context(id.clone(), extensions, config.stream_buffer)
-        {
-            Ok(made) => made,
-            // The guard, dropped, closes the slot.
-            Err(mcp_jsonrpc::EngineContextError::DuplicateId) => {
-                return Err(PostError::DuplicateId(id));
-            }
-            Err(_) => return Err(PostError::Closed),
-        };
-    let mut handler_run = direct_run(handler, request, cx);
-    // The first poll here, without a waker that matters (the select below polls it again):
-    // a handler that answers at once is done without its token ever being watched.
-    let first = (&mut handler_run).now_or_never();
-    // What the handler sent before its response, taken to see whether there is any.
-    let mut sent = None;
-    if slot.is_none() && first.is_some() {
-        sent = related.try_recv();
-        if sent.is_none() {
-            // Answered with nothing before: no slot. The request leaves the engine's in-flight
-            // map before its response is sent. (`None` inside: cancelled, which it cannot be
-            // before its token is watched; nothing to send.)
-            drop(related);
-            let answered = first
-                .flatten()
-                .and_then(|outcome| lone_answer(hub, answer(id, outcome)));
-            return Ok(SessionServed::Now(answered));
+    let id = request.id.clone();
+    let work = match inlet.serve(request, extensions) {
+        // Answered with nothing before: no slot. (The request left the engine's in-flight map
+        // before its response existed.)
+        Served::Answered(response) if slot.is_none() => {
+            return Ok(SessionServed::Now(lone_answer(hub, response)));
         }
-    }
+        Served::Answered(response) => Work::Answered(response),
+        Served::Running(running) => Work::Running(running),
+        // The guard, dropped, closes the slot.
+        Served::Refused(_) => return Err(PostError::DuplicateId(id)),
+        Served::Busy(request, extensions) => {
+            drop(slot);
+            return Ok(SessionServed::Queue(request, extensions));
+        }
+        Served::Closed => return Err(PostError::Closed),
+    };
     Ok(SessionServed::Later(Box::pin(serve_in_slot(
-        hub,
-        how,
-        Waiting {
-            id,
-            slot,
-            handler_run,
-            related,
-            first,
-            sent,
-        },
+        hub, how, id, slot, work,
     ))))
 }
 
 /// How a session request is served (see [`serve_session`]): answered at once without a slot
-/// (`None`: the session is gone), or by a future that waits for the slot's decision. That
-/// future is boxed: held in place, it would make the future of every POST (which hyper moves
-/// per request) a kilobyte larger.
+/// (`None`: the session is gone), by a future that waits for the slot's decision, or by the
+/// connection (every permit of the engine is taken: given back). The future is boxed: held
+/// in place, it would make the future of every POST (which hyper moves per request) a
+/// kilobyte larger.
 pub(crate) enum SessionServed<'a> {
     Now(Option<Decision>),
     Later(futures_util::future::BoxFuture<'a, SessionAnswer>),
+    Queue(mcp_jsonrpc::Request, Extensions),
 }
 
 /// How the POST of a session request is answered (`None`: the session is gone), with the
 /// slot's guard when one was opened.
 pub(crate) type SessionAnswer = Result<(Option<Decision>, Option<SlotGuard>), PostError>;
 
-/// A session request that needs the hub's slot, as [`serve_session`] leaves it.
-struct Waiting {
-    id: Id,
-    slot: Option<(tokio::sync::oneshot::Receiver<Decision>, SlotGuard)>,
-    handler_run: DirectRun,
-    related: RelatedReceiver,
-    /// The handler's first poll: `Some` when it answered (`None` inside: cancelled).
-    first: Option<Option<Outcome>>,
-    /// The first message it sent, taken to see whether there was any.
-    sent: Option<Outbound>,
+/// What a session request routed through the hub's slot has left to do.
+enum Work {
+    /// Its handler answered on the first poll (an SSE answer was forced).
+    Answered(mcp_jsonrpc::Response),
+    Running(Running),
 }
 
 /// The rest of [`serve_session`] for a request routed through the hub's slot.
-async fn serve_in_slot(hub: &Arc<Hub>, how: &Dispatch, waiting: Waiting) -> SessionAnswer {
-    let Waiting {
-        id,
-        slot,
-        mut handler_run,
-        related,
-        first,
-        sent,
-    } = waiting;
+async fn serve_in_slot(
+    hub: &Arc<Hub>,
+    how: &Dispatch,
+    id: mcp_jsonrpc::Id,
+    slot: Option<(tokio::sync::oneshot::Receiver<Decision>, SlotGuard)>,
+    work: Work,
+) -> SessionAnswer {
     let (mut decision, guard) = match slot {
         Some(opened) => opened,
         // The handler waits or sent something: routed through a slot, opened now.
@@ -352,41 +284,32 @@ async fn serve_in_slot(hub: &Arc<Hub>, how: &Dispatch, waiting: Waiting) -> Sess
     };
     let mut run = SessionRequest {
         hub: Arc::clone(hub),
-        id,
-        run: None,
-        related: Some(related),
+        running: None,
     };
-    if let Some(m) = sent {
-        hub.deliver(m).await;
-    }
-    match first {
-        Some(outcome) => {
-            if let Some(decided) = run.finish(outcome).await {
+    match work {
+        Work::Answered(response) => {
+            if let Some(decided) = answered(hub, response).await {
                 return Ok((Some(decided), Some(guard)));
             }
         }
-        None => {
-            handler_run.watch(run.related.as_ref().and_then(RelatedReceiver::cancellation));
-            run.run = Some(handler_run);
-        }
+        Work::Running(running) => run.running = Some(running),
     }
     let closed = hub.closed();
-    let mut open = true;
-    while let (Some(fut), Some(related)) = (run.run.as_mut(), run.related.as_mut()) {
+    while let Some(running) = run.running.as_mut() {
         tokio::select! {
             biased;
-            outcome = fut => {
-                run.run = None;
-                if let Some(decided) = run.finish(outcome).await {
-                    return Ok((Some(decided), Some(guard)));
-                }
-                break;
-            }
-            m = related.recv(), if open => match m {
-                Some(m) => {
+            step = running.next() => match step {
+                Some(Step::Sent(m)) => {
                     hub.deliver(m).await;
                 }
-                None => open = false,
+                Some(Step::Answered(response)) => {
+                    run.running = None;
+                    if let Some(decided) = answered(hub, response).await {
+                        return Ok((Some(decided), Some(guard)));
+                    }
+                }
+                // Cancelled: no answer.
+                None => run.running = None,
             },
             // Decided before the result (an SSE stream): the POST answers now, the handler runs
             // on (dropping `run` moves it to a task of its own).
@@ -416,70 +339,49 @@ fn lone_answer(hub: &Hub, response: mcp_jsonrpc::Response) -> Option<Decision> {
 /// routed (to a resumed stream, or nowhere) as the connection would route it.
 struct SessionRequest {
     hub: Arc<Hub>,
-    id: Id,
-    run: Option<DirectRun>,
-    related: Option<RelatedReceiver>,
+    running: Option<Running>,
 }
 
-impl SessionRequest {
-    /// Delivers what the handler sent before answering, then its response; the POST's answer
-    /// when the response alone completes it (see [`Hub::complete_direct`]).
-    async fn finish(&mut self, outcome: Option<Outcome>) -> Option<Decision> {
-        if let Some(related) = self.related.as_mut() {
-            while let Some(m) = related.try_recv() {
-                self.hub.deliver(m).await;
-            }
-        }
-        // The request leaves the engine's in-flight map before its id is free in the hub.
-        self.related = None;
-        let response = answer(self.id.clone(), outcome?);
-        match self.hub.complete_direct(response) {
-            Ok(decided) => Some(decided),
-            Err(outbound) => {
-                self.hub.deliver(outbound).await;
-                None
-            }
+/// The POST's answer when the response alone completes it (see [`Hub::complete_direct`]);
+/// otherwise the response is delivered.
+async fn answered(hub: &Hub, response: mcp_jsonrpc::Response) -> Option<Decision> {
+    match hub.complete_direct(response) {
+        Ok(decided) => Some(decided),
+        Err(outbound) => {
+            hub.deliver(outbound).await;
+            None
         }
     }
 }
 
 impl Drop for SessionRequest {
     fn drop(&mut self) {
-        let Some(run) = self.run.take() else {
+        let Some(running) = self.running.take() else {
             return;
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let rest = SessionRequest {
-            hub: Arc::clone(&self.hub),
-            id: self.id.clone(),
-            run: None,
-            related: self.related.take(),
-        };
-        runtime.spawn(run_on(rest, run));
+        runtime.spawn(run_on(Arc::clone(&self.hub), running));
     }
 }
 
 /// The rest of a session request whose POST no longer waits for it.
-async fn run_on(mut rest: SessionRequest, mut run: DirectRun) {
-    let hub = Arc::clone(&rest.hub);
+async fn run_on(hub: Arc<Hub>, mut running: Running) {
     let closed = hub.closed().clone();
-    let mut open = rest.related.is_some();
     loop {
-        let related = rest.related.as_mut();
         tokio::select! {
             biased;
-            outcome = &mut run => {
-                // The POST is gone: an answer it would have taken has nowhere to go.
-                let _ = rest.finish(outcome).await;
-                return;
-            }
-            m = async { related?.recv().await }, if open => match m {
-                Some(m) => {
+            step = running.next() => match step {
+                Some(Step::Sent(m)) => {
                     hub.deliver(m).await;
                 }
-                None => open = false,
+                Some(Step::Answered(response)) => {
+                    // The POST is gone: an answer it would have taken has nowhere to go.
+                    let _ = answered(&hub, response).await;
+                    return;
+                }
+                None => return,
             },
             () = closed.cancelled() => return,
         }

@@ -248,9 +248,9 @@ pub(crate) struct Hub {
     /// sweep tells a hub that stayed idle from one that was busy in between.
     busy: AtomicU64,
     streams: AtomicUsize,
-    /// Where the server of the connection offers its direct handler (the shared stateless
-    /// connection and sessions).
-    direct: mcp_jsonrpc::DirectSlot,
+    /// Where the engine serving the connection leaves its inlet, for requests served in the
+    /// task of their POST (the shared stateless connection and sessions).
+    inlet: mcp_jsonrpc::InletLink,
     /// The pump's queue, for frames of requests served directly (weak: the pump ends when the
     /// connection's writer is gone).
     pump: mpsc::WeakSender<Box<Outbound>>,
@@ -288,6 +288,7 @@ impl Hub {
         let (out_tx, out_rx) = mpsc::channel::<Box<Outbound>>(config.inbound_capacity);
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let resumable = matches!(&kind, HubKind::Session { store: Some(_), .. });
+        let inlet = mcp_jsonrpc::InletLink::new(config.stream_buffer);
         let mut state = State {
             next_slot: 1,
             next_internal: 1,
@@ -312,7 +313,7 @@ impl Hub {
             }),
             busy: AtomicU64::new(0),
             streams: AtomicUsize::new(0),
-            direct: mcp_jsonrpc::DirectSlot::new(),
+            inlet,
             pump: out_tx.downgrade(),
         });
         let writer = HubWriter {
@@ -321,7 +322,7 @@ impl Hub {
         };
         let mut connection = Connection::new(inbound_stream(in_rx), writer);
         if !matches!(hub.kind, HubKind::Legacy { .. }) {
-            connection = connection.with_direct_slot(hub.direct.clone());
+            connection = connection.with_extension(hub.inlet.clone());
         }
         tokio::spawn(pump(hub.clone(), out_rx, cmd_rx));
         (hub, connection)
@@ -355,14 +356,10 @@ impl Hub {
         self.owner.as_deref()
     }
 
-    /// The handler the server offered for requests served in their own task, once it has.
-    pub(crate) fn direct_handler(&self) -> Option<&mcp_jsonrpc::DirectHandler> {
-        self.direct.handler()
-    }
-
-    /// The slot where the server offered its handler and its engine is bound.
-    pub(crate) fn direct_slot(&self) -> &mcp_jsonrpc::DirectSlot {
-        &self.direct
+    /// The inlet of the engine serving the connection, once it runs: requests served in the
+    /// task of their POST enter their handler there.
+    pub(crate) fn inlet(&self) -> Option<&mcp_jsonrpc::Inlet> {
+        self.inlet.get()
     }
 
     pub(crate) fn is_closed(&self) -> bool {

@@ -448,24 +448,23 @@ fn post_error(e: PostError, shared: bool) -> Response<HttpBody> {
     }
 }
 
-/// The handler and the request of a POST to serve in its own task: one request (not
-/// `initialize`, not in a batch) on a session whose server offered a handler and whose engine
-/// runs. Anything else is given back, for the connection.
+/// The inlet and the request of a POST to serve in its own task: one request (not
+/// `initialize`, not in a batch) on a session whose engine runs. Anything else is given back,
+/// for the connection.
 fn direct_session_request(
     hub: &Hub,
     mut posting: Posting,
-) -> Result<(&mcp_jsonrpc::DirectHandler, mcp_jsonrpc::Request), Posting> {
-    let slot = hub.direct_slot();
-    let handler = match (&hub.kind, posting.messages.as_slice(), slot.handler()) {
-        (HubKind::Session { .. }, [Message::Request(r)], Some(handler))
-            if !posting.batch && r.method != "initialize" && slot.has_engine() =>
+) -> Result<(&mcp_jsonrpc::Inlet, mcp_jsonrpc::Request, Posting), Posting> {
+    let inlet = match (&hub.kind, posting.messages.as_slice(), hub.inlet()) {
+        (HubKind::Session { .. }, [Message::Request(r)], Some(inlet))
+            if !posting.batch && r.method != "initialize" =>
         {
-            handler
+            inlet
         }
         _ => return Err(posting),
     };
     match posting.messages.pop() {
-        Some(Message::Request(request)) => Ok((handler, request)),
+        Some(Message::Request(request)) => Ok((inlet, request, posting)),
         // Checked above.
         other => {
             posting.messages.extend(other);
@@ -1014,23 +1013,31 @@ impl Inner {
                 control: None,
                 parts,
             });
-            if let (Some(handler), Message::Request(_)) = (hub.direct_handler(), message) {
-                let mut messages = posting.messages;
-                let Some(Message::Request(request)) = messages.pop() else {
+            if let (Some(inlet), Message::Request(_)) = (hub.inlet(), message) {
+                let mut posting = posting;
+                let Some(Message::Request(request)) = posting.messages.pop() else {
                     return error_status(StatusCode::INTERNAL_SERVER_ERROR, "no request");
                 };
-                return self
+                let served = self
                     .direct
                     .serve(
                         &self.config,
                         hub.closed(),
-                        handler,
+                        inlet,
                         request,
                         base,
                         &dispatch(true),
                     )
-                    .await
-                    .unwrap_or_else(direct::refused);
+                    .await;
+                return match served {
+                    Ok(response) => response,
+                    // Every permit of the engine is taken: the connection queues it.
+                    Err(direct::Refused::Queue(request, base)) => {
+                        posting.messages.push(Message::Request(request));
+                        self.dispatch(&hub, posting, base, dispatch(true)).await.0
+                    }
+                    Err(refused) => direct::refused(refused),
+                };
             }
             return self.dispatch(&hub, posting, base, dispatch(true)).await.0;
         }
@@ -1133,15 +1140,21 @@ impl Inner {
             );
         }
         let count = hub.stream_guard();
-        let posting = match direct_session_request(hub, posting) {
-            Ok((handler, request)) => {
-                // A session's lone request: served in this task, on the session's engine.
-                let served =
-                    match direct::serve_session(hub, &self.config, handler, request, base, &how) {
-                        Ok(direct::SessionServed::Now(decided)) => Ok((decided, None)),
-                        Ok(direct::SessionServed::Later(serving)) => serving.await,
-                        Err(e) => Err(e),
-                    };
+        let (posting, base) = match direct_session_request(hub, posting) {
+            Ok((inlet, request, posting)) => {
+                // A session's lone request: served in this task, through the session's engine.
+                let served = match direct::serve_session(hub, inlet, request, base, &how) {
+                    Ok(direct::SessionServed::Now(decided)) => Ok((decided, None)),
+                    Ok(direct::SessionServed::Later(serving)) => serving.await,
+                    // Every permit of the engine is taken: the connection queues it.
+                    Ok(direct::SessionServed::Queue(request, base)) => {
+                        let mut posting = posting;
+                        posting.messages.push(Message::Request(request));
+                        return Box::pin(self.post_to_hub(hub, posting, base, &how, (count, busy)))
+                            .await;
+                    }
+                    Err(e) => Err(e),
+                };
                 return match served {
                     Ok((decided, guard)) => {
                         self.answer(hub, decided, guard, (count, busy), &how, shared)
@@ -1149,21 +1162,32 @@ impl Inner {
                     Err(e) => (post_error(e, shared), true),
                 };
             }
-            Err(posting) => posting,
+            Err(posting) => (posting, base),
         };
+        Box::pin(self.post_to_hub(hub, posting, base, &how, (count, busy))).await
+    }
+
+    /// Hands a POST's messages to the hub's connection and waits for the way its answer goes.
+    async fn post_to_hub(
+        &self,
+        hub: &Arc<Hub>,
+        posting: Posting,
+        base: Extensions,
+        how: &Dispatch,
+        keep: (StreamCount<&Hub>, BusyGuard<&Hub>),
+    ) -> (Response<HttpBody>, bool) {
+        let shared = matches!(hub.kind, HubKind::Shared);
         let answers = posting.answers;
-        // Boxed: the general path (batches, notifications, `initialize`) is the rarer one, and
-        // held in place its future would make every POST's future larger (hyper moves it per
-        // request).
-        let posted = Box::pin(hub.post(
-            posting.messages,
-            posting.batch,
-            answers.clone(),
-            base,
-            how.sse_allowed,
-            how.force_sse,
-        ))
-        .await;
+        let posted = hub
+            .post(
+                posting.messages,
+                posting.batch,
+                answers.clone(),
+                base,
+                how.sse_allowed,
+                how.force_sse,
+            )
+            .await;
         match posted {
             Err(e) => (post_error(e, shared), true),
             Ok(Posted::Accepted) if answers.is_empty() => {
@@ -1179,7 +1203,7 @@ impl Inner {
                     d = decision => d.ok(),
                     () = closed.cancelled() => None,
                 };
-                self.answer(hub, decided, Some(guard), (count, busy), &how, shared)
+                self.answer(hub, decided, Some(guard), keep, how, shared)
             }
         }
     }

@@ -2095,29 +2095,6 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
     }
 }
 
-/// The `ErrorObject` type.
-///
-/// Revisions: 2024-11-05 ..= 2026-07-28
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-pub struct ErrorObject {
-    /// The error type that occurred.
-    ///
-    /// Revisions: 2024-11-05 ..= 2026-07-28
-    #[serde(rename = "code")]
-    pub code: i64,
-    /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    ///
-    /// Revisions: 2024-11-05 ..= 2026-07-28
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<serde_json::Value>,
-    /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    ///
-    /// Revisions: 2024-11-05 ..= 2026-07-28
-    #[serde(rename = "message")]
-    pub message: String,
-}
-
 /// Used by the client to get a prompt provided by the server.
 ///
 /// Revisions: 2024-11-05 ..= 2026-07-28
@@ -2485,7 +2462,7 @@ pub struct HeaderMismatchError {
     ///
     /// Revisions: 2026-07-28
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     ///
     /// Revisions: 2026-07-28
@@ -3154,7 +3131,7 @@ pub struct JSONRPCError {
     ///
     /// Revisions: 2024-11-05 ..= 2025-06-18
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     ///
     /// Revisions: 2024-11-05 ..= 2025-06-18
@@ -3177,7 +3154,7 @@ pub struct JSONRPCErrorResponse {
     ///
     /// Revisions: 2025-11-25 ..= 2026-07-28
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     ///
     /// Revisions: 2025-11-25 ..= 2026-07-28
@@ -4232,7 +4209,7 @@ pub struct MissingRequiredClientCapabilityError {
     ///
     /// Revisions: 2026-07-28
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     ///
     /// Revisions: 2026-07-28
@@ -6098,6 +6075,29 @@ pub struct RootsListChangedNotificationParams {
     pub extra: crate::JsonObject,
 }
 
+/// The `RpcError` type.
+///
+/// Revisions: 2024-11-05 ..= 2026-07-28
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct RpcError {
+    /// The error type that occurred.
+    ///
+    /// Revisions: 2024-11-05 ..= 2026-07-28
+    #[serde(rename = "code")]
+    pub code: i64,
+    /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
+    ///
+    /// Revisions: 2024-11-05 ..= 2026-07-28
+    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+    /// A short description of the error. The message SHOULD be limited to a concise single sentence.
+    ///
+    /// Revisions: 2024-11-05 ..= 2026-07-28
+    #[serde(rename = "message")]
+    pub message: String,
+}
+
 /// The `SamplingContent` type.
 ///
 /// Revisions: 2024-11-05 ..= 2026-07-28
@@ -7852,7 +7852,7 @@ pub struct URLElicitationRequiredError {
     ///
     /// Revisions: 2025-11-25
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     ///
     /// Revisions: 2025-11-25
@@ -7924,7 +7924,7 @@ pub struct UnsupportedProtocolVersionError {
     ///
     /// Revisions: 2026-07-28
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     ///
     /// Revisions: 2026-07-28
@@ -8546,10 +8546,6 @@ impl crate::Project for EnumSchema {
             _ => true,
         }
     }
-}
-
-impl crate::Project for ErrorObject {
-    fn project(&mut self, _rev: crate::ProtocolVersion) {}
 }
 
 impl crate::Project for GetPromptRequest {
@@ -9480,6 +9476,10 @@ impl crate::Project for RootsListChangedNotificationParams {
     fn project(&mut self, _rev: crate::ProtocolVersion) {}
 }
 
+impl crate::Project for RpcError {
+    fn project(&mut self, _rev: crate::ProtocolVersion) {}
+}
+
 impl crate::Project for SamplingContent {
     fn project(&mut self, rev: crate::ProtocolVersion) {
         match self {
@@ -9954,7 +9954,6 @@ pub const __TYPE_NAMES: &[&str] = &[
     "EmbeddedResource",
     "EmptyResult",
     "EnumSchema",
-    "ErrorObject",
     "GetPromptRequest",
     "GetPromptRequestParams",
     "GetPromptResult",
@@ -10077,6 +10076,7 @@ pub const __TYPE_NAMES: &[&str] = &[
     "Root",
     "RootsListChangedNotification",
     "RootsListChangedNotificationParams",
+    "RpcError",
     "SamplingContent",
     "SamplingMessage",
     "SamplingMessageContentBlock",
@@ -10216,7 +10216,6 @@ pub fn __roundtrip(
         "EmbeddedResource" => rt::<EmbeddedResource>(value),
         "EmptyResult" => rt::<EmptyResult>(value),
         "EnumSchema" => rt::<EnumSchema>(value),
-        "ErrorObject" => rt::<ErrorObject>(value),
         "GetPromptRequest" => rt::<GetPromptRequest>(value),
         "GetPromptRequestParams" => rt::<GetPromptRequestParams>(value),
         "GetPromptResult" => rt::<GetPromptResult>(value),
@@ -10341,6 +10340,7 @@ pub fn __roundtrip(
         "Root" => rt::<Root>(value),
         "RootsListChangedNotification" => rt::<RootsListChangedNotification>(value),
         "RootsListChangedNotificationParams" => rt::<RootsListChangedNotificationParams>(value),
+        "RpcError" => rt::<RpcError>(value),
         "SamplingContent" => rt::<SamplingContent>(value),
         "SamplingMessage" => rt::<SamplingMessage>(value),
         "SamplingMessageContentBlock" => rt::<SamplingMessageContentBlock>(value),

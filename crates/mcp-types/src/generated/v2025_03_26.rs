@@ -809,21 +809,6 @@ pub struct EmptyResult {
     pub extra: crate::JsonObject,
 }
 
-/// The `ErrorObject` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-pub struct ErrorObject {
-    /// The error type that occurred.
-    #[serde(rename = "code")]
-    pub code: i64,
-    /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<serde_json::Value>,
-    /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
-    pub message: String,
-}
-
 /// Used by the client to get a prompt provided by the server.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
@@ -1090,7 +1075,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCBatchResponseItem {
 pub struct JSONRPCError {
     /// The `error` field.
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     #[serde(rename = "id")]
     pub id: RequestId,
@@ -2314,6 +2299,21 @@ pub struct RootsListChangedNotificationParams {
     pub extra: crate::JsonObject,
 }
 
+/// The `RpcError` type of the 2025-03-26 schema.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct RpcError {
+    /// The error type that occurred.
+    #[serde(rename = "code")]
+    pub code: i64,
+    /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
+    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+    /// A short description of the error. The message SHOULD be limited to a concise single sentence.
+    #[serde(rename = "message")]
+    pub message: String,
+}
+
 /// The `SamplingContent` type of the 2025-03-26 schema.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
@@ -3417,7 +3417,6 @@ pub const __TYPE_NAMES: &[&str] = &[
     "Cursor",
     "EmbeddedResource",
     "EmptyResult",
-    "ErrorObject",
     "GetPromptRequest",
     "GetPromptRequestParams",
     "GetPromptResult",
@@ -3496,6 +3495,7 @@ pub const __TYPE_NAMES: &[&str] = &[
     "Root",
     "RootsListChangedNotification",
     "RootsListChangedNotificationParams",
+    "RpcError",
     "SamplingContent",
     "SamplingMessage",
     "ServerCapabilities",
@@ -3561,7 +3561,6 @@ pub fn __roundtrip(
         "Cursor" => rt::<Cursor>(value),
         "EmbeddedResource" => rt::<EmbeddedResource>(value),
         "EmptyResult" => rt::<EmptyResult>(value),
-        "ErrorObject" => rt::<ErrorObject>(value),
         "GetPromptRequest" => rt::<GetPromptRequest>(value),
         "GetPromptRequestParams" => rt::<GetPromptRequestParams>(value),
         "GetPromptResult" => rt::<GetPromptResult>(value),
@@ -3642,6 +3641,7 @@ pub fn __roundtrip(
         "Root" => rt::<Root>(value),
         "RootsListChangedNotification" => rt::<RootsListChangedNotification>(value),
         "RootsListChangedNotificationParams" => rt::<RootsListChangedNotificationParams>(value),
+        "RpcError" => rt::<RpcError>(value),
         "SamplingContent" => rt::<SamplingContent>(value),
         "SamplingMessage" => rt::<SamplingMessage>(value),
         "ServerCapabilities" => rt::<ServerCapabilities>(value),

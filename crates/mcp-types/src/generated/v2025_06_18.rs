@@ -1082,21 +1082,6 @@ pub struct EnumSchema {
     pub r#type: crate::tag::String,
 }
 
-/// The `ErrorObject` type of the 2025-06-18 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-pub struct ErrorObject {
-    /// The error type that occurred.
-    #[serde(rename = "code")]
-    pub code: i64,
-    /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<serde_json::Value>,
-    /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
-    pub message: String,
-}
-
 /// Used by the client to get a prompt provided by the server.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
@@ -1269,7 +1254,7 @@ pub struct InitializedNotificationParams {
 pub struct JSONRPCError {
     /// The `error` field.
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     #[serde(rename = "id")]
     pub id: RequestId,
@@ -2619,6 +2604,21 @@ pub struct RootsListChangedNotificationParams {
     pub extra: crate::JsonObject,
 }
 
+/// The `RpcError` type of the 2025-06-18 schema.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct RpcError {
+    /// The error type that occurred.
+    #[serde(rename = "code")]
+    pub code: i64,
+    /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
+    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+    /// A short description of the error. The message SHOULD be limited to a concise single sentence.
+    #[serde(rename = "message")]
+    pub message: String,
+}
+
 /// The `SamplingContent` type of the 2025-06-18 schema.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
@@ -3864,7 +3864,6 @@ pub const __TYPE_NAMES: &[&str] = &[
     "EmbeddedResource",
     "EmptyResult",
     "EnumSchema",
-    "ErrorObject",
     "GetPromptRequest",
     "GetPromptRequestParams",
     "GetPromptResult",
@@ -3941,6 +3940,7 @@ pub const __TYPE_NAMES: &[&str] = &[
     "Root",
     "RootsListChangedNotification",
     "RootsListChangedNotificationParams",
+    "RpcError",
     "SamplingContent",
     "SamplingMessage",
     "ServerCapabilities",
@@ -4019,7 +4019,6 @@ pub fn __roundtrip(
         "EmbeddedResource" => rt::<EmbeddedResource>(value),
         "EmptyResult" => rt::<EmptyResult>(value),
         "EnumSchema" => rt::<EnumSchema>(value),
-        "ErrorObject" => rt::<ErrorObject>(value),
         "GetPromptRequest" => rt::<GetPromptRequest>(value),
         "GetPromptRequestParams" => rt::<GetPromptRequestParams>(value),
         "GetPromptResult" => rt::<GetPromptResult>(value),
@@ -4098,6 +4097,7 @@ pub fn __roundtrip(
         "Root" => rt::<Root>(value),
         "RootsListChangedNotification" => rt::<RootsListChangedNotification>(value),
         "RootsListChangedNotificationParams" => rt::<RootsListChangedNotificationParams>(value),
+        "RpcError" => rt::<RpcError>(value),
         "SamplingContent" => rt::<SamplingContent>(value),
         "SamplingMessage" => rt::<SamplingMessage>(value),
         "ServerCapabilities" => rt::<ServerCapabilities>(value),

@@ -1697,21 +1697,6 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
     }
 }
 
-/// The `ErrorObject` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-pub struct ErrorObject {
-    /// The error type that occurred.
-    #[serde(rename = "code")]
-    pub code: i64,
-    /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<serde_json::Value>,
-    /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
-    pub message: String,
-}
-
 /// Used by the client to get a prompt provided by the server.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
@@ -2113,7 +2098,7 @@ pub struct InitializedNotification {
 pub struct JSONRPCErrorResponse {
     /// The `error` field.
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
     pub id: Option<RequestId>,
@@ -3758,6 +3743,21 @@ pub struct RootsListChangedNotification {
     pub params: Option<NotificationParams>,
 }
 
+/// The `RpcError` type of the 2025-11-25 schema.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct RpcError {
+    /// The error type that occurred.
+    #[serde(rename = "code")]
+    pub code: i64,
+    /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
+    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+    /// A short description of the error. The message SHOULD be limited to a concise single sentence.
+    #[serde(rename = "message")]
+    pub message: String,
+}
+
 /// The `SamplingContent` type of the 2025-11-25 schema.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
@@ -5378,7 +5378,7 @@ pub struct ToolUseContent {
 pub struct URLElicitationRequiredError {
     /// The `error` field.
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
     pub id: Option<RequestId>,
@@ -6036,7 +6036,6 @@ pub const __TYPE_NAMES: &[&str] = &[
     "EmbeddedResource",
     "EmptyResult",
     "EnumSchema",
-    "ErrorObject",
     "GetPromptRequest",
     "GetPromptRequestParams",
     "GetPromptResult",
@@ -6117,6 +6116,7 @@ pub const __TYPE_NAMES: &[&str] = &[
     "Role",
     "Root",
     "RootsListChangedNotification",
+    "RpcError",
     "SamplingContent",
     "SamplingMessage",
     "SamplingMessageContentBlock",
@@ -6242,7 +6242,6 @@ pub fn __roundtrip(
         "EmbeddedResource" => rt::<EmbeddedResource>(value),
         "EmptyResult" => rt::<EmptyResult>(value),
         "EnumSchema" => rt::<EnumSchema>(value),
-        "ErrorObject" => rt::<ErrorObject>(value),
         "GetPromptRequest" => rt::<GetPromptRequest>(value),
         "GetPromptRequestParams" => rt::<GetPromptRequestParams>(value),
         "GetPromptResult" => rt::<GetPromptResult>(value),
@@ -6323,6 +6322,7 @@ pub fn __roundtrip(
         "Role" => rt::<Role>(value),
         "Root" => rt::<Root>(value),
         "RootsListChangedNotification" => rt::<RootsListChangedNotification>(value),
+        "RpcError" => rt::<RpcError>(value),
         "SamplingContent" => rt::<SamplingContent>(value),
         "SamplingMessage" => rt::<SamplingMessage>(value),
         "SamplingMessageContentBlock" => rt::<SamplingMessageContentBlock>(value),

@@ -1483,21 +1483,6 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
     }
 }
 
-/// The `ErrorObject` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-pub struct ErrorObject {
-    /// The error type that occurred.
-    #[serde(rename = "code")]
-    pub code: i64,
-    /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<serde_json::Value>,
-    /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
-    pub message: String,
-}
-
 /// Used by the client to get a prompt provided by the server.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
@@ -1648,7 +1633,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptResultResponseResult {
 pub struct HeaderMismatchError {
     /// The `error` field.
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
     pub id: Option<RequestId>,
@@ -2061,7 +2046,7 @@ pub type JSONObject = crate::JsonObject;
 pub struct JSONRPCErrorResponse {
     /// The `error` field.
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
     pub id: Option<RequestId>,
@@ -2781,7 +2766,7 @@ pub struct MethodNotFoundError {
 pub struct MissingRequiredClientCapabilityError {
     /// The `error` field.
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
     pub id: Option<RequestId>,
@@ -4104,6 +4089,21 @@ pub struct Root {
     /// other URI schemes.
     #[serde(rename = "uri")]
     pub uri: String,
+}
+
+/// The `RpcError` type of the 2026-07-28 schema.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct RpcError {
+    /// The error type that occurred.
+    #[serde(rename = "code")]
+    pub code: i64,
+    /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
+    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+    /// A short description of the error. The message SHOULD be limited to a concise single sentence.
+    #[serde(rename = "message")]
+    pub message: String,
 }
 
 /// The `SamplingContent` type of the 2026-07-28 schema.
@@ -5479,7 +5479,7 @@ pub struct ToolUseContent {
 pub struct UnsupportedProtocolVersionError {
     /// The `error` field.
     #[serde(rename = "error")]
-    pub error: ErrorObject,
+    pub error: RpcError,
     /// The `id` field.
     #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
     pub id: Option<RequestId>,
@@ -5951,7 +5951,6 @@ pub const __TYPE_NAMES: &[&str] = &[
     "EmbeddedResource",
     "EmptyResult",
     "EnumSchema",
-    "ErrorObject",
     "GetPromptRequest",
     "GetPromptRequestParams",
     "GetPromptResult",
@@ -6047,6 +6046,7 @@ pub const __TYPE_NAMES: &[&str] = &[
     "ResultType",
     "Role",
     "Root",
+    "RpcError",
     "SamplingContent",
     "SamplingMessage",
     "SamplingMessageContentBlock",
@@ -6153,7 +6153,6 @@ pub fn __roundtrip(
         "EmbeddedResource" => rt::<EmbeddedResource>(value),
         "EmptyResult" => rt::<EmptyResult>(value),
         "EnumSchema" => rt::<EnumSchema>(value),
-        "ErrorObject" => rt::<ErrorObject>(value),
         "GetPromptRequest" => rt::<GetPromptRequest>(value),
         "GetPromptRequestParams" => rt::<GetPromptRequestParams>(value),
         "GetPromptResult" => rt::<GetPromptResult>(value),
@@ -6249,6 +6248,7 @@ pub fn __roundtrip(
         "ResultType" => rt::<ResultType>(value),
         "Role" => rt::<Role>(value),
         "Root" => rt::<Root>(value),
+        "RpcError" => rt::<RpcError>(value),
         "SamplingContent" => rt::<SamplingContent>(value),
         "SamplingMessage" => rt::<SamplingMessage>(value),
         "SamplingMessageContentBlock" => rt::<SamplingMessageContentBlock>(value),

@@ -37,7 +37,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ErrorObject, InputRequests, JsonObject, Meta};
+use crate::{InputRequests, JsonObject, Meta, RpcError};
 
 /// `tasks/get`: the current state of a task.
 pub const METHOD_GET: &str = "tasks/get";
@@ -249,7 +249,7 @@ pub struct DetailedTask {
     pub result: Option<JsonObject>,
     /// The JSON-RPC error the request failed with (`failed` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorObject>,
+    pub error: Option<RpcError>,
 }
 
 impl From<Task> for DetailedTask {
@@ -279,7 +279,7 @@ impl DetailedTask {
     }
 
     /// `failed` with this error.
-    pub fn error(mut self, error: ErrorObject) -> Self {
+    pub fn error(mut self, error: RpcError) -> Self {
         self.task.status = TaskStatus::Failed;
         self.error = Some(error);
         self
@@ -368,7 +368,7 @@ mod tests {
         let v = serde_json::to_value(DetailedTask::from(task.clone())).unwrap();
         assert_eq!(v["ttlMs"], Value::Null);
         assert!(v.get("result").is_none() && v.get("inputRequests").is_none());
-        let failed = DetailedTask::from(task).error(ErrorObject {
+        let failed = DetailedTask::from(task).error(RpcError {
             code: -32603,
             message: "boom".into(),
             data: None,

@@ -55,7 +55,7 @@ pub fn definition<'a>(schema: &'a Value, name: &str) -> Option<&'a Value> {
 pub fn rust_name(schema_name: &str) -> &str {
     match schema_name {
         "Result" => "EmptyResult",
-        "Error" => "ErrorObject",
+        "Error" => "RpcError",
         other => other,
     }
 }
@@ -64,7 +64,7 @@ pub fn rust_name(schema_name: &str) -> &str {
 pub fn schema_name(rust_name: &str) -> &str {
     match rust_name {
         "EmptyResult" => "Result",
-        "ErrorObject" => "Error",
+        "RpcError" => "Error",
         other => other,
     }
 }

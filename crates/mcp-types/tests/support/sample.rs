@@ -1173,19 +1173,6 @@ impl Sample for EnumSchema {
         }
     }
 }
-impl Sample for ErrorObject {
-    fn sample(rng: &mut Rng, rev: ProtocolVersion, depth: u32) -> Self {
-        Self {
-            code: Sample::sample(rng, rev, depth + 1),
-            data: if rng.include(rev, 0b11111, 0b0, depth) {
-                Some(Sample::sample(rng, rev, depth + 1))
-            } else {
-                None
-            },
-            message: Sample::sample(rng, rev, depth + 1),
-        }
-    }
-}
 impl Sample for GetPromptRequest {
     fn sample(rng: &mut Rng, rev: ProtocolVersion, depth: u32) -> Self {
         Self {
@@ -3008,6 +2995,19 @@ impl Sample for RootsListChangedNotificationParams {
         }
     }
 }
+impl Sample for RpcError {
+    fn sample(rng: &mut Rng, rev: ProtocolVersion, depth: u32) -> Self {
+        Self {
+            code: Sample::sample(rng, rev, depth + 1),
+            data: if rng.include(rev, 0b11111, 0b0, depth) {
+                Some(Sample::sample(rng, rev, depth + 1))
+            } else {
+                None
+            },
+            message: Sample::sample(rng, rev, depth + 1),
+        }
+    }
+}
 impl Sample for SamplingContent {
     fn sample(rng: &mut Rng, rev: ProtocolVersion, depth: u32) -> Self {
         match rng.variant(
@@ -4221,11 +4221,6 @@ pub fn sample_json(name: &str, rng: &mut Rng, rev: ProtocolVersion) -> Option<se
             v.project(rev);
             serde_json::to_value(v).ok()
         }
-        "ErrorObject" => {
-            let mut v = <ErrorObject as Sample>::sample(rng, rev, 0);
-            v.project(rev);
-            serde_json::to_value(v).ok()
-        }
         "GetPromptRequest" => {
             let mut v = <GetPromptRequest as Sample>::sample(rng, rev, 0);
             v.project(rev);
@@ -4798,6 +4793,11 @@ pub fn sample_json(name: &str, rng: &mut Rng, rev: ProtocolVersion) -> Option<se
         }
         "RootsListChangedNotificationParams" => {
             let mut v = <RootsListChangedNotificationParams as Sample>::sample(rng, rev, 0);
+            v.project(rev);
+            serde_json::to_value(v).ok()
+        }
+        "RpcError" => {
+            let mut v = <RpcError as Sample>::sample(rng, rev, 0);
             v.project(rev);
             serde_json::to_value(v).ok()
         }

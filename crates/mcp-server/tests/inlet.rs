@@ -1,14 +1,13 @@
-//! The direct handler a server offers to its transport (HTTP serves stateless requests through
-//! it, in the task of each exchange): a stateless call is answered as on a connection, and its
-//! boxed future stays small (one such future is allocated and moved per request; when its
-//! layout held a second copy of the stateless path's arguments it was 7,840 bytes in a release
-//! build, 4,752 in a test build).
+//! A server's requests entered through the engine's inlet, as HTTP serves them in the task of
+//! each exchange: a stateless call is answered as on a connection, and a session's request
+//! before `initialize` is refused as a session would refuse it.
 
-use mcp_jsonrpc::{Detached, DirectSlot, Extensions, Id, Request, memory_pair};
+use mcp_jsonrpc::{
+    ErrorObject, Extensions, Inlet, InletLink, RawJson, Request, Served, Step, memory_pair,
+};
 use mcp_server::model::Implementation;
 use mcp_server::{Server, Tool, ToolContext};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct EchoArgs {
@@ -22,50 +21,59 @@ async fn echo(_cx: ToolContext, args: EchoArgs) -> String {
     args.text
 }
 
-fn context(id: i64) -> mcp_jsonrpc::RequestContext {
-    Detached::new()
-        .context(
-            Id::Number(id),
-            Extensions::default(),
-            CancellationToken::new(),
-            4,
-        )
-        .0
-}
-
-/// Serves `server` on an in-memory connection with a direct slot; resolves to the handler the
-/// server offers there (the slot is filled when serving starts), the serving task and the
-/// connection's other end (kept open while it is held).
-async fn serve_direct(
+/// Serves `server` on an in-memory connection with an inlet link; resolves to the engine's
+/// inlet (bound when serving starts), the serving task and the connection's other end (kept
+/// open while it is held).
+async fn serve_linked(
     server: &Server,
 ) -> (
-    mcp_jsonrpc::DirectHandler,
+    Inlet,
     tokio::task::JoinHandle<Result<(), mcp_server::ServeError>>,
     mcp_jsonrpc::Connection,
 ) {
-    let slot = DirectSlot::new();
+    let link = InletLink::new(4);
     let (client_side, server_side) = memory_pair(8);
-    let connection = server_side.with_direct_slot(slot.clone());
+    let connection = server_side.with_extension(link.clone());
     let serving = tokio::spawn({
         let server = server.clone();
         async move { server.serve(connection).await }
     });
-    let handler = loop {
-        if let Some(h) = slot.handler() {
-            break h.clone();
+    let inlet = loop {
+        if let Some(inlet) = link.get() {
+            break inlet.clone();
         }
         tokio::task::yield_now().await;
     };
-    (handler, serving, client_side)
+    (inlet, serving, client_side)
+}
+
+/// The answer to `request` served through `inlet`, standing alone or as the connection's.
+async fn answer(inlet: &Inlet, request: Request, alone: bool) -> Result<RawJson, ErrorObject> {
+    let served = if alone {
+        inlet.serve_alone(request, Extensions::default())
+    } else {
+        inlet.serve(request, Extensions::default())
+    };
+    match served {
+        Served::Answered(response) | Served::Refused(response) => response.result,
+        Served::Running(mut running) => loop {
+            match running.next().await {
+                Some(Step::Answered(response)) => break response.result,
+                Some(Step::Sent(_)) => {}
+                None => panic!("cancelled"),
+            }
+        },
+        other => panic!("not served: {other:?}"),
+    }
 }
 
 #[tokio::test]
-async fn a_stateless_call_is_answered_through_a_small_future() {
+async fn a_stateless_call_is_answered_through_the_inlet() {
     let server = Server::builder(Implementation::new("direct", "1.0.0"))
         .tool(Tool::new("echo"), echo)
         .build()
         .unwrap();
-    let (handler, serving, _client_side) = serve_direct(&server).await;
+    let (inlet, serving, _client_side) = serve_linked(&server).await;
 
     let stateless = Request::with_params(
         1,
@@ -81,18 +89,12 @@ async fn a_stateless_call_is_answered_through_a_small_future() {
     )
     .unwrap();
     let general = Request::with_params(2, "tools/list", &json!({})).unwrap();
-    let stateless = handler(stateless, context(1));
-    let general = handler(general, context(2));
-    // 1,576 bytes in a release build with rustc 1.95; the bound leaves room for compiler
-    // changes, not for the arguments to be held twice again.
-    let size = std::mem::size_of_val(&*stateless);
-    assert!(size <= 3072, "the stateless future is {size} bytes");
-
-    let result: serde_json::Value = serde_json::from_str(stateless.await.unwrap().get()).unwrap();
+    let result: serde_json::Value =
+        serde_json::from_str(answer(&inlet, stateless, true).await.unwrap().get()).unwrap();
     assert_eq!(result["content"][0]["text"], "hi");
     assert_eq!(result["resultType"], "complete");
-    // The session was never initialized: the general path answers as a session would.
-    assert!(general.await.is_err());
+    // The session was never initialized: its request is answered as a session would answer.
+    assert!(answer(&inlet, general, false).await.is_err());
     serving.abort();
 }
 
@@ -110,7 +112,7 @@ async fn a_stateless_client_without_client_info_is_unknown() {
         )
         .build()
         .unwrap();
-    let (handler, serving, _client_side) = serve_direct(&server).await;
+    let (inlet, serving, _client_side) = serve_linked(&server).await;
     let call = |id: i64, meta: serde_json::Value| {
         let request = Request::with_params(
             id,
@@ -118,7 +120,8 @@ async fn a_stateless_client_without_client_info_is_unknown() {
             &json!({"name": "who", "arguments": {}, "_meta": meta}),
         )
         .unwrap();
-        handler(request, context(id))
+        let inlet = inlet.clone();
+        async move { answer(&inlet, request, true).await }
     };
     let named = call(
         1,
