@@ -57,6 +57,8 @@ mod dispatch;
 mod error;
 pub mod ext;
 mod handler;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod output;
 mod registry;
 mod schema;

@@ -361,6 +361,20 @@ impl SessionHandler {
         request: mcp_jsonrpc::Request,
         cx: mcp_jsonrpc::RequestContext,
     ) -> BoxFuture<'static, Result<RawJson, ErrorObject>> {
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = crate::otel::installed() {
+            let operation = self.observe(telemetry, &request, cx.extensions());
+            return Box::pin(crate::otel::traced(operation, self.direct(request, cx)));
+        }
+        self.direct(request, cx)
+    }
+
+    /// [`handle_direct`](Self::handle_direct) without the telemetry hook.
+    fn direct(
+        self,
+        request: mcp_jsonrpc::Request,
+        cx: mcp_jsonrpc::RequestContext,
+    ) -> BoxFuture<'static, Result<RawJson, ErrorObject>> {
         if self.0.server.inner.middleware.is_empty() {
             if !serve::may_be_stateless(&request.method, request.params.as_deref()) {
                 // Certainly a session's request (no `_meta` to make it stateless): served as
@@ -377,12 +391,37 @@ impl SessionHandler {
                 return Box::pin(serve::serve_lifted(self, cx, request, lifted));
             }
         }
-        Box::pin(async move { self.handle_request(request, cx).await })
+        Box::pin(async move { self.serve_request(request, cx).await })
     }
-}
 
-impl Handler for SessionHandler {
-    async fn handle_request(
+    /// The telemetry hook's start for a request: the one place every request of every
+    /// transport and era passes (the engine's [`Handler::handle_request`] and the transports'
+    /// [`handle_direct`](Self::handle_direct)), with its method, id, params (the target and
+    /// the trace context in `_meta`), the transport's extensions (the HTTP session, the
+    /// request's headers) and the revision it is served under.
+    #[cfg(feature = "otel")]
+    fn observe(
+        &self,
+        telemetry: &'static crate::otel::Telemetry,
+        request: &mcp_jsonrpc::Request,
+        extensions: &mcp_jsonrpc::Extensions,
+    ) -> crate::otel::Operation {
+        let params = request.params.as_deref();
+        let version = match serve::classify(&request.method, params) {
+            Some(version) => version,
+            None => self.0.scope.get().map(|s| s.version),
+        };
+        telemetry.start(crate::otel::Inbound {
+            method: &request.method,
+            id: Some(&request.id),
+            params,
+            extensions,
+            version,
+        })
+    }
+
+    /// [`Handler::handle_request`] without the telemetry hook.
+    async fn serve_request(
         &self,
         request: mcp_jsonrpc::Request,
         cx: mcp_jsonrpc::RequestContext,
@@ -427,13 +466,52 @@ impl Handler for SessionHandler {
         .run(request)
         .await
     }
+}
 
-    async fn handle_notification(&self, notification: Notification, _cx: NotificationContext) {
+impl Handler for SessionHandler {
+    fn handle_request(
+        &self,
+        request: mcp_jsonrpc::Request,
+        cx: mcp_jsonrpc::RequestContext,
+    ) -> impl Future<Output = Result<RawJson, ErrorObject>> + Send {
+        // Off (no feature, or nothing installed) the request's future is `serve_request`'s
+        // own: the hook adds a branch on a static, and nothing to the future.
+        #[cfg(feature = "otel")]
+        {
+            use futures_util::future::Either;
+            if let Some(telemetry) = crate::otel::installed() {
+                let operation = self.observe(telemetry, &request, cx.extensions());
+                let served = Box::pin(self.serve_request(request, cx));
+                return Either::Left(crate::otel::traced(operation, served));
+            }
+            Either::Right(self.serve_request(request, cx))
+        }
+        #[cfg(not(feature = "otel"))]
+        self.serve_request(request, cx)
+    }
+
+    async fn handle_notification(&self, notification: Notification, cx: NotificationContext) {
+        #[cfg(feature = "otel")]
+        let operation = crate::otel::installed().map(|telemetry| {
+            telemetry.start(crate::otel::Inbound {
+                method: &notification.method,
+                id: None,
+                params: notification.params.as_deref(),
+                extensions: cx.extensions(),
+                version: self.0.scope.get().map(|s| s.version),
+            })
+        });
+        #[cfg(not(feature = "otel"))]
+        let _ = cx;
         // Cancellation and progress are the engine's; nothing else needs an action.
         match notification.method.as_str() {
             "notifications/initialized" => tracing::debug!("client initialized"),
             "notifications/roots/list_changed" => tracing::debug!("client roots changed"),
             other => tracing::debug!(method = other, "notification ignored"),
+        }
+        #[cfg(feature = "otel")]
+        if let Some(operation) = operation {
+            operation.end(None);
         }
     }
 }
@@ -614,7 +692,11 @@ impl Server {
         }
         let (peer, mut driver) = self.inner.options.engine().start(connection, handler);
         let _ = session.peer.set(peer.clone());
+        #[cfg(feature = "otel")]
+        let started = std::time::Instant::now();
         async move {
+            #[cfg(feature = "otel")]
+            let scope = Arc::clone(&session);
             let mut events = std::pin::pin!(fan_out(session, peer));
             let events = WhenWoken::new(events.as_mut());
             let result = tokio::select! {
@@ -622,6 +704,12 @@ impl Server {
                 r = &mut driver => r,
                 () = events => driver.await,
             };
+            // A session is a connection that was initialized (HTTP's shared connection for
+            // stateless requests never is).
+            #[cfg(feature = "otel")]
+            if let (Some(telemetry), Some(scope)) = (crate::otel::installed(), scope.scope.get()) {
+                telemetry.session_ended(started, scope.version, result.is_err());
+            }
             result.map_err(ServeError::from)
         }
     }
