@@ -302,6 +302,11 @@ fn names_are_the_conventions(spans: &[SpanData]) {
                 span.name
             );
         }
+        if span.span_kind == SpanKind::Internal {
+            // A tool's execution: `execute_tool {gen_ai.tool.name}`.
+            assert!(span.name.starts_with("execute_tool "), "{}", span.name);
+            continue;
+        }
         let method = attribute(span, "mcp.method.name")
             .map(|v| v.as_str().into_owned())
             .unwrap_or_default();
@@ -326,17 +331,22 @@ fn check(scenario: &Scenario, expect: &Expect) {
     names_are_the_conventions(&spans);
 
     // The client span is the application's child; the server span the client's (a remote
-    // parent, from `_meta`); the tool's own span the server's.
+    // parent, from `_meta`); the tool's execution the server's, and what the tool records
+    // its own.
     let client = one(&spans, "tools/call echo", SpanKind::Client);
     let server = one(&spans, "tools/call echo", SpanKind::Server);
+    let tool = one(&spans, "execute_tool echo", SpanKind::Internal);
     let work = one(&spans, "echo work", SpanKind::Internal);
+    assert_eq!(tool.parent_span_id, server.span_context.span_id());
+    assert_eq!(work.parent_span_id, tool.span_context.span_id());
+    has(tool, "gen_ai.tool.name", "echo");
+    has(tool, "gen_ai.operation.name", "execute_tool");
     assert_eq!(client.parent_span_id, scenario.root);
     assert_eq!(server.parent_span_id, client.span_context.span_id());
     assert!(
         server.parent_span_is_remote,
         "the server's parent came in `_meta`"
     );
-    assert_eq!(work.parent_span_id, server.span_context.span_id());
     for span in [client, server] {
         has(span, "mcp.method.name", "tools/call");
         has(span, "gen_ai.tool.name", "echo");

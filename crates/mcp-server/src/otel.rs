@@ -487,6 +487,34 @@ impl Drop for Operation {
     }
 }
 
+/// Runs a tool inside a span of its own, `execute_tool {name}` (kind `INTERNAL`, as the GenAI
+/// conventions name a tool's execution), child of the request's span: what the tool records
+/// (with the OpenTelemetry API, or `tracing` bridged by `tracing-opentelemetry`) nests in it.
+/// Without installed telemetry the tool's future is returned as it is.
+pub(crate) fn in_tool_span<F: std::future::Future>(
+    name: &str,
+    tool: F,
+) -> futures_util::future::Either<opentelemetry::context::WithContext<F>, F> {
+    use futures_util::future::Either;
+    let Some(telemetry) = installed() else {
+        return Either::Right(tool);
+    };
+    let parent = Context::current();
+    let span: BoxedSpan = telemetry.tracer.build_with_context(
+        telemetry
+            .tracer
+            .span_builder(format!("execute_tool {name}"))
+            .with_kind(SpanKind::Internal)
+            .with_attributes([
+                KeyValue::new(GEN_AI_TOOL_NAME, name.to_owned()),
+                KeyValue::new(GEN_AI_OPERATION_NAME, "execute_tool"),
+            ]),
+        &parent,
+    );
+    // The span ends when the tool's future is dropped (done or cancelled).
+    Either::Left(tool.with_context(parent.with_span(span)))
+}
+
 /// Serves `answer` inside the span of `operation` and ends the span with the answer.
 pub(crate) async fn traced<F>(operation: Operation, answer: F) -> Result<RawJson, ErrorObject>
 where
