@@ -261,10 +261,8 @@ impl Extractor for MetaPeek<'_> {
 }
 
 /// An HTTP request's headers as a carrier.
-#[cfg(feature = "http")]
 struct Headers<'a>(&'a http::HeaderMap);
 
-#[cfg(feature = "http")]
 impl Extractor for Headers<'_> {
     fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).and_then(|v| v.to_str().ok())
@@ -322,8 +320,9 @@ impl Telemetry {
             attributes.push(KeyValue::new(MCP_PROTOCOL_VERSION, version.as_str()));
         }
         let mut links = Vec::new();
-        let mut http_version: Option<&'static str> = None;
-        #[cfg(feature = "http")]
+        let mut http_version = None;
+        let mut session = None;
+        // Over HTTP the transport attaches the request's head.
         if let Some(parts) = inbound.extensions.get::<http::request::Parts>() {
             http_version = Some(match parts.version {
                 http::Version::HTTP_09 => "0.9",
@@ -332,6 +331,10 @@ impl Telemetry {
                 http::Version::HTTP_3 => "3",
                 _ => "1.1",
             });
+            session = parts
+                .headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok());
             // The HTTP exchange's context is the transport's, not the message's: a link.
             let transport = self.extract(&Headers(&parts.headers));
             let linked = transport.span().span_context().clone();
@@ -339,8 +342,6 @@ impl Telemetry {
                 links.push(Link::with_context(linked));
             }
         }
-        #[cfg(not(feature = "http"))]
-        let _ = (&mut http_version, inbound.extensions);
         match http_version {
             Some(v) => {
                 attributes.push(KeyValue::new(NETWORK_TRANSPORT, "tcp"));
@@ -358,12 +359,8 @@ impl Telemetry {
             };
             span_attributes.push(KeyValue::new(JSONRPC_REQUEST_ID, id));
         }
-        #[cfg(feature = "http")]
-        if let Some(session) = inbound
-            .extensions
-            .get::<mcp_transport_http::server::SessionId>()
-        {
-            span_attributes.push(KeyValue::new(MCP_SESSION_ID, session.0.clone()));
+        if let Some(session) = session {
+            span_attributes.push(KeyValue::new(MCP_SESSION_ID, session.to_owned()));
         }
         if matches!(
             method,
