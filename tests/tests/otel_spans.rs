@@ -607,3 +607,83 @@ fn metric_names() -> Vec<String> {
     }
     names
 }
+
+/// Every kind of request of a session has its spans, named and attributed as the conventions
+/// say: resources (`mcp.resource.uri`), prompts (`gen_ai.prompt.name`, the span's target),
+/// subscriptions, logging, ping.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_method_of_a_session_has_spans_with_the_conventions_names() {
+    sdk();
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    tokio::spawn(async move {
+        let server = mcp_example::server().expect("the example server");
+        let _ = server.serve_io(server_read, server_write).await;
+    });
+    let (client_read, client_write) = tokio::io::split(client_io);
+    let session = client(ProtocolVersion::V2025_11_25)
+        .connect(mcp_transport_stdio::io(client_read, client_write))
+        .await
+        .expect("connect");
+    let tracer = sdk().tracers.tracer("the-application");
+    let cx = Context::current_with_span(tracer.start("agent every method"));
+    let trace = cx.span().span_context().trace_id();
+    async {
+        session.ping().await.expect("ping");
+        session.list_resources(None).await.expect("resources/list");
+        session
+            .read_resource("example://readme")
+            .await
+            .expect("resources/read");
+        session
+            .subscribe("example://readme")
+            .await
+            .expect("resources/subscribe");
+        session.list_prompts(None).await.expect("prompts/list");
+        session
+            .get_prompt("greeting", [("name", "Ada")])
+            .await
+            .expect("prompts/get");
+        session
+            .set_logging_level(mcp_types::LoggingLevel::Info)
+            .await
+            .expect("logging/setLevel");
+    }
+    .with_context(cx.clone())
+    .await;
+    cx.span().end();
+    let spans = spans_of(trace);
+    names_are_the_conventions(&spans);
+    for (name, method) in [
+        ("ping", "ping"),
+        ("resources/list", "resources/list"),
+        ("resources/read", "resources/read"),
+        ("resources/subscribe", "resources/subscribe"),
+        ("prompts/list", "prompts/list"),
+        ("prompts/get greeting", "prompts/get"),
+        ("logging/setLevel", "logging/setLevel"),
+    ] {
+        for kind in [SpanKind::Client, SpanKind::Server] {
+            let span = one(&spans, name, kind);
+            has(span, "mcp.method.name", method);
+            lacks(span, "error.type");
+            lacks(span, "gen_ai.operation.name");
+        }
+    }
+    for name in ["resources/read", "resources/subscribe"] {
+        for kind in [SpanKind::Client, SpanKind::Server] {
+            has(
+                one(&spans, name, kind),
+                "mcp.resource.uri",
+                "example://readme",
+            );
+        }
+    }
+    for kind in [SpanKind::Client, SpanKind::Server] {
+        has(
+            one(&spans, "prompts/get greeting", kind),
+            "gen_ai.prompt.name",
+            "greeting",
+        );
+    }
+}
