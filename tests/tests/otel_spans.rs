@@ -687,3 +687,53 @@ async fn every_method_of_a_session_has_spans_with_the_conventions_names() {
         );
     }
 }
+
+/// What the server asks of the client (here `roots/list`, from a tool) has its spans too: the
+/// server's (kind `CLIENT`, the sender's) inside the tool's span, the client's (kind `SERVER`,
+/// the receiver's) its child through `_meta`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_server_asks_the_client_is_traced_inside_the_tool() {
+    sdk();
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    tokio::spawn(async move {
+        let server = mcp_example::server().expect("the example server");
+        let _ = server.serve_io(server_read, server_write).await;
+    });
+    let (client_read, client_write) = tokio::io::split(client_io);
+    let root: mcp_types::Root =
+        serde_json::from_value(json!({"uri": "file:///work"})).expect("a root");
+    let session = Client::builder(Implementation::new("otel-client", "1.0.0"))
+        .protocol_version(ProtocolVersion::V2025_11_25)
+        .roots(mcp_client::Roots::new(vec![root]))
+        .build()
+        .connect(mcp_transport_stdio::io(client_read, client_write))
+        .await
+        .expect("connect");
+    let tracer = sdk().tracers.tracer("the-application");
+    let cx = Context::current_with_span(tracer.start("agent asks for roots"));
+    let trace = cx.span().span_context().trace_id();
+    let listed = session
+        .call_tool("list_roots", json!({}))
+        .with_context(cx.clone())
+        .await
+        .expect("list_roots answers");
+    assert_ne!(listed.is_error, Some(true));
+    cx.span().end();
+    let spans = spans_of(trace);
+    names_are_the_conventions(&spans);
+    let tool = one(&spans, "execute_tool list_roots", SpanKind::Internal);
+    let asked = one(&spans, "roots/list", SpanKind::Client);
+    let answered = one(&spans, "roots/list", SpanKind::Server);
+    assert_eq!(asked.instrumentation_scope.name(), "mcp-server");
+    assert_eq!(answered.instrumentation_scope.name(), "mcp-client");
+    assert_eq!(asked.parent_span_id, tool.span_context.span_id());
+    assert_eq!(answered.parent_span_id, asked.span_context.span_id());
+    assert!(answered.parent_span_is_remote);
+    has(asked, "mcp.method.name", "roots/list");
+    has(asked, "mcp.protocol.version", "2025-11-25");
+    has(answered, "mcp.method.name", "roots/list");
+    assert!(attribute(answered, "jsonrpc.request.id").is_some());
+    lacks(asked, "error.type");
+    lacks(answered, "error.type");
+}

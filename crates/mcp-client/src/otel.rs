@@ -27,7 +27,7 @@ use std::time::Instant;
 use mcp_types::ProtocolVersion;
 use opentelemetry::global::{self, BoxedSpan, BoxedTracer};
 use opentelemetry::metrics::{Histogram, Meter, MeterProvider};
-use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::propagation::{Extractor, TextMapPropagator};
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use serde::Deserialize;
@@ -58,6 +58,12 @@ pub mod names {
     pub const MCP_CLIENT_OPERATION_DURATION: &str = "mcp.client.operation.duration";
     /// Histogram (seconds) of the client's sessions.
     pub const MCP_CLIENT_SESSION_DURATION: &str = "mcp.client.session.duration";
+    /// The JSON-RPC id of a request the server sent.
+    pub const JSONRPC_REQUEST_ID: &str = "jsonrpc.request.id";
+    /// Histogram (seconds) of the requests and notifications the client received from the
+    /// server (sampling, elicitation, roots, progress, log messages): the client is their
+    /// receiver.
+    pub const MCP_SERVER_OPERATION_DURATION: &str = "mcp.server.operation.duration";
     /// Every name above: attributes first, then the metrics.
     pub const ALL: &[&str] = &[
         MCP_METHOD_NAME,
@@ -70,6 +76,8 @@ pub mod names {
         ERROR_TYPE,
         MCP_CLIENT_OPERATION_DURATION,
         MCP_CLIENT_SESSION_DURATION,
+        JSONRPC_REQUEST_ID,
+        MCP_SERVER_OPERATION_DURATION,
     ];
 }
 
@@ -89,6 +97,8 @@ enum Propagator {
 pub struct Telemetry {
     tracer: BoxedTracer,
     operation: Histogram<f64>,
+    /// What the client receives from the server.
+    received: Histogram<f64>,
     session: Histogram<f64>,
     propagator: Propagator,
 }
@@ -143,6 +153,10 @@ impl Telemetry {
                 MCP_CLIENT_OPERATION_DURATION,
                 "The duration of the MCP request or notification as observed on the sender",
             ),
+            received: histogram(
+                MCP_SERVER_OPERATION_DURATION,
+                "MCP request or notification duration as observed on the receiver",
+            ),
             session: histogram(
                 MCP_CLIENT_SESSION_DURATION,
                 "The duration of the MCP session as observed on the MCP client",
@@ -158,6 +172,13 @@ impl Telemetry {
     ) -> Self {
         self.propagator = Propagator::Own(Box::new(propagator));
         self
+    }
+
+    fn extract(&self, carrier: &dyn Extractor) -> Context {
+        match &self.propagator {
+            Propagator::Global => global::get_text_map_propagator(|p| p.extract(carrier)),
+            Propagator::Own(p) => p.extract(carrier),
+        }
     }
 
     fn inject(&self, cx: &Context, carrier: &mut HashMap<String, String>) {
@@ -191,11 +212,48 @@ struct Peek<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     uri: Option<Cow<'a, str>>,
+    #[serde(rename = "_meta", default, borrow)]
+    meta: Option<MetaPeek<'a>>,
+}
+
+/// The trace context keys of `_meta` in what the server sends.
+#[derive(Deserialize, Default)]
+struct MetaPeek<'a> {
+    #[serde(default, borrow)]
+    traceparent: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tracestate: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    baggage: Option<Cow<'a, str>>,
+}
+
+impl Extractor for MetaPeek<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "traceparent" => self.traceparent.as_deref(),
+            "tracestate" => self.tracestate.as_deref(),
+            "baggage" => self.baggage.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        [
+            ("traceparent", &self.traceparent),
+            ("tracestate", &self.tracestate),
+            ("baggage", &self.baggage),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|_| k))
+        .collect()
+    }
 }
 
 /// One request or notification being sent: its span and what its duration is recorded with.
 /// Dropped unended (the caller dropped the request), it ends with `error.type` `cancelled`.
 pub(crate) struct Operation {
+    /// Where its duration goes: what the client sent, or what it received.
+    histogram: &'static Histogram<f64>,
     telemetry: &'static Telemetry,
     cx: Context,
     start: Instant,
@@ -270,11 +328,63 @@ impl Telemetry {
             &parent,
         );
         Operation {
+            histogram: &self.operation,
             telemetry: self,
             cx: parent.with_span(span),
             start,
             attributes,
             tool_call: method == "tools/call",
+            ended: false,
+        }
+    }
+
+    /// Starts the span of a request or notification the server sent (kind `SERVER`, as the
+    /// conventions have the receiver's span), its parent the context in `params._meta`, else
+    /// the current one.
+    pub(crate) fn start_received(
+        &'static self,
+        method: &str,
+        id: Option<&mcp_jsonrpc::Id>,
+        params: Option<&RawValue>,
+    ) -> Operation {
+        let start = Instant::now();
+        let peek: Peek<'_> = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default();
+        let attributes = vec![KeyValue::new(MCP_METHOD_NAME, method.to_owned())];
+        let mut span_attributes = attributes.clone();
+        if let Some(id) = id {
+            let id = match id {
+                mcp_jsonrpc::Id::Number(n) => n.to_string(),
+                mcp_jsonrpc::Id::String(s) => s.clone(),
+            };
+            span_attributes.push(KeyValue::new(JSONRPC_REQUEST_ID, id));
+        }
+        if method == "notifications/resources/updated" {
+            if let Some(uri) = &peek.uri {
+                span_attributes.push(KeyValue::new(MCP_RESOURCE_URI, uri.to_string()));
+            }
+        }
+        let parent = peek
+            .meta
+            .as_ref()
+            .map(|meta| self.extract(meta))
+            .filter(|cx| cx.span().span_context().is_valid())
+            .unwrap_or_else(Context::current);
+        let span: BoxedSpan = self.tracer.build_with_context(
+            self.tracer
+                .span_builder(method.to_owned())
+                .with_kind(SpanKind::Server)
+                .with_attributes(span_attributes),
+            &parent,
+        );
+        Operation {
+            histogram: &self.received,
+            telemetry: self,
+            cx: parent.with_span(span),
+            start,
+            attributes,
+            tool_call: false,
             ended: false,
         }
     }
@@ -375,8 +485,7 @@ impl Operation {
     fn finish(&mut self) {
         self.ended = true;
         self.cx.span().end();
-        self.telemetry
-            .operation
+        self.histogram
             .record(self.start.elapsed().as_secs_f64(), &self.attributes);
     }
 }

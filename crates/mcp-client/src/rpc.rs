@@ -26,25 +26,58 @@ fn params_value(raw: Option<&RawValue>) -> Result<Option<Value>, ErrorObject> {
         .transpose()
 }
 
-impl Handler for EngineHandler {
-    async fn handle_request(
-        &self,
-        request: Request,
-        _cx: RequestContext,
-    ) -> Result<RawJson, ErrorObject> {
+impl EngineHandler {
+    async fn answer(&self, request: &Request) -> Result<RawJson, ErrorObject> {
         let result = self
             .0
             .request(&request.method, request.params.as_deref())
             .await?;
         RawJson::serialize(&result).map_err(ErrorObject::internal_error)
     }
+}
+
+impl Handler for EngineHandler {
+    async fn handle_request(
+        &self,
+        request: Request,
+        _cx: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        // The telemetry hook of what the server asks (sampling, elicitation, roots).
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = crate::otel::installed() {
+            use opentelemetry::trace::FutureExt;
+            let operation = telemetry.start_received(
+                &request.method,
+                Some(&request.id),
+                request.params.as_deref(),
+            );
+            let result = self
+                .answer(&request)
+                .with_context(operation.context())
+                .await;
+            operation.end(match &result {
+                Ok(_) => crate::otel::Outcome::Done(None),
+                Err(error) => crate::otel::Outcome::Error(error.code, &error.message),
+            });
+            return result;
+        }
+        self.answer(&request).await
+    }
 
     async fn handle_notification(&self, notification: Notification, _cx: NotificationContext) {
+        #[cfg(feature = "otel")]
+        let operation = crate::otel::installed().map(|telemetry| {
+            telemetry.start_received(&notification.method, None, notification.params.as_deref())
+        });
         match params_value(notification.params.as_deref()) {
             Ok(params) => self.0.notification(&notification.method, params),
             Err(error) => {
                 tracing::debug!(method = %notification.method, %error, "undecodable notification params");
             }
+        }
+        #[cfg(feature = "otel")]
+        if let Some(operation) = operation {
+            operation.end(crate::otel::Outcome::Done(None));
         }
     }
 }

@@ -23,6 +23,7 @@
 //! ```
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -71,6 +72,9 @@ pub mod names {
     pub const MCP_SERVER_OPERATION_DURATION: &str = "mcp.server.operation.duration";
     /// Histogram (seconds) of the server's sessions.
     pub const MCP_SERVER_SESSION_DURATION: &str = "mcp.server.session.duration";
+    /// Histogram (seconds) of the requests and notifications the server sent (sampling,
+    /// elicitation, roots, progress, log messages): the server is their sender.
+    pub const MCP_CLIENT_OPERATION_DURATION: &str = "mcp.client.operation.duration";
     /// Every name above: attributes first, then the metrics.
     pub const ALL: &[&str] = &[
         MCP_METHOD_NAME,
@@ -88,6 +92,7 @@ pub mod names {
         NETWORK_PROTOCOL_VERSION,
         MCP_SERVER_OPERATION_DURATION,
         MCP_SERVER_SESSION_DURATION,
+        MCP_CLIENT_OPERATION_DURATION,
     ];
 }
 
@@ -110,6 +115,8 @@ enum Propagator {
 pub struct Telemetry {
     tracer: BoxedTracer,
     operation: Histogram<f64>,
+    /// What the server sends.
+    sent: Histogram<f64>,
     session: Histogram<f64>,
     propagator: Propagator,
 }
@@ -164,6 +171,10 @@ impl Telemetry {
                 MCP_SERVER_OPERATION_DURATION,
                 "MCP request or notification duration as observed on the receiver",
             ),
+            sent: histogram(
+                MCP_CLIENT_OPERATION_DURATION,
+                "The duration of the MCP request or notification as observed on the sender",
+            ),
             session: histogram(
                 MCP_SERVER_SESSION_DURATION,
                 "The duration of the MCP session as observed on the MCP server",
@@ -172,7 +183,8 @@ impl Telemetry {
         }
     }
 
-    /// Reads the trace context of messages with `propagator` instead of the global one
+    /// Reads (and, in what the server sends, writes) the trace context of messages with
+    /// `propagator` instead of the global one
     /// (W3C Trace Context and Baggage, for the keys the conventions put in `_meta`).
     pub fn propagator(
         mut self,
@@ -186,6 +198,15 @@ impl Telemetry {
         match &self.propagator {
             Propagator::Global => global::get_text_map_propagator(|p| p.extract(carrier)),
             Propagator::Own(p) => p.extract(carrier),
+        }
+    }
+
+    fn inject(&self, cx: &Context, carrier: &mut HashMap<String, String>) {
+        match &self.propagator {
+            Propagator::Global => {
+                global::get_text_map_propagator(|p| p.inject_context(cx, carrier));
+            }
+            Propagator::Own(p) => p.inject_context(cx, carrier),
         }
     }
 }
@@ -277,6 +298,8 @@ impl Extractor for Headers<'_> {
 /// with. Ended by [`Operation::end`]; dropped unended (the request was cancelled, or its
 /// connection closed), it ends with `error.type` `cancelled`.
 pub(crate) struct Operation {
+    /// Where its duration goes: what the server received, or what it sent.
+    histogram: &'static Histogram<f64>,
     telemetry: &'static Telemetry,
     cx: Context,
     start: Instant,
@@ -402,11 +425,44 @@ impl Telemetry {
             &parent,
         );
         Operation {
+            histogram: &self.operation,
             telemetry: self,
             cx: parent.with_span(span),
             start,
             attributes,
             tool_call,
+            ended: false,
+        }
+    }
+
+    /// Starts the span of a request or notification the server sends (kind `CLIENT`, as the
+    /// conventions have the sender's span), child of the current context: the span of the
+    /// request whose handler sends it.
+    pub(crate) fn start_sent(
+        &'static self,
+        method: &str,
+        version: Option<ProtocolVersion>,
+    ) -> Operation {
+        let start = Instant::now();
+        let mut attributes = vec![KeyValue::new(MCP_METHOD_NAME, method.to_owned())];
+        if let Some(version) = version {
+            attributes.push(KeyValue::new(MCP_PROTOCOL_VERSION, version.as_str()));
+        }
+        let parent = Context::current();
+        let span: BoxedSpan = self.tracer.build_with_context(
+            self.tracer
+                .span_builder(method.to_owned())
+                .with_kind(SpanKind::Client)
+                .with_attributes(attributes.clone()),
+            &parent,
+        );
+        Operation {
+            histogram: &self.sent,
+            telemetry: self,
+            cx: parent.with_span(span),
+            start,
+            attributes,
+            tool_call: false,
             ended: false,
         }
     }
@@ -421,6 +477,35 @@ impl Telemetry {
         self.session
             .record(started.elapsed().as_secs_f64(), &attributes);
     }
+}
+
+/// `params` with the trace context in its `_meta` (made when absent). Params that are not an
+/// object, or a `_meta` that is not one, are sent as they are.
+fn with_trace_context(
+    params: Option<Box<RawValue>>,
+    context: HashMap<String, String>,
+) -> Option<Box<RawValue>> {
+    use serde_json::{Map, Value};
+    if context.is_empty() {
+        return params;
+    }
+    let mut object = match params.as_deref() {
+        None => Map::new(),
+        Some(raw) => match serde_json::from_str::<Value>(raw.get()) {
+            Ok(Value::Object(object)) => object,
+            _ => return params,
+        },
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(meta) = meta else {
+        return params;
+    };
+    for (key, value) in context {
+        meta.insert(key, Value::String(value));
+    }
+    mcp_jsonrpc::to_raw(&object).ok().or(params)
 }
 
 /// Whether a `tools/call` result says the tool failed (`isError: true`).
@@ -469,9 +554,31 @@ impl Operation {
     fn finish(&mut self) {
         self.ended = true;
         self.cx.span().end();
-        self.telemetry
-            .operation
+        self.histogram
             .record(self.start.elapsed().as_secs_f64(), &self.attributes);
+    }
+
+    /// `params` carrying this span's context in `_meta` (what the server sends).
+    pub(crate) fn inject(&self, params: Option<Box<RawValue>>) -> Option<Box<RawValue>> {
+        let mut carrier = HashMap::new();
+        self.telemetry.inject(&self.cx, &mut carrier);
+        with_trace_context(params, carrier)
+    }
+
+    /// Ends the span of a request the server sent with the client's answer.
+    pub(crate) fn end_sent(mut self, answer: &Result<Box<RawValue>, mcp_jsonrpc::CallError>) {
+        use mcp_jsonrpc::CallError as E;
+        match answer {
+            Ok(_) => {}
+            Err(E::Rpc(error)) => {
+                let code = error.code.to_string();
+                self.fail(code.clone(), Some(code), error.message.clone());
+            }
+            Err(E::Timeout) => self.fail("timeout".into(), None, "timeout".into()),
+            Err(E::Cancelled) => self.fail("cancelled".into(), None, "cancelled".into()),
+            Err(other) => self.fail("_OTHER".into(), None, other.to_string()),
+        }
+        self.finish();
     }
 }
 

@@ -105,6 +105,9 @@ struct SessionChannel {
     replay: bool,
     /// The connection's own peer (see [`ClientChannel::detached`]).
     session_peer: Option<Peer>,
+    /// The session's revision, for the spans of what the server sends.
+    #[cfg(feature = "otel")]
+    version: ProtocolVersion,
 }
 
 impl SessionChannel {
@@ -140,23 +143,52 @@ impl ClientChannel for SessionChannel {
             let result = self.replayed(key, method, params.as_deref());
             return Box::pin(std::future::ready(result));
         }
+        // The telemetry hook of what the server sends: a span, its context in `_meta`.
+        #[cfg(feature = "otel")]
+        let (params, operation) = match crate::otel::installed() {
+            Some(telemetry) => {
+                let operation = telemetry.start_sent(method, Some(self.version));
+                (operation.inject(params), Some(operation))
+            }
+            None => (params, None),
+        };
         // The engine applies the timeout and the limit on pending requests; dropping the call
         // (the handler's request was cancelled) sends `notifications/cancelled`.
         let call = self.peer.request(method, params, RequestOptions::new());
         let cancel = cancel.clone();
         Box::pin(async move {
             tokio::select! {
-                r = call => r.map_err(AskError::from_rpc),
+                r = call => {
+                    #[cfg(feature = "otel")]
+                    if let Some(operation) = operation {
+                        operation.end_sent(&r);
+                    }
+                    r.map_err(AskError::from_rpc)
+                }
                 () = cancel.cancelled() => Err(AskError::Cancelled),
             }
         })
     }
 
     fn notify(&self, method: &'static str, params: Box<RawValue>) -> BoxFuture<'static, ()> {
+        #[cfg(feature = "otel")]
+        let (params, operation) = match crate::otel::installed() {
+            Some(telemetry) => {
+                let operation = telemetry.start_sent(method, Some(self.version));
+                let params = operation.inject(Some(params.clone())).unwrap_or(params);
+                (params, Some(operation))
+            }
+            None => (params, None),
+        };
         let peer = self.peer.clone();
         Box::pin(async move {
-            if let Err(e) = peer.notify(method, Some(params)).await {
+            let sent = peer.notify(method, Some(params)).await;
+            if let Err(e) = &sent {
                 tracing::debug!(%method, error = %e, "notification not sent");
+            }
+            #[cfg(feature = "otel")]
+            if let Some(operation) = operation {
+                operation.end_sent(&sent.map(|()| RawValue::NULL.to_owned()));
             }
         })
     }
@@ -205,6 +237,8 @@ impl ClientChannel for SessionChannel {
             max_input_rounds: self.max_input_rounds,
             replay: self.replay,
             session_peer: None,
+            #[cfg(feature = "otel")]
+            version: self.version,
         }))
     }
 }
@@ -294,6 +328,8 @@ fn route(
             max_input_rounds: options.max_input_rounds,
             replay: options.force_input_replay,
             session_peer: session.peer.get().cloned(),
+            #[cfg(feature = "otel")]
+            version: scope.version,
         }),
         cancel,
         subscriptions: Some(&session.subscriptions),
