@@ -460,6 +460,15 @@ impl Operation {
             }
             Outcome::Done(_) => {}
             Outcome::Error(code, message) => {
+                // A method the client does not have (asked by the server, or refused by it)
+                // leaves the metric's attributes: the peer cannot multiply the series.
+                if code == mcp_jsonrpc::codes::METHOD_NOT_FOUND {
+                    for kv in &mut self.attributes {
+                        if kv.key.as_str() == MCP_METHOD_NAME {
+                            kv.value = "_OTHER".into();
+                        }
+                    }
+                }
                 let code = code.to_string();
                 self.fail(code.clone(), Some(code), message.to_owned());
             }

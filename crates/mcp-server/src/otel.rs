@@ -528,6 +528,7 @@ impl Operation {
     pub(crate) fn end(mut self, outcome: Option<Result<&RawJson, &ErrorObject>>) {
         match outcome {
             Some(Err(error)) => {
+                self.bound_cardinality(error.code);
                 let code = error.code.to_string();
                 self.fail(code.clone(), Some(code), error.message.to_string());
             }
@@ -537,6 +538,25 @@ impl Operation {
             _ => {}
         }
         self.finish();
+    }
+
+    /// The method and the target come from the client: a method that does not exist, or a
+    /// tool or prompt that was refused, leaves the metric's attributes (the span keeps them),
+    /// so a client cannot grow the number of time series at will.
+    fn bound_cardinality(&mut self, code: i64) {
+        use mcp_jsonrpc::codes::{INVALID_PARAMS, METHOD_NOT_FOUND};
+        if code == METHOD_NOT_FOUND {
+            for kv in &mut self.attributes {
+                if kv.key.as_str() == MCP_METHOD_NAME {
+                    kv.value = "_OTHER".into();
+                }
+            }
+        }
+        if code == INVALID_PARAMS || code == METHOD_NOT_FOUND {
+            self.attributes.retain(|kv| {
+                kv.key.as_str() != GEN_AI_TOOL_NAME && kv.key.as_str() != GEN_AI_PROMPT_NAME
+            });
+        }
     }
 
     fn fail(&mut self, error_type: String, code: Option<String>, message: String) {
@@ -639,6 +659,52 @@ mod tests {
         let fine = RawJson::serialize(&serde_json::json!({"content": [], "isError": false}));
         assert!(failed.is_ok_and(|r| tool_failed(&r)));
         assert!(fine.is_ok_and(|r| !tool_failed(&r)));
+    }
+
+    #[test]
+    fn refused_methods_and_targets_leave_the_metric() {
+        // The global providers are no-ops here: spans and records cost nothing.
+        let telemetry: &'static Telemetry = Box::leak(Box::new(Telemetry::global()));
+        let extensions = Extensions::default();
+        let params = mcp_jsonrpc::to_raw(&serde_json::json!({"name": "random-123"}));
+        let start = |method| {
+            telemetry.start(Inbound {
+                method,
+                id: None,
+                params: params.as_deref().ok(),
+                extensions: &extensions,
+                version: None,
+            })
+        };
+        let value = |op: &Operation, key: &str| {
+            op.attributes
+                .iter()
+                .find(|kv| kv.key.as_str() == key)
+                .map(|kv| kv.value.as_str().into_owned())
+        };
+        let mut unknown = start("tools/call");
+        assert_eq!(
+            value(&unknown, GEN_AI_TOOL_NAME).as_deref(),
+            Some("random-123")
+        );
+        unknown.bound_cardinality(mcp_jsonrpc::codes::INVALID_PARAMS);
+        assert_eq!(value(&unknown, GEN_AI_TOOL_NAME), None);
+        assert_eq!(
+            value(&unknown, MCP_METHOD_NAME).as_deref(),
+            Some("tools/call")
+        );
+        let mut missing = start("acme/random-123");
+        missing.bound_cardinality(mcp_jsonrpc::codes::METHOD_NOT_FOUND);
+        assert_eq!(value(&missing, MCP_METHOD_NAME).as_deref(), Some("_OTHER"));
+        let mut known = start("tools/call");
+        known.bound_cardinality(-32000);
+        assert_eq!(
+            value(&known, GEN_AI_TOOL_NAME).as_deref(),
+            Some("random-123")
+        );
+        for op in [unknown, missing, known] {
+            op.end(None);
+        }
     }
 
     #[test]
