@@ -366,3 +366,61 @@ fn without_an_endpoint_nothing_is_exported_and_stdout_is_the_answer() {
     assert!(output.status.success());
     assert_eq!(String::from_utf8_lossy(&output.stdout), "quiet\n");
 }
+
+/// Over stdio too: `mcp call ... -- mcp serve` (the server a child process, which inherits the
+/// export settings) gives one trace, the server's span the client's child.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_call_against_a_stdio_server_exports_one_trace() {
+    tokio::task::spawn_blocking(mcp)
+        .await
+        .expect("build mcp with otel");
+    let (receiver, received) = receiver().await;
+    let call = tokio::task::spawn_blocking(move || {
+        let server = mcp().to_string_lossy().into_owned();
+        command(receiver, "mcp-stdio")
+            .args([
+                "call",
+                "echo",
+                "--arg",
+                "text=piped",
+                "--",
+                &server,
+                "serve",
+            ])
+            .output()
+            .expect("run mcp call")
+    })
+    .await
+    .expect("call");
+    assert!(
+        call.status.success(),
+        "mcp call: {}",
+        String::from_utf8_lossy(&call.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&call.stdout), "piped\n");
+    // The child exports when its stdin closes, which may be after the client has exited.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (client, server) = loop {
+        let spans = spans(&received);
+        let find = |scope: &str, kind: i64| {
+            spans
+                .iter()
+                .find(|s| s.scope == scope && s.kind == kind && s.name == "tools/call echo")
+                .cloned()
+        };
+        if let (Some(c), Some(s)) = (find("mcp-client", CLIENT), find("mcp-server", SERVER)) {
+            break (c, s);
+        }
+        assert!(Instant::now() < deadline, "both spans exported: {spans:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(server.trace, client.trace, "one trace");
+    assert_eq!(
+        server.parent, client.id,
+        "the server span is the client span's child"
+    );
+    assert_eq!(
+        attribute(&server.attributes, "network.transport").as_deref(),
+        Some("pipe")
+    );
+}
