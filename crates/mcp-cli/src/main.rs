@@ -18,6 +18,8 @@ mod shell;
 mod sig;
 mod skills;
 mod target;
+#[cfg(feature = "otel")]
+mod telemetry;
 mod term;
 
 use std::process::ExitCode;
@@ -141,12 +143,19 @@ fn run_async(command: Command, verbose: u8) -> Result<Exit, Fail> {
         .build()
         .map_err(|e| Fail::other(format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(async move {
-        match command {
+        #[cfg(feature = "otel")]
+        let exporting = telemetry::start();
+        let result = match command {
             Command::Serve(args) => proxy::serve(args).await,
             Command::Proxy(args) => proxy::proxy(args, verbose).await,
             Command::Login(args) => login::login(args, verbose).await,
             other => client::run(other, verbose).await,
+        };
+        #[cfg(feature = "otel")]
+        if let Some(exporting) = exporting {
+            exporting.shutdown().await;
         }
+        result
     })
 }
 

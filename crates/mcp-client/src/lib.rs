@@ -32,6 +32,8 @@ mod listen;
 mod mrtr;
 pub mod names;
 mod notify;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod rpc;
 mod session;
 pub mod skills;

@@ -26,25 +26,58 @@ fn params_value(raw: Option<&RawValue>) -> Result<Option<Value>, ErrorObject> {
         .transpose()
 }
 
-impl Handler for EngineHandler {
-    async fn handle_request(
-        &self,
-        request: Request,
-        _cx: RequestContext,
-    ) -> Result<RawJson, ErrorObject> {
+impl EngineHandler {
+    async fn answer(&self, request: &Request) -> Result<RawJson, ErrorObject> {
         let result = self
             .0
             .request(&request.method, request.params.as_deref())
             .await?;
         RawJson::serialize(&result).map_err(ErrorObject::internal_error)
     }
+}
+
+impl Handler for EngineHandler {
+    async fn handle_request(
+        &self,
+        request: Request,
+        _cx: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        // The telemetry hook of what the server asks (sampling, elicitation, roots).
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = crate::otel::installed() {
+            use opentelemetry::trace::FutureExt;
+            let operation = telemetry.start_received(
+                &request.method,
+                Some(&request.id),
+                request.params.as_deref(),
+            );
+            let result = self
+                .answer(&request)
+                .with_context(operation.context())
+                .await;
+            operation.end(match &result {
+                Ok(_) => crate::otel::Outcome::Done(None),
+                Err(error) => crate::otel::Outcome::Error(error.code, &error.message),
+            });
+            return result;
+        }
+        self.answer(&request).await
+    }
 
     async fn handle_notification(&self, notification: Notification, _cx: NotificationContext) {
+        #[cfg(feature = "otel")]
+        let operation = crate::otel::installed().map(|telemetry| {
+            telemetry.start_received(&notification.method, None, notification.params.as_deref())
+        });
         match params_value(notification.params.as_deref()) {
             Ok(params) => self.0.notification(&notification.method, params),
             Err(error) => {
                 tracing::debug!(method = %notification.method, %error, "undecodable notification params");
             }
+        }
+        #[cfg(feature = "otel")]
+        if let Some(operation) = operation {
+            operation.end(crate::otel::Outcome::Done(None));
         }
     }
 }
@@ -52,6 +85,16 @@ impl Handler for EngineHandler {
 /// A running connection: the engine's peer handle.
 pub(crate) struct Rpc {
     peer: Peer,
+    /// The revision negotiated, and when the connection started (telemetry only).
+    #[cfg(feature = "otel")]
+    observed: Observed,
+}
+
+/// What the telemetry hook knows of the connection beyond each message.
+#[cfg(feature = "otel")]
+struct Observed {
+    version: std::sync::OnceLock<mcp_types::ProtocolVersion>,
+    started: std::time::Instant,
 }
 
 impl Rpc {
@@ -64,7 +107,20 @@ impl Rpc {
         let (peer, _driver) = Engine::builder()
             .max_in_flight(max_concurrent_requests)
             .spawn(connection, EngineHandler(handler));
-        Rpc { peer }
+        Rpc {
+            peer,
+            #[cfg(feature = "otel")]
+            observed: Observed {
+                version: std::sync::OnceLock::new(),
+                started: std::time::Instant::now(),
+            },
+        }
+    }
+
+    /// The revision negotiated: an attribute of the spans from now on.
+    #[cfg(feature = "otel")]
+    pub(crate) fn set_version(&self, version: mcp_types::ProtocolVersion) {
+        let _ = self.observed.version.set(version);
     }
 
     /// Sends a request and waits for its result. Dropping the future cancels it.
@@ -103,6 +159,22 @@ impl Rpc {
         if !cancellable {
             options = options.no_cancel();
         }
+        // The telemetry hook: every request of the client passes here. Off, a branch on a
+        // static.
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = crate::otel::installed() {
+            use opentelemetry::trace::FutureExt;
+            let version = self.observed.version.get().copied();
+            let operation = telemetry.start(method, params.as_deref(), version);
+            let params = operation.inject(params);
+            let result = self
+                .peer
+                .request(method, params, options)
+                .with_context(operation.context())
+                .await;
+            operation.end(crate::otel::outcome(&result));
+            return result;
+        }
         self.peer.request(method, params, options).await
     }
 
@@ -116,6 +188,18 @@ impl Rpc {
             .map(|p| mcp_jsonrpc::to_raw(&p))
             .transpose()
             .map_err(crate::error::CallError::Decode)?;
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = crate::otel::installed() {
+            let version = self.observed.version.get().copied();
+            let operation = telemetry.start(method, params.as_deref(), version);
+            let params = operation.inject(params);
+            let result = self.peer.notify(method, params).await;
+            operation.end(match &result {
+                Ok(()) => crate::otel::Outcome::Done(None),
+                Err(e) => crate::otel::Outcome::Failed("_OTHER", e.to_string()),
+            });
+            return result.map_err(Into::into);
+        }
         self.peer.notify(method, params).await.map_err(Into::into)
     }
 
@@ -149,6 +233,12 @@ impl Rpc {
 
 impl Drop for Rpc {
     fn drop(&mut self) {
+        #[cfg(feature = "otel")]
+        if let (Some(telemetry), Some(version)) =
+            (crate::otel::installed(), self.observed.version.get())
+        {
+            telemetry.session_ended(self.observed.started, *version);
+        }
         self.peer.close();
     }
 }

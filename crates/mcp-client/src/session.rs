@@ -228,6 +228,8 @@ impl ClientSession {
             }
         };
         handler.set_version(version);
+        #[cfg(feature = "otel")]
+        rpc.set_version(version);
         tracing::debug!(
             server = %init.server_info.name,
             version = %version,

@@ -205,7 +205,10 @@ pub(crate) async fn call_tool_read(
     let version = origin.scope.version;
     let entry = server.inner.registry.tool(name)?;
     let cx = origin.context(server, request.id, request.extensions, progress_token);
-    Ok(degraded(entry.call(cx, arguments).await?, version))
+    let call = entry.call(cx, arguments);
+    #[cfg(feature = "otel")]
+    let call = crate::otel::in_tool_span(name, call);
+    Ok(degraded(call.await?, version))
 }
 
 /// Routes one request (anything but `initialize`) of a client whose revision is known.
@@ -279,13 +282,19 @@ pub(crate) async fn dispatch(
                 };
                 let entry = server.inner.registry.tool(&p.name)?;
                 let token = p.meta.and_then(|m| m.progress_token);
-                entry
-                    .call(cx(token.as_ref().and_then(token_of)), args)
-                    .await?
+                let call = entry.call(cx(token.as_ref().and_then(token_of)), args);
+                #[cfg(feature = "otel")]
+                let call = crate::otel::in_tool_span(&p.name, call);
+                call.await?
             } else {
                 let p: CallToolRequestParams = params(raw)?;
                 let cx = cx(progress_token(p.meta.as_ref()));
-                h.call_tool(p, cx).await?
+                #[cfg(feature = "otel")]
+                let name = p.name.clone();
+                let call = h.call_tool(p, cx);
+                #[cfg(feature = "otel")]
+                let call = crate::otel::in_tool_span(&name, call);
+                call.await?
             };
             encode(degraded(result, version), version)
         }

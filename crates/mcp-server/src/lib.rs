@@ -58,6 +58,8 @@ mod error;
 pub mod ext;
 mod handler;
 mod input;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod output;
 mod registry;
 mod schema;

@@ -105,6 +105,9 @@ struct SessionChannel {
     replay: bool,
     /// The connection's own peer (see [`ClientChannel::detached`]).
     session_peer: Option<Peer>,
+    /// The session's revision, for the spans of what the server sends.
+    #[cfg(feature = "otel")]
+    version: ProtocolVersion,
 }
 
 impl SessionChannel {
@@ -140,23 +143,52 @@ impl ClientChannel for SessionChannel {
             let result = self.replayed(key, method, params.as_deref());
             return Box::pin(std::future::ready(result));
         }
+        // The telemetry hook of what the server sends: a span, its context in `_meta`.
+        #[cfg(feature = "otel")]
+        let (params, operation) = match crate::otel::installed() {
+            Some(telemetry) => {
+                let operation = telemetry.start_sent(method, Some(self.version));
+                (operation.inject(params), Some(operation))
+            }
+            None => (params, None),
+        };
         // The engine applies the timeout and the limit on pending requests; dropping the call
         // (the handler's request was cancelled) sends `notifications/cancelled`.
         let call = self.peer.request(method, params, RequestOptions::new());
         let cancel = cancel.clone();
         Box::pin(async move {
             tokio::select! {
-                r = call => r.map_err(AskError::from_rpc),
+                r = call => {
+                    #[cfg(feature = "otel")]
+                    if let Some(operation) = operation {
+                        operation.end_sent(&r);
+                    }
+                    r.map_err(AskError::from_rpc)
+                }
                 () = cancel.cancelled() => Err(AskError::Cancelled),
             }
         })
     }
 
     fn notify(&self, method: &'static str, params: Box<RawValue>) -> BoxFuture<'static, ()> {
+        #[cfg(feature = "otel")]
+        let (params, operation) = match crate::otel::installed() {
+            Some(telemetry) => {
+                let operation = telemetry.start_sent(method, Some(self.version));
+                let params = operation.inject(Some(params.clone())).unwrap_or(params);
+                (params, Some(operation))
+            }
+            None => (params, None),
+        };
         let peer = self.peer.clone();
         Box::pin(async move {
-            if let Err(e) = peer.notify(method, Some(params)).await {
+            let sent = peer.notify(method, Some(params)).await;
+            if let Err(e) = &sent {
                 tracing::debug!(%method, error = %e, "notification not sent");
+            }
+            #[cfg(feature = "otel")]
+            if let Some(operation) = operation {
+                operation.end_sent(&sent.map(|()| RawValue::NULL.to_owned()));
             }
         })
     }
@@ -205,6 +237,8 @@ impl ClientChannel for SessionChannel {
             max_input_rounds: self.max_input_rounds,
             replay: self.replay,
             session_peer: None,
+            #[cfg(feature = "otel")]
+            version: self.version,
         }))
     }
 }
@@ -278,6 +312,8 @@ fn route(
             max_input_rounds: options.max_input_rounds,
             replay: options.force_input_replay,
             session_peer: session.peer.get().cloned(),
+            #[cfg(feature = "otel")]
+            version: scope.version,
         }),
         cancel,
         subscriptions: Some(&session.subscriptions),
@@ -331,8 +367,35 @@ impl std::borrow::Borrow<Server> for SessionHandler {
     }
 }
 
-impl Handler for SessionHandler {
-    async fn handle_request(
+impl SessionHandler {
+    /// The telemetry hook's start for a request: the one place every request of every
+    /// transport and era passes ([`Handler::handle_request`], whichever way the engine was
+    /// handed the request), with its method, id, params (the target and the trace context in
+    /// `_meta`), the transport's extensions (the HTTP session, the request's headers) and the
+    /// revision it is served under.
+    #[cfg(feature = "otel")]
+    fn observe(
+        &self,
+        telemetry: &'static crate::otel::Telemetry,
+        request: &mcp_jsonrpc::Request,
+        extensions: &mcp_jsonrpc::Extensions,
+    ) -> crate::otel::Operation {
+        let params = request.params.as_deref();
+        let version = match serve::classify(&request.method, params) {
+            Some(version) => version,
+            None => self.0.scope.get().map(|s| s.version),
+        };
+        telemetry.start(crate::otel::Inbound {
+            method: &request.method,
+            id: Some(&request.id),
+            params,
+            extensions,
+            version,
+        })
+    }
+
+    /// [`Handler::handle_request`] without the telemetry hook.
+    async fn serve_request(
         &self,
         request: mcp_jsonrpc::Request,
         cx: mcp_jsonrpc::RequestContext,
@@ -396,13 +459,52 @@ impl Handler for SessionHandler {
         .run(request)
         .await
     }
+}
 
-    async fn handle_notification(&self, notification: Notification, _cx: NotificationContext) {
+impl Handler for SessionHandler {
+    fn handle_request(
+        &self,
+        request: mcp_jsonrpc::Request,
+        cx: mcp_jsonrpc::RequestContext,
+    ) -> impl Future<Output = Result<RawJson, ErrorObject>> + Send {
+        // Off (no feature, or nothing installed) the request's future is `serve_request`'s
+        // own: the hook adds a branch on a static, and nothing to the future.
+        #[cfg(feature = "otel")]
+        {
+            use futures_util::future::Either;
+            if let Some(telemetry) = crate::otel::installed() {
+                let operation = self.observe(telemetry, &request, cx.extensions());
+                let served = Box::pin(self.serve_request(request, cx));
+                return Either::Left(crate::otel::traced(operation, served));
+            }
+            Either::Right(self.serve_request(request, cx))
+        }
+        #[cfg(not(feature = "otel"))]
+        self.serve_request(request, cx)
+    }
+
+    async fn handle_notification(&self, notification: Notification, cx: NotificationContext) {
+        #[cfg(feature = "otel")]
+        let operation = crate::otel::installed().map(|telemetry| {
+            telemetry.start(crate::otel::Inbound {
+                method: &notification.method,
+                id: None,
+                params: notification.params.as_deref(),
+                extensions: cx.extensions(),
+                version: self.0.scope.get().map(|s| s.version),
+            })
+        });
+        #[cfg(not(feature = "otel"))]
+        let _ = cx;
         // Cancellation and progress are the engine's; nothing else needs an action.
         match notification.method.as_str() {
             "notifications/initialized" => tracing::debug!("client initialized"),
             "notifications/roots/list_changed" => tracing::debug!("client roots changed"),
             other => tracing::debug!(method = other, "notification ignored"),
+        }
+        #[cfg(feature = "otel")]
+        if let Some(operation) = operation {
+            operation.end(None);
         }
     }
 }
@@ -575,7 +677,11 @@ impl Server {
         let handler = SessionHandler(Arc::clone(&session));
         let (peer, mut driver) = self.inner.options.engine().start(connection, handler);
         let _ = session.peer.set(peer.clone());
+        #[cfg(feature = "otel")]
+        let started = std::time::Instant::now();
         async move {
+            #[cfg(feature = "otel")]
+            let scope = Arc::clone(&session);
             let mut events = std::pin::pin!(fan_out(session, peer));
             let events = WhenWoken::new(events.as_mut());
             let result = tokio::select! {
@@ -583,6 +689,12 @@ impl Server {
                 r = &mut driver => r,
                 () = events => driver.await,
             };
+            // A session is a connection that was initialized (HTTP's shared connection for
+            // stateless requests never is).
+            #[cfg(feature = "otel")]
+            if let (Some(telemetry), Some(scope)) = (crate::otel::installed(), scope.scope.get()) {
+                telemetry.session_ended(started, scope.version, result.is_err());
+            }
             result.map_err(ServeError::from)
         }
     }
