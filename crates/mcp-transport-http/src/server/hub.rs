@@ -254,6 +254,9 @@ pub(crate) struct Hub {
     /// The pump's queue, for frames of requests served directly (weak: the pump ends when the
     /// connection's writer is gone).
     pump: mpsc::WeakSender<Box<Outbound>>,
+    /// When the session store was last told the session is in use (see
+    /// [`touch_due`](Self::touch_due)).
+    store_touched: Mutex<Option<Instant>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -314,6 +317,7 @@ impl Hub {
             streams: AtomicUsize::new(0),
             direct: mcp_jsonrpc::DirectSlot::new(),
             pump: out_tx.downgrade(),
+            store_touched: Mutex::new(None),
         });
         let writer = HubWriter {
             hub: Arc::clone(&hub),
@@ -371,6 +375,43 @@ impl Hub {
 
     pub(crate) fn closed(&self) -> &CancellationToken {
         &self.closed
+    }
+
+    /// Whether the session store is due to hear that the session is in use (at most once per
+    /// `interval`); a `true` starts the next interval.
+    pub(crate) fn touch_due(&self, interval: Duration) -> bool {
+        let mut touched = self
+            .store_touched
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        match *touched {
+            Some(at) if now.duration_since(at) < interval => false,
+            _ => {
+                *touched = Some(now);
+                true
+            }
+        }
+    }
+
+    /// Makes the next [`touch_due`](Self::touch_due) true (the last touch failed).
+    pub(crate) fn touch_failed(&self) {
+        *self
+            .store_touched
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Starts the ids of this hub's streams and of its standalone stream's events at `base`: a
+    /// session rebuilt on another replica must not reuse the stream ids (nor, on the standalone
+    /// stream, the event numbers) its earlier replicas gave out, since they share the event
+    /// store.
+    pub(crate) fn start_ids_at(&self, base: u64) {
+        let mut st = self.lock();
+        st.next_slot = st.next_slot.max(base);
+        if let Some(slot) = st.slots.get_mut(&STANDALONE) {
+            slot.seq = slot.seq.max(base);
+        }
     }
 
     pub(crate) fn protocol_version(&self) -> Option<String> {

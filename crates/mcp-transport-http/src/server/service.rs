@@ -108,7 +108,9 @@ impl StreamableHttpServiceBuilder {
                 config: Arc::new(self.config),
                 serve: self.serve,
                 event_store: self.event_store,
+                shared_store: self.session_store.is_shared(),
                 session_store: self.session_store,
+                restoring: Mutex::default(),
                 auth: self.auth,
                 sessions: RwLock::default(),
                 shared: Mutex::default(),
@@ -143,6 +145,10 @@ struct Inner {
     serve: ServeFn,
     event_store: Option<Arc<dyn EventStore>>,
     session_store: Arc<dyn SessionStore>,
+    /// [`SessionStore::is_shared`]: sessions unknown here are looked up in the store.
+    shared_store: bool,
+    /// Sessions being rebuilt from the shared store, one at a time per id.
+    restoring: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     auth: Option<Auth>,
     /// Keyed by the ids this service drew at random, so a fast unkeyed hash is safe: a
     /// client can look ids up but cannot choose the ones stored.
@@ -211,6 +217,17 @@ fn accepts(parts: &Parts) -> Accepts {
 
 fn error_status(status: StatusCode, message: impl Into<String>) -> Response<HttpBody> {
     body::http_error(status, TRANSPORT_ERROR, message)
+}
+
+/// The session or event store failed (Redis unreachable, say): the client may retry.
+fn store_unavailable() -> Response<HttpBody> {
+    let mut r = error_status(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Service Unavailable: the session store is unavailable",
+    );
+    r.headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
 }
 
 fn method_not_allowed(allow: &'static str) -> Response<HttpBody> {
@@ -572,7 +589,8 @@ impl StreamableHttpService {
     pub fn close_all(&self) {
         let hubs: Vec<_> = self.inner.lock_sessions().drain().map(|(_, h)| h).collect();
         for hub in hubs {
-            self.inner.forget(&hub);
+            // A shared store's sessions outlive this replica: another one takes them over.
+            self.inner.forget(&hub, !self.inner.shared_store);
         }
         if let Some(shared) = self.inner.lock_shared().take() {
             shared.close();
@@ -659,7 +677,7 @@ impl StreamableHttpService {
             (Route::LegacyMessages, _) => method_not_allowed("POST"),
             (Route::Mcp, Method::POST) => inner.post(parts, body, granted, cache).await,
             (Route::Mcp, Method::GET) => Box::pin(inner.get(parts, granted.as_ref())).await,
-            (Route::Mcp, Method::DELETE) => inner.delete(&parts, granted.as_ref()),
+            (Route::Mcp, Method::DELETE) => Box::pin(inner.delete(&parts, granted.as_ref())).await,
             (Route::Mcp, _) => method_not_allowed("GET, POST, DELETE"),
         }
     }
@@ -715,9 +733,12 @@ impl Inner {
         tokio::spawn((self.serve)(connection));
     }
 
-    /// Closes a hub and forgets its stored state.
-    fn forget(&self, hub: &Arc<Hub>) {
+    /// Closes a hub and, with `stored`, forgets its stored state.
+    fn forget(&self, hub: &Arc<Hub>, stored: bool) {
         hub.close();
+        if !stored {
+            return;
+        }
         if let Some(id) = hub.session_id().map(str::to_owned) {
             let events = self.event_store.clone();
             let sessions = self.session_store.clone();
@@ -776,6 +797,256 @@ impl Inner {
         Some(CachedSession { id: id.into(), hub })
     }
 
+    /// Records a session whose `initialize` succeeded, with its negotiated revision and (for a
+    /// shared store) the client's `initialize` params. Awaited before the answer goes out: the
+    /// client's next request may reach another replica, which must find the record.
+    async fn record_session(
+        &self,
+        hub: &Hub,
+        sid: &str,
+        initialize: Option<String>,
+    ) -> Result<(), Response<HttpBody>> {
+        let record = SessionRecord {
+            id: sid.to_owned(),
+            protocol_version: hub.protocol_version(),
+            created_at: SystemTime::now(),
+            owner: hub.owner().map(str::to_owned),
+            initialize,
+        };
+        if !self.shared_store {
+            // The in-memory registry: nothing to wait for, nothing another replica reads.
+            let store = self.session_store.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.create(record).await {
+                    tracing::warn!(error = %e, "could not record a session");
+                }
+            });
+            return Ok(());
+        }
+        self.session_store.create(record).await.map_err(|e| {
+            tracing::warn!(error = %e, session = %sid, "could not record a session");
+            store_unavailable()
+        })
+    }
+
+    /// Tells a shared session store that the session is in use (at most once per
+    /// `store_touch_interval`): 404 when the session ended through another replica or expired
+    /// there (the local copy is closed), 503 when the store fails.
+    async fn touch(&self, hub: &Arc<Hub>) -> Result<(), Response<HttpBody>> {
+        if !self.shared_store || !hub.touch_due(self.config.store_touch_interval) {
+            return Ok(());
+        }
+        let Some(id) = hub.session_id() else {
+            return Ok(());
+        };
+        match self.session_store.touch(id).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                tracing::debug!(session = %id, "session ended elsewhere: closing the local copy");
+                {
+                    let mut sessions = self.lock_sessions();
+                    if sessions.get(id).is_some_and(|h| Arc::ptr_eq(h, hub)) {
+                        sessions.remove(id);
+                    }
+                }
+                self.forget(hub, false);
+                Err(session_not_found())
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, session = %id, "session store unavailable");
+                // Try again with the next request rather than an interval later.
+                hub.touch_failed();
+                Err(store_unavailable())
+            }
+        }
+    }
+
+    /// A session this replica does not hold, rebuilt from a shared store's record: a new
+    /// connection under the same id whose server gets the client's `initialize` and
+    /// `notifications/initialized` again. `None` when the store has no such session (or it
+    /// belongs to another identity, or cannot be rebuilt); 503 when the store fails.
+    async fn restore(
+        self: &Arc<Self>,
+        sid: &str,
+        granted: Option<&Granted>,
+        parts: &Parts,
+    ) -> Result<Option<Arc<Hub>>, Response<HttpBody>> {
+        if !self.shared_store || !self.config.stateful {
+            return Ok(None);
+        }
+        let gate = {
+            let mut restoring = self
+                .restoring
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if restoring.len() >= self.config.max_sessions && !restoring.contains_key(sid) {
+                return Err(error_status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many sessions",
+                ));
+            }
+            restoring.entry(sid.to_owned()).or_default().clone()
+        };
+        let restored = {
+            let _one_at_a_time = gate.lock().await;
+            match self.session(sid, identity(granted)) {
+                Some(hub) => Ok(Some(hub)),
+                None => self.restore_now(sid, granted, parts).await,
+            }
+        };
+        {
+            let mut restoring = self
+                .restoring
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if restoring.get(sid).is_some_and(|g| Arc::ptr_eq(g, &gate)) {
+                restoring.remove(sid);
+            }
+        }
+        restored
+    }
+
+    async fn restore_now(
+        self: &Arc<Self>,
+        sid: &str,
+        granted: Option<&Granted>,
+        parts: &Parts,
+    ) -> Result<Option<Arc<Hub>>, Response<HttpBody>> {
+        let record = match self.session_store.load(sid).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                tracing::warn!(error = %e, session = %sid, "session store unavailable");
+                return Err(store_unavailable());
+            }
+        };
+        if record.owner.as_deref() != identity(granted) {
+            tracing::warn!(session = %sid, "a session id was used by another principal: refused");
+            return Ok(None);
+        }
+        let Some(params) = record
+            .initialize
+            .and_then(|p| serde_json::value::RawValue::from_string(p).ok())
+        else {
+            tracing::debug!(session = %sid, "a stored session without its initialize params");
+            return Ok(None);
+        };
+        let (hub, connection) = {
+            let mut sessions = self.lock_sessions();
+            if sessions.len() >= self.config.max_sessions {
+                sessions.retain(|_, h| !h.is_closed());
+            }
+            if sessions.len() >= self.config.max_sessions {
+                tracing::warn!(limit = self.config.max_sessions, "session limit reached");
+                return Err(error_status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many sessions",
+                ));
+            }
+            let (hub, connection) = Hub::new(
+                HubKind::Session {
+                    id: sid.to_owned(),
+                    store: self.event_store.clone(),
+                },
+                self.config.clone(),
+                record.owner,
+            );
+            sessions.insert(sid.to_owned(), hub.clone());
+            (hub, connection)
+        };
+        // Stream ids above every id an earlier replica of the session gave out (those count
+        // from 1): microseconds since the epoch.
+        let base = SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2))
+            .unwrap_or(1);
+        hub.start_ids_at(base);
+        self.spawn_server(connection);
+        self.ensure_reaper();
+        let drop_hub = |inner: &Self| {
+            {
+                let mut sessions = inner.lock_sessions();
+                if sessions.get(sid).is_some_and(|h| Arc::ptr_eq(h, &hub)) {
+                    sessions.remove(sid);
+                }
+            }
+            inner.forget(&hub, false);
+        };
+        let mut base = base_extensions(granted);
+        base.insert(SessionId(sid.to_owned()));
+        base.insert(parts.clone());
+        let request = mcp_jsonrpc::Request::new(
+            mcp_jsonrpc::Id::String("mcp-session-restore".to_owned()),
+            "initialize",
+            Some(params),
+        );
+        let posted = hub
+            .post(
+                vec![Message::Request(request)],
+                false,
+                Vec::new(),
+                base.clone(),
+                false,
+                false,
+            )
+            .await;
+        let answered = match posted {
+            Ok(Posted::Pending { decision, guard }) => {
+                let answer = tokio::time::timeout(self.config.shutdown_timeout, decision).await;
+                guard.disarm();
+                matches!(answer, Ok(Ok(Decision::Json(_, None))))
+            }
+            _ => false,
+        };
+        if !answered {
+            tracing::warn!(session = %sid, "a stored session could not be rebuilt");
+            drop_hub(self);
+            return Ok(None);
+        }
+        let initialized = mcp_jsonrpc::Notification::new("notifications/initialized", None);
+        if hub
+            .post(
+                vec![Message::Notification(initialized)],
+                false,
+                Vec::new(),
+                base,
+                false,
+                false,
+            )
+            .await
+            .is_err()
+        {
+            drop_hub(self);
+            return Ok(None);
+        }
+        tracing::debug!(session = %sid, "session rebuilt from the shared store");
+        Ok(Some(hub))
+    }
+
+    /// DELETE of a session this replica does not hold, with a shared store: its record and
+    /// events go (the replicas holding it notice on their next touch).
+    async fn delete_stored(&self, sid: &str, identity: Option<&str>) -> Response<HttpBody> {
+        match self.session_store.load(sid).await {
+            Ok(Some(record)) if record.owner.as_deref() == identity => {}
+            Ok(_) => return session_not_found(),
+            Err(e) => {
+                tracing::warn!(error = %e, session = %sid, "session store unavailable");
+                return store_unavailable();
+            }
+        }
+        if let Err(e) = self.session_store.remove(sid).await {
+            tracing::warn!(error = %e, session = %sid, "session store unavailable");
+            return store_unavailable();
+        }
+        if let Some(events) = &self.event_store {
+            if let Err(e) = events.remove_session(sid).await {
+                tracing::warn!(error = %e, "could not remove a session's events");
+            }
+        }
+        tracing::debug!(session = %sid, "stored session deleted by the client");
+        body::empty(StatusCode::OK)
+    }
+
     /// Registers a new session hub, or answers 503 at the session limit.
     fn create_session(
         self: &Arc<Self>,
@@ -810,19 +1081,24 @@ impl Inner {
         };
         self.spawn_server(connection);
         self.ensure_reaper();
-        let store = self.session_store.clone();
-        let owner = owner.map(str::to_owned);
-        tokio::spawn(async move {
-            let record = SessionRecord {
-                id,
-                protocol_version: None,
-                created_at: SystemTime::now(),
-                owner,
-            };
-            if let Err(e) = store.create(record).await {
-                tracing::warn!(error = %e, "could not record a session");
-            }
-        });
+        if matches!(hub.kind, HubKind::Legacy { .. }) {
+            // A Streamable HTTP session is recorded once its `initialize` succeeded (see
+            // `record_session`); a 2024-11-05 one, bound to its stream, right away.
+            let store = self.session_store.clone();
+            let owner = owner.map(str::to_owned);
+            tokio::spawn(async move {
+                let record = SessionRecord {
+                    id,
+                    protocol_version: None,
+                    created_at: SystemTime::now(),
+                    owner,
+                    initialize: None,
+                };
+                if let Err(e) = store.create(record).await {
+                    tracing::warn!(error = %e, "could not record a session");
+                }
+            });
+        }
         Ok(hub)
     }
 
@@ -864,7 +1140,8 @@ impl Inner {
                     if !hub.is_closed() {
                         tracing::info!(session = ?hub.session_id(), "session expired");
                     }
-                    inner.forget(&hub);
+                    // A shared record has its own time to live, kept by every replica's use.
+                    inner.forget(&hub, !inner.shared_store);
                 }
             }
         });
@@ -956,9 +1233,20 @@ impl Inner {
             }
             let session = match self.session_on(&sid, identity(granted), cache) {
                 Some(s) if matches!(s.hub.kind, HubKind::Session { .. }) => s,
-                _ => return session_not_found(),
+                Some(_) => return session_not_found(),
+                None => match self.restore(&sid, granted, &parts).await {
+                    Ok(Some(hub)) => CachedSession {
+                        id: sid.as_str().into(),
+                        hub,
+                    },
+                    Ok(None) => return session_not_found(),
+                    Err(r) => return r,
+                },
             };
             let hub = &session.hub;
+            if let Err(r) = self.touch(hub).await {
+                return r;
+            }
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
             }
@@ -1035,6 +1323,13 @@ impl Inner {
             return self.dispatch(&hub, posting, base, dispatch(true)).await.0;
         }
         let is_initialize = matches!(single, Some(Message::Request(r)) if r.method == "initialize");
+        // Kept for the session record: another replica rebuilds the session from them.
+        let init_params = match single {
+            Some(Message::Request(r)) if is_initialize && self.shared_store => {
+                r.params.as_ref().map(|p| p.get().to_owned())
+            }
+            _ => None,
+        };
         if !self.config.stateful {
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
@@ -1078,32 +1373,16 @@ impl Inner {
         if failed || !response.status().is_success() {
             tracing::debug!(session = %sid, "initialize failed: dropping the session");
             self.lock_sessions().remove(&sid);
-            self.forget(&hub);
+            self.forget(&hub, true);
             return response;
+        }
+        if let Err(r) = self.record_session(&hub, &sid, init_params).await {
+            self.lock_sessions().remove(&sid);
+            self.forget(&hub, false);
+            return r;
         }
         if let Ok(v) = HeaderValue::from_str(&sid) {
             response.headers_mut().insert(SESSION_ID, v);
-        }
-        if let Some(version) = hub.protocol_version() {
-            let store = self.session_store.clone();
-            let owner = hub.owner().map(str::to_owned);
-            tokio::spawn(async move {
-                let record = match store.load(&sid).await {
-                    Ok(Some(mut r)) => {
-                        r.protocol_version = Some(version);
-                        r
-                    }
-                    _ => SessionRecord {
-                        id: sid,
-                        protocol_version: Some(version),
-                        created_at: SystemTime::now(),
-                        owner,
-                    },
-                };
-                if let Err(e) = store.update(record).await {
-                    tracing::warn!(error = %e, "could not update a session record");
-                }
-            });
         }
         response
     }
@@ -1238,8 +1517,16 @@ impl Inner {
         };
         let hub = match self.session(&sid, identity(granted)) {
             Some(h) if matches!(h.kind, HubKind::Session { .. }) => h,
-            _ => return session_not_found(),
+            Some(_) => return session_not_found(),
+            None => match self.restore(&sid, granted, &parts).await {
+                Ok(Some(hub)) => hub,
+                Ok(None) => return session_not_found(),
+                Err(r) => return r,
+            },
         };
+        if let Err(r) = self.touch(&hub).await {
+            return r;
+        }
         if let Err(r) = self.check_session_version(&parts) {
             return r;
         }
@@ -1289,13 +1576,13 @@ impl Inner {
             ),
             Err(AttachError::Store(e)) => {
                 tracing::warn!(error = %e, "event replay failed");
-                error_status(StatusCode::INTERNAL_SERVER_ERROR, "event replay failed")
+                store_unavailable()
             }
             Err(AttachError::Closed) => session_not_found(),
         }
     }
 
-    fn delete(&self, parts: &Parts, granted: Option<&Granted>) -> Response<HttpBody> {
+    async fn delete(&self, parts: &Parts, granted: Option<&Granted>) -> Response<HttpBody> {
         if !self.config.stateful || !self.config.allow_delete {
             return method_not_allowed("GET, POST");
         }
@@ -1325,9 +1612,10 @@ impl Inner {
         match hub {
             Some(hub) => {
                 tracing::debug!(session = %sid, "session deleted by the client");
-                self.forget(&hub);
+                self.forget(&hub, true);
                 body::empty(StatusCode::OK)
             }
+            None if self.shared_store => self.delete_stored(&sid, identity(granted)).await,
             None => session_not_found(),
         }
     }
