@@ -7,6 +7,7 @@ mod client;
 mod output;
 mod protocol;
 mod proxy;
+mod replicas;
 mod schema;
 mod skills;
 mod target;

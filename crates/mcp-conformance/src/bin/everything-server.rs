@@ -1,32 +1,101 @@
 //! `everything-server`: the conformance fixture over Streamable HTTP at
 //! `http://127.0.0.1:$PORT/mcp` (`PORT` from the environment or `--port N`, default 3000), with
 //! DNS-rebinding protection (loopback `Host` and `Origin` only).
+//!
+//! As one of several replicas behind a load balancer: `--redis URL` keeps sessions and
+//! resumable streams in Redis (feature `redis`), and `--sealing-key-file FILE` (first line: the
+//! key, second line: the previous key; default `MCP_SEALING_KEY`) seals `requestState` with a
+//! key every replica holds.
 
 use std::net::{Ipv4Addr, SocketAddr};
 
 use mcp_conformance::fixture;
+use mcp_server::SealingKey;
 use mcp_transport_http::server::{HostPolicy, HttpServerConfig, StreamableHttpService};
 
-fn port() -> Result<u16, String> {
+const USAGE: &str = "usage: everything-server [--port N] [--redis URL] [--sealing-key-file FILE]";
+
+#[derive(Default)]
+struct Options {
+    port: Option<String>,
+    redis: Option<String>,
+    sealing_key_file: Option<String>,
+}
+
+fn options() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
-    let mut port = std::env::var("PORT").ok();
+    let mut options = Options {
+        port: std::env::var("PORT").ok(),
+        ..Options::default()
+    };
     while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--port" => port = Some(args.next().ok_or("--port needs a value")?),
-            other => match other.strip_prefix("--port=") {
-                Some(p) => port = Some(p.to_owned()),
-                None => {
-                    return Err(format!(
-                        "unknown argument `{other}`; usage: everything-server [--port N]"
-                    ));
-                }
-            },
-        }
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
+            None => (arg.clone(), None),
+        };
+        let slot = match name.as_str() {
+            "--port" => &mut options.port,
+            "--redis" => &mut options.redis,
+            "--sealing-key-file" => &mut options.sealing_key_file,
+            other => return Err(format!("unknown argument `{other}`; {USAGE}")),
+        };
+        *slot = Some(match inline {
+            Some(v) => v,
+            None => args.next().ok_or(format!("{name} needs a value"))?,
+        });
     }
-    match port {
+    Ok(options)
+}
+
+fn port(options: &Options) -> Result<u16, String> {
+    match &options.port {
         Some(p) => p.parse().map_err(|e| format!("bad port `{p}`: {e}")),
         None => Ok(3000),
     }
+}
+
+/// The current and previous sealing keys, from the file or `MCP_SEALING_KEY`.
+fn sealing_keys(options: &Options) -> Result<Vec<SealingKey>, String> {
+    let secrets: Vec<String> = match &options.sealing_key_file {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {path}: {e}"))?
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .take(2)
+            .map(str::to_owned)
+            .collect(),
+        None => ["MCP_SEALING_KEY", "MCP_SEALING_KEY_PREVIOUS"]
+            .into_iter()
+            .map_while(|name| std::env::var(name).ok().filter(|k| !k.is_empty()))
+            .collect(),
+    };
+    secrets
+        .iter()
+        .map(|s| SealingKey::new(s.as_bytes()).map_err(|e| format!("sealing key: {e}")))
+        .collect()
+}
+
+#[cfg(feature = "redis")]
+async fn with_redis(
+    url: &str,
+    builder: mcp_transport_http::server::StreamableHttpServiceBuilder,
+) -> std::io::Result<mcp_transport_http::server::StreamableHttpServiceBuilder> {
+    let store = mcp_store_redis::RedisStore::connect(url, mcp_store_redis::RedisConfig::default())
+        .await
+        .map_err(|e| std::io::Error::other(format!("cannot connect to Redis at {url}: {e}")))?;
+    let store = std::sync::Arc::new(store);
+    Ok(builder.session_store(store.clone()).event_store(store))
+}
+
+#[cfg(not(feature = "redis"))]
+async fn with_redis(
+    _url: &str,
+    _builder: mcp_transport_http::server::StreamableHttpServiceBuilder,
+) -> std::io::Result<mcp_transport_http::server::StreamableHttpServiceBuilder> {
+    Err(std::io::Error::other(
+        "--redis: built without the `redis` feature",
+    ))
 }
 
 #[tokio::main]
@@ -35,17 +104,31 @@ async fn main() -> std::io::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
-    let port = port().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    let server =
-        fixture::try_build().map_err(|e| std::io::Error::other(format!("invalid fixture: {e}")))?;
-    let service = StreamableHttpService::builder(server.connection_handler())
-        .config(
-            HttpServerConfig::default()
-                .path("/mcp")
-                .host_policy(HostPolicy::Loopback),
-        )
-        .build();
+    let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+    let options = options().map_err(invalid)?;
+    let port = port(&options).map_err(invalid)?;
+    let mut builder =
+        fixture::builder().map_err(|e| std::io::Error::other(format!("invalid fixture: {e}")))?;
+    let mut keys = sealing_keys(&options).map_err(invalid)?.into_iter();
+    if let Some(current) = keys.next() {
+        builder = builder.sealing_key(current);
+    }
+    if let Some(previous) = keys.next() {
+        builder = builder.previous_sealing_key(previous);
+    }
+    let server = builder
+        .build()
+        .map_err(|e| std::io::Error::other(format!("invalid fixture: {e}")))?;
+    let mut service = StreamableHttpService::builder(server.connection_handler()).config(
+        HttpServerConfig::default()
+            .path("/mcp")
+            .host_policy(HostPolicy::Loopback),
+    );
+    if let Some(url) = &options.redis {
+        service = with_redis(url, service).await?;
+    }
     service
+        .build()
         .serve(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
         .await
 }
