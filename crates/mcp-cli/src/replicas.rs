@@ -102,7 +102,10 @@ async fn redis_stores(
         .await
         .map_err(|e| Fail::connect(format!("cannot connect to Redis at {url}: {e}")))?;
     let store = Arc::new(store);
-    Ok(builder.session_store(store.clone()).event_store(store))
+    Ok(builder
+        .session_store(store.clone())
+        .event_store(store.clone())
+        .message_bus(store))
 }
 
 #[cfg(not(feature = "redis"))]

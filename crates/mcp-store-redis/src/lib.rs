@@ -33,9 +33,13 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use std::sync::{Arc, Weak};
+
 use bytes::Bytes;
+use futures_util::StreamExt;
 use mcp_transport_http::server::{
-    EventStore, SessionRecord, SessionStore, StoreError, StoreFuture, StoredEvent,
+    BusHandler, EventStore, MessageBus, SessionRecord, SessionStore, StoreError, StoreFuture,
+    StoredEvent,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Value};
@@ -96,8 +100,11 @@ impl From<RedisStoreError> for StoreError {
 /// reconnected in the background).
 #[derive(Clone)]
 pub struct RedisStore {
+    client: redis::Client,
     connection: ConnectionManager,
     config: RedisConfig,
+    /// Dropped with the last clone: the bus subscription ends then.
+    alive: Arc<()>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -113,6 +120,7 @@ impl RedisStore {
     /// within [`RedisConfig::timeout`] when Redis is unreachable.
     pub async fn connect(url: &str, config: RedisConfig) -> Result<Self, RedisStoreError> {
         let client = redis::Client::open(url)?;
+        let subscriber = client.clone();
         let manager = ConnectionManagerConfig::new()
             .set_connection_timeout(config.timeout)
             .set_response_timeout(config.timeout)
@@ -126,7 +134,12 @@ impl RedisStore {
         )
         .await
         .map_err(|_| RedisStoreError::Timeout(config.timeout))??;
-        Ok(RedisStore { connection, config })
+        Ok(RedisStore {
+            client: subscriber,
+            connection,
+            config,
+            alive: Arc::new(()),
+        })
     }
 
     /// The configuration.
@@ -159,6 +172,10 @@ impl RedisStore {
 
     fn stream_key(&self, session: &str, stream: &str) -> String {
         format!("{}:events:{session}:{stream}", self.config.prefix)
+    }
+
+    fn bus_channel(&self) -> String {
+        format!("{}:answers", self.config.prefix)
     }
 
     fn streams_key(&self, session: &str) -> String {
@@ -447,5 +464,100 @@ impl EventStore for RedisStore {
 
     fn remove_session<'a>(&'a self, session: &'a str) -> StoreFuture<'a, Result<(), StoreError>> {
         Box::pin(async move { Ok(self.delete_streams(session).await?) })
+    }
+}
+
+/// `<session>\n<message>`: session ids are visible ASCII, so the first newline ends the id.
+fn bus_payload(session: &str, message: &[u8]) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(session.len() + 1 + message.len());
+    payload.extend_from_slice(session.as_bytes());
+    payload.push(b'\n');
+    payload.extend_from_slice(message);
+    payload
+}
+
+fn parse_bus_payload(payload: &[u8]) -> Option<(String, Bytes)> {
+    let split = payload.iter().position(|&b| b == b'\n')?;
+    let session = std::str::from_utf8(&payload[..split]).ok()?.to_owned();
+    Some((session, Bytes::copy_from_slice(&payload[split + 1..])))
+}
+
+/// Reads the bus channel until the store is dropped, reconnecting after failures.
+async fn subscription(
+    client: redis::Client,
+    channel: String,
+    timeout: Duration,
+    alive: Weak<()>,
+    deliver: BusHandler,
+) {
+    while alive.upgrade().is_some() {
+        let connected = tokio::time::timeout(timeout, async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(&channel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        })
+        .await;
+        let pubsub = match connected {
+            Ok(Ok(pubsub)) => pubsub,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "message bus: cannot subscribe; retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+            Err(_) => {
+                tracing::warn!("message bus: subscribing timed out; retrying");
+                continue;
+            }
+        };
+        tracing::debug!(channel, "message bus subscribed");
+        let mut messages = pubsub.into_on_message();
+        loop {
+            tokio::select! {
+                message = messages.next() => {
+                    let Some(message) = message else {
+                        tracing::warn!("message bus: connection lost; resubscribing");
+                        break;
+                    };
+                    match parse_bus_payload(message.get_payload_bytes()) {
+                        Some((session, bytes)) => deliver(session, bytes),
+                        None => tracing::warn!("message bus: a malformed payload: dropped"),
+                    }
+                }
+                () = tokio::time::sleep(Duration::from_secs(1)) => {
+                    if alive.upgrade().is_none() {
+                        return;
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+impl MessageBus for RedisStore {
+    fn publish<'a>(
+        &'a self,
+        session: &'a str,
+        message: Bytes,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let channel = self.bus_channel();
+            let payload = bus_payload(session, &message);
+            self.run::<()>("bus publish", |p| {
+                p.cmd("PUBLISH").arg(&channel).arg(payload).ignore();
+            })
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn subscribe(&self, deliver: BusHandler) {
+        tokio::spawn(subscription(
+            self.client.clone(),
+            self.bus_channel(),
+            self.config.timeout,
+            Arc::downgrade(&self.alive),
+            deliver,
+        ));
     }
 }

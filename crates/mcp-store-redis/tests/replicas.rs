@@ -36,7 +36,8 @@ async fn replica(url: &str, timeout: Duration) -> SocketAddr {
                 .store_touch_interval(Duration::ZERO),
         )
         .session_store(store.clone())
-        .event_store(store)
+        .event_store(store.clone())
+        .message_bus(store)
         .build();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -164,6 +165,9 @@ async fn a_session_and_its_streams_move_between_replicas() {
         "priming, 3 x (progress, log), result: {ids:?}"
     );
     assert!(call.body.contains("liftoff"), "{}", call.body);
+    // A stream's events are stored just after they are written to the live stream: the last
+    // may reach Redis a moment after the client read it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let resumed = send(
         b,
         "GET",
@@ -247,4 +251,67 @@ async fn redis_down_gives_503_within_the_timeout_and_the_replica_recovers() {
     // The restarted Redis lost the old session: 404, as for any expired session.
     let lost = post(a, &sid, r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#).await;
     assert_eq!(lost.status, 404, "{}", lost.body);
+}
+
+/// Reads an open stream until `needle` shows up (at most 10 s); returns everything read.
+async fn read_until(stream: &mut TcpStream, seen: &mut String, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut buf = [0u8; 4096];
+    while !seen.contains(needle) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let n = tokio::time::timeout(left, stream.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("no {needle:?} within 10 s in {seen}"))
+            .unwrap();
+        assert!(n > 0, "the stream ended before {needle:?}: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_is_answered_through_another_replica() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let a = replica(&redis.url(), Duration::from_secs(1)).await;
+    let b = replica(&redis.url(), Duration::from_secs(1)).await;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{VERSION}","capabilities":{{"elicitation":{{}}}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    );
+    let init = send(a, "POST", &[], Some(&body)).await;
+    assert_eq!(init.status, 200, "{}", init.body);
+    let sid = init.header("mcp-session-id").unwrap().to_owned();
+    let done = post(
+        b,
+        &sid,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(done.status, 202);
+
+    // The tool runs on A and asks; the answer is POSTed to B.
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greet","arguments":{}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: {VERSION}\r\nContent-Length: {}\r\n\r\n{call}",
+        a.port(),
+        call.len()
+    );
+    let mut stream = TcpStream::connect(a).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    read_until(&mut stream, &mut seen, "elicitation/create").await;
+    let asked: serde_json::Value = seen
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .find(|m| m["method"] == "elicitation/create")
+        .unwrap_or_else(|| panic!("no elicitation request in {seen}"));
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": asked["id"],
+        "result": {"action": "accept", "content": {"name": "Ada"}},
+    });
+    let forwarded = post(b, &sid, &answer.to_string()).await;
+    assert_eq!(forwarded.status, 202, "{}", forwarded.body);
+    read_until(&mut stream, &mut seen, "Hello, Ada!").await;
 }

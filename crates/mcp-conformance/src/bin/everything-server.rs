@@ -85,7 +85,10 @@ async fn with_redis(
         .await
         .map_err(|e| std::io::Error::other(format!("cannot connect to Redis at {url}: {e}")))?;
     let store = std::sync::Arc::new(store);
-    Ok(builder.session_store(store.clone()).event_store(store))
+    Ok(builder
+        .session_store(store.clone())
+        .event_store(store.clone())
+        .message_bus(store))
 }
 
 #[cfg(not(feature = "redis"))]

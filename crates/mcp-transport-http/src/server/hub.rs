@@ -30,6 +30,8 @@ use super::store::EventStore;
 
 /// The key of the standalone stream.
 pub(crate) const STANDALONE: u64 = 0;
+/// The most server-to-client requests a session tracks as awaiting an answer.
+const MAX_AWAITED: usize = 256;
 
 /// What kind of connection a hub serves.
 pub(crate) enum HubKind {
@@ -166,6 +168,9 @@ struct State {
     next_internal: i64,
     protocol_version: Option<String>,
     init_id: Option<Id>,
+    /// The ids of the server's requests to the client still waiting for an answer (bounded by
+    /// [`MAX_AWAITED`]): an answer to another id may belong to another replica.
+    awaited: Vec<Id>,
     closed: bool,
     /// Outbound frames handed to the pump and not yet routed by it. While any are, every frame
     /// goes through the pump, so frames are routed in the order the server wrote them.
@@ -414,6 +419,11 @@ impl Hub {
         }
     }
 
+    /// Whether the session's server waits for an answer with this id.
+    pub(crate) fn awaits(&self, id: &Id) -> bool {
+        self.lock().awaited.contains(id)
+    }
+
     pub(crate) fn protocol_version(&self) -> Option<String> {
         self.lock().protocol_version.clone()
     }
@@ -551,6 +561,11 @@ impl Hub {
                     return Err(PostError::Busy);
                 }
                 slot_key = Some(self.open_slot(&mut st, answers, sse_allowed, batch));
+            }
+            for m in &messages {
+                if let Message::Response(mcp_jsonrpc::Response { id: Some(id), .. }) = m {
+                    st.awaited.retain(|a| a != id);
+                }
             }
             for m in messages {
                 let m = match m {
@@ -919,6 +934,12 @@ impl Hub {
         let mut jobs = Vec::new();
         if st.closed {
             return jobs;
+        }
+        if let (Message::Request(r), HubKind::Session { .. }) = (&message, &self.kind) {
+            if st.awaited.len() >= MAX_AWAITED {
+                st.awaited.remove(0);
+            }
+            st.awaited.push(r.id.clone());
         }
         let shared = matches!(self.kind, HubKind::Shared);
         let legacy = matches!(self.kind, HubKind::Legacy { .. });

@@ -30,7 +30,7 @@ use super::hub::{
 };
 use super::stateless::{self, PROTOCOL_VERSION, header};
 use super::store::{
-    EventStore, InMemoryEventStore, InMemorySessionStore, SessionRecord, SessionStore,
+    EventStore, InMemoryEventStore, InMemorySessionStore, MessageBus, SessionRecord, SessionStore,
 };
 use super::{McpParamHeaders, SessionId, SseStreamControl, security};
 use mcp_types::wire;
@@ -52,6 +52,7 @@ pub struct StreamableHttpServiceBuilder {
     config: HttpServerConfig,
     event_store: Option<Arc<dyn EventStore>>,
     session_store: Arc<dyn SessionStore>,
+    bus: Option<Arc<dyn MessageBus>>,
     auth: Option<Auth>,
 }
 
@@ -88,6 +89,14 @@ impl StreamableHttpServiceBuilder {
         self
     }
 
+    /// Routes the client's answers to server-to-client requests through `bus` when this
+    /// replica does not wait for them: another replica of the deployment does (see
+    /// [`MessageBus`]). Without a bus, pin sessions to replicas at the load balancer.
+    pub fn message_bus(mut self, bus: Arc<dyn MessageBus>) -> Self {
+        self.bus = Some(bus);
+        self
+    }
+
     /// Protects the endpoint: every request to it (POST, the GET stream, DELETE, the
     /// 2024-11-05 endpoints) must pass `authenticator` before its body is read or a session is
     /// looked up, each message is checked with [`Authenticator::authorize`], the principal goes
@@ -102,7 +111,8 @@ impl StreamableHttpServiceBuilder {
 
     /// Builds the service.
     pub fn build(self) -> StreamableHttpService {
-        StreamableHttpService {
+        let bus = self.bus.clone();
+        let service = StreamableHttpService {
             inner: Arc::new(Inner {
                 direct: Direct::new(&self.config),
                 config: Arc::new(self.config),
@@ -111,13 +121,23 @@ impl StreamableHttpServiceBuilder {
                 shared_store: self.session_store.is_shared(),
                 session_store: self.session_store,
                 restoring: Mutex::default(),
+                bus: self.bus,
                 auth: self.auth,
                 sessions: RwLock::default(),
                 shared: Mutex::default(),
                 shutting_down: AtomicBool::new(false),
                 reaper: AtomicBool::new(false),
             }),
+        };
+        if let Some(bus) = bus {
+            let inner = Arc::downgrade(&service.inner);
+            bus.subscribe(Arc::new(move |session: String, message: Bytes| {
+                if let Some(inner) = inner.upgrade() {
+                    inner.deliver_forwarded(&session, &message);
+                }
+            }));
         }
+        service
     }
 }
 
@@ -145,6 +165,8 @@ struct Inner {
     serve: ServeFn,
     event_store: Option<Arc<dyn EventStore>>,
     session_store: Arc<dyn SessionStore>,
+    /// Carries answers this replica does not wait for to the one that does.
+    bus: Option<Arc<dyn MessageBus>>,
     /// [`SessionStore::is_shared`]: sessions unknown here are looked up in the store.
     shared_store: bool,
     /// Sessions being rebuilt from the shared store, one at a time per id.
@@ -553,6 +575,7 @@ impl StreamableHttpService {
             config: HttpServerConfig::default(),
             event_store: Some(Arc::new(InMemoryEventStore::default())),
             session_store: Arc::new(InMemorySessionStore::default()),
+            bus: None,
             auth: None,
         }
     }
@@ -1034,6 +1057,11 @@ impl Inner {
                 return store_unavailable();
             }
         }
+        self.remove_stored(sid).await
+    }
+
+    /// Removes a session's record and events from the stores (200), or 503.
+    async fn remove_stored(&self, sid: &str) -> Response<HttpBody> {
         if let Err(e) = self.session_store.remove(sid).await {
             tracing::warn!(error = %e, session = %sid, "session store unavailable");
             return store_unavailable();
@@ -1045,6 +1073,72 @@ impl Inner {
         }
         tracing::debug!(session = %sid, "stored session deleted by the client");
         body::empty(StatusCode::OK)
+    }
+
+    /// With a message bus: a POST of answers to server-to-client requests this replica did not
+    /// send is published for the replica that did (202), or 503 when the bus fails. `None`: the
+    /// POST is served here.
+    async fn forward_answers(
+        &self,
+        hub: &Hub,
+        sid: &str,
+        posting: &Posting,
+    ) -> Option<Response<HttpBody>> {
+        let bus = self.bus.as_ref()?;
+        let all_elsewhere = !posting.messages.is_empty()
+            && posting.messages.iter().all(|m| match m {
+                Message::Response(mcp_jsonrpc::Response { id: Some(id), .. }) => !hub.awaits(id),
+                _ => false,
+            });
+        if !all_elsewhere {
+            return None;
+        }
+        for message in &posting.messages {
+            let bytes = body::message_bytes(message);
+            if let Err(e) = bus.publish(sid, bytes).await {
+                tracing::warn!(error = %e, session = %sid, "message bus unavailable");
+                return Some(store_unavailable());
+            }
+        }
+        tracing::debug!(session = %sid, "answers forwarded to the replica that asked");
+        Some(body::empty(StatusCode::ACCEPTED))
+    }
+
+    /// A message another replica published: handed to the session when this replica holds it
+    /// and its server waits for that answer.
+    fn deliver_forwarded(&self, session: &str, bytes: &[u8]) {
+        let Some(hub) = self
+            .sessions
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .cloned()
+        else {
+            return;
+        };
+        let Ok(message) = Message::from_slice(bytes) else {
+            tracing::warn!(session, "a malformed message on the bus: dropped");
+            return;
+        };
+        match &message {
+            Message::Response(mcp_jsonrpc::Response { id: Some(id), .. }) if hub.awaits(id) => {}
+            _ => return,
+        }
+        tokio::spawn(async move {
+            let posted = hub
+                .post(
+                    vec![message],
+                    false,
+                    Vec::new(),
+                    Extensions::default(),
+                    false,
+                    false,
+                )
+                .await;
+            if posted.is_err() {
+                tracing::debug!("a forwarded answer found its session closed");
+            }
+        });
     }
 
     /// Registers a new session hub, or answers 503 at the session limit.
@@ -1245,6 +1339,9 @@ impl Inner {
             };
             let hub = &session.hub;
             if let Err(r) = self.touch(hub).await {
+                return r;
+            }
+            if let Some(r) = self.forward_answers(hub, &sid, &posting).await {
                 return r;
             }
             if let Err(r) = self.check_session_version(&parts) {
@@ -1610,6 +1707,12 @@ impl Inner {
             }
         };
         match hub {
+            Some(hub) if self.shared_store => {
+                // Gone from the store before the answer: the next request, on any replica,
+                // finds nothing.
+                self.forget(&hub, false);
+                self.remove_stored(&sid).await
+            }
             Some(hub) => {
                 tracing::debug!(session = %sid, "session deleted by the client");
                 self.forget(&hub, true);

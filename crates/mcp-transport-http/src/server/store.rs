@@ -273,6 +273,31 @@ pub trait SessionStore: Send + Sync + 'static {
     }
 }
 
+/// What a [`MessageBus`] calls with each message published by any replica: the session id and
+/// the message as compact JSON.
+pub type BusHandler = std::sync::Arc<dyn Fn(String, Bytes) + Send + Sync>;
+
+/// Carries the client's answers to server-to-client requests (sampling, elicitation, roots)
+/// between replicas: the answer's POST may reach any replica, while the handler waiting for it
+/// runs on the one that sent the request.
+///
+/// A replica that receives answers it is not waiting for publishes them; every replica's
+/// subscription hands them to the session they belong to, and the one whose session awaits
+/// that id takes it. Without a bus, answers must reach the replica that asked: pin sessions at
+/// the load balancer (affinity on `Mcp-Session-Id`).
+pub trait MessageBus: Send + Sync + 'static {
+    /// Publishes a message for `session` to every replica.
+    fn publish<'a>(
+        &'a self,
+        session: &'a str,
+        message: Bytes,
+    ) -> StoreFuture<'a, Result<(), StoreError>>;
+
+    /// Starts handing every published message to `deliver` (called once, when the service is
+    /// built; the subscription lives as long as the bus).
+    fn subscribe(&self, deliver: BusHandler);
+}
+
 /// The default [`SessionStore`]: a map in memory. The transport bounds the number of sessions.
 #[derive(Debug, Default)]
 pub struct InMemorySessionStore {
