@@ -70,50 +70,69 @@ fn sealing_keys(file: Option<&Path>) -> Result<Option<(SealingKey, Option<Sealin
     )))
 }
 
-/// The example server's builder with the configured sealing keys.
-pub fn configure_server(args: &ReplicaArgs, builder: ServerBuilder) -> Result<ServerBuilder, Fail> {
-    Ok(match sealing_keys(args.sealing_key_file.as_deref())? {
+/// What the replicas share, connected once at start.
+pub struct Shared {
+    #[cfg(feature = "redis")]
+    store: Option<std::sync::Arc<mcp_store_redis::RedisStore>>,
+}
+
+/// Connects to Redis with `--redis` (fails within the store's timeout when it is unreachable).
+pub async fn connect(args: &ReplicaArgs) -> Result<Shared, Fail> {
+    #[cfg(feature = "redis")]
+    {
+        let store = match &args.redis {
+            Some(url) => Some(std::sync::Arc::new(
+                mcp_store_redis::RedisStore::connect(url, mcp_store_redis::RedisConfig::default())
+                    .await
+                    .map_err(|e| Fail::connect(format!("cannot connect to Redis at {url}: {e}")))?,
+            )),
+            None => None,
+        };
+        Ok(Shared { store })
+    }
+    #[cfg(not(feature = "redis"))]
+    match &args.redis {
+        Some(_) => Err(Fail::usage(
+            "--redis: this mcp was built without Redis support (cargo feature `redis`)",
+        )),
+        None => Ok(Shared {}),
+    }
+}
+
+/// The example server's builder with the configured sealing keys and, with `--redis`, the
+/// change bus (list changes and resource updates reach every replica's clients).
+pub fn configure_server(
+    args: &ReplicaArgs,
+    shared: &Shared,
+    builder: ServerBuilder,
+) -> Result<ServerBuilder, Fail> {
+    let builder = match sealing_keys(args.sealing_key_file.as_deref())? {
         Some((current, Some(previous))) => {
             builder.sealing_key(current).previous_sealing_key(previous)
         }
         Some((current, None)) => builder.sealing_key(current),
         None => builder,
-    })
+    };
+    #[cfg(feature = "redis")]
+    if let Some(store) = &shared.store {
+        return Ok(builder.change_bus(store.clone()));
+    }
+    let _ = shared;
+    Ok(builder)
 }
 
 /// The HTTP service's builder on the Redis stores, with `--redis`.
-pub async fn configure_service(
-    args: &ReplicaArgs,
+pub fn configure_service(
+    shared: &Shared,
     builder: StreamableHttpServiceBuilder,
-) -> Result<StreamableHttpServiceBuilder, Fail> {
-    let Some(url) = &args.redis else {
-        return Ok(builder);
-    };
-    redis_stores(url, builder).await
-}
-
-#[cfg(feature = "redis")]
-async fn redis_stores(
-    url: &str,
-    builder: StreamableHttpServiceBuilder,
-) -> Result<StreamableHttpServiceBuilder, Fail> {
-    use std::sync::Arc;
-    let store = mcp_store_redis::RedisStore::connect(url, mcp_store_redis::RedisConfig::default())
-        .await
-        .map_err(|e| Fail::connect(format!("cannot connect to Redis at {url}: {e}")))?;
-    let store = Arc::new(store);
-    Ok(builder
-        .session_store(store.clone())
-        .event_store(store.clone())
-        .message_bus(store))
-}
-
-#[cfg(not(feature = "redis"))]
-async fn redis_stores(
-    _url: &str,
-    _builder: StreamableHttpServiceBuilder,
-) -> Result<StreamableHttpServiceBuilder, Fail> {
-    Err(Fail::usage(
-        "--redis: this mcp was built without Redis support (cargo feature `redis`)",
-    ))
+) -> StreamableHttpServiceBuilder {
+    #[cfg(feature = "redis")]
+    if let Some(store) = &shared.store {
+        return builder
+            .session_store(store.clone())
+            .event_store(store.clone())
+            .message_bus(store.clone());
+    }
+    let _ = shared;
+    builder
 }

@@ -103,8 +103,10 @@ pub struct RedisStore {
     client: redis::Client,
     connection: ConnectionManager,
     config: RedisConfig,
-    /// Dropped with the last clone: the bus subscription ends then.
+    /// Dropped with the last clone: the bus subscriptions end then.
     alive: Arc<()>,
+    /// Tells this store's own published changes from the other replicas'.
+    origin: Arc<str>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -139,6 +141,7 @@ impl RedisStore {
             connection,
             config,
             alive: Arc::new(()),
+            origin: origin_id().into(),
         })
     }
 
@@ -482,13 +485,25 @@ fn parse_bus_payload(payload: &[u8]) -> Option<(String, Bytes)> {
     Some((session, Bytes::copy_from_slice(&payload[split + 1..])))
 }
 
-/// Reads the bus channel until the store is dropped, reconnecting after failures.
+/// An id for this store's published changes: the process and the time it connected.
+fn origin_id() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{}-{nanos:x}", std::process::id())
+}
+
+/// What a subscription hands each payload to.
+type PayloadHandler = Arc<dyn Fn(&[u8]) + Send + Sync>;
+
+/// Reads a channel until the store is dropped, reconnecting after failures.
 async fn subscription(
     client: redis::Client,
     channel: String,
     timeout: Duration,
     alive: Weak<()>,
-    deliver: BusHandler,
+    deliver: PayloadHandler,
 ) {
     while alive.upgrade().is_some() {
         let connected = tokio::time::timeout(timeout, async {
@@ -518,10 +533,7 @@ async fn subscription(
                         tracing::warn!("message bus: connection lost; resubscribing");
                         break;
                     };
-                    match parse_bus_payload(message.get_payload_bytes()) {
-                        Some((session, bytes)) => deliver(session, bytes),
-                        None => tracing::warn!("message bus: a malformed payload: dropped"),
-                    }
+                    deliver(message.get_payload_bytes());
                 }
                 () = tokio::time::sleep(Duration::from_secs(1)) => {
                     if alive.upgrade().is_none() {
@@ -557,7 +569,58 @@ impl MessageBus for RedisStore {
             self.bus_channel(),
             self.config.timeout,
             Arc::downgrade(&self.alive),
-            deliver,
+            Arc::new(move |payload: &[u8]| match parse_bus_payload(payload) {
+                Some((session, bytes)) => deliver(session, bytes),
+                None => tracing::warn!("message bus: a malformed payload: dropped"),
+            }),
+        ));
+    }
+}
+
+/// List changes and resource updates shared by the replicas of a server (feature `server`):
+/// channel `<prefix>:changes`, payload `<origin>\n<change>`.
+#[cfg(feature = "server")]
+impl mcp_server::ChangeBus for RedisStore {
+    fn publish(&self, change: mcp_server::ServerChange) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!("change bus: no Tokio runtime to publish on; the change stays local");
+            return;
+        };
+        let store = self.clone();
+        runtime.spawn(async move {
+            let channel = format!("{}:changes", store.config.prefix);
+            let payload = format!("{}\n{}", store.origin, change.encode());
+            let _ = store
+                .run::<()>("change publish", |p| {
+                    p.cmd("PUBLISH").arg(&channel).arg(payload).ignore();
+                })
+                .await;
+        });
+    }
+
+    fn subscribe(&self, deliver: mcp_server::bus::ChangeHandler) {
+        let origin = self.origin.clone();
+        tokio::spawn(subscription(
+            self.client.clone(),
+            format!("{}:changes", self.config.prefix),
+            self.config.timeout,
+            Arc::downgrade(&self.alive),
+            Arc::new(move |payload: &[u8]| {
+                let Some((from, change)) = std::str::from_utf8(payload)
+                    .ok()
+                    .and_then(|text| text.split_once('\n'))
+                else {
+                    tracing::warn!("change bus: a malformed payload: dropped");
+                    return;
+                };
+                if from == &*origin {
+                    return;
+                }
+                match mcp_server::ServerChange::decode(change) {
+                    Some(change) => deliver(change),
+                    None => tracing::warn!("change bus: an unknown change: dropped"),
+                }
+            }),
         ));
     }
 }

@@ -28,7 +28,10 @@ async fn replica(url: &str, timeout: Duration) -> SocketAddr {
         .await
         .unwrap(),
     );
-    let server = mcp_example::server().unwrap();
+    let server = mcp_example::builder()
+        .change_bus(store.clone())
+        .build()
+        .unwrap();
     let service = StreamableHttpService::builder(server.connection_handler())
         .config(
             HttpServerConfig::default()
@@ -314,4 +317,49 @@ async fn an_elicitation_is_answered_through_another_replica() {
     let forwarded = post(b, &sid, &answer.to_string()).await;
     assert_eq!(forwarded.status, 202, "{}", forwarded.body);
     read_until(&mut stream, &mut seen, "Hello, Ada!").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_through_one_replica_reaches_a_listen_stream_on_another() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let a = replica(&redis.url(), Duration::from_secs(1)).await;
+    let b = replica(&redis.url(), Duration::from_secs(1)).await;
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}"#;
+    let listen = format!(
+        r#"{{"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen","params":{{"_meta":{meta},"notifications":{{"resourceSubscriptions":["example://readme"]}}}}}}"#
+    );
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{listen}",
+        b.port(),
+        listen.len()
+    );
+    let mut stream = TcpStream::connect(b).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    read_until(
+        &mut stream,
+        &mut seen,
+        "notifications/subscriptions/acknowledged",
+    )
+    .await;
+    assert!(seen.contains("example://readme"), "not honoured: {seen}");
+
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"touch","arguments":{{}},"_meta":{meta}}}}}"#
+    );
+    let touched = send(
+        a,
+        "POST",
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "touch"),
+        ],
+        Some(&call),
+    )
+    .await;
+    assert_eq!(touched.status, 200, "{}", touched.body);
+    read_until(&mut stream, &mut seen, "notifications/resources/updated").await;
 }

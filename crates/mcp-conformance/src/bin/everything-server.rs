@@ -76,26 +76,22 @@ fn sealing_keys(options: &Options) -> Result<Vec<SealingKey>, String> {
         .collect()
 }
 
+/// The Redis store every replica shares, with `--redis`.
 #[cfg(feature = "redis")]
-async fn with_redis(
-    url: &str,
-    builder: mcp_transport_http::server::StreamableHttpServiceBuilder,
-) -> std::io::Result<mcp_transport_http::server::StreamableHttpServiceBuilder> {
+type Store = std::sync::Arc<mcp_store_redis::RedisStore>;
+#[cfg(not(feature = "redis"))]
+type Store = ();
+
+#[cfg(feature = "redis")]
+async fn connect(url: &str) -> std::io::Result<Store> {
     let store = mcp_store_redis::RedisStore::connect(url, mcp_store_redis::RedisConfig::default())
         .await
         .map_err(|e| std::io::Error::other(format!("cannot connect to Redis at {url}: {e}")))?;
-    let store = std::sync::Arc::new(store);
-    Ok(builder
-        .session_store(store.clone())
-        .event_store(store.clone())
-        .message_bus(store))
+    Ok(std::sync::Arc::new(store))
 }
 
 #[cfg(not(feature = "redis"))]
-async fn with_redis(
-    _url: &str,
-    _builder: mcp_transport_http::server::StreamableHttpServiceBuilder,
-) -> std::io::Result<mcp_transport_http::server::StreamableHttpServiceBuilder> {
+async fn connect(_url: &str) -> std::io::Result<Store> {
     Err(std::io::Error::other(
         "--redis: built without the `redis` feature",
     ))
@@ -110,8 +106,16 @@ async fn main() -> std::io::Result<()> {
     let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
     let options = options().map_err(invalid)?;
     let port = port(&options).map_err(invalid)?;
+    let store = match &options.redis {
+        Some(url) => Some(connect(url).await?),
+        None => None,
+    };
     let mut builder =
         fixture::builder().map_err(|e| std::io::Error::other(format!("invalid fixture: {e}")))?;
+    #[cfg(feature = "redis")]
+    if let Some(store) = &store {
+        builder = builder.change_bus(store.clone());
+    }
     let mut keys = sealing_keys(&options).map_err(invalid)?.into_iter();
     if let Some(current) = keys.next() {
         builder = builder.sealing_key(current);
@@ -122,14 +126,21 @@ async fn main() -> std::io::Result<()> {
     let server = builder
         .build()
         .map_err(|e| std::io::Error::other(format!("invalid fixture: {e}")))?;
-    let mut service = StreamableHttpService::builder(server.connection_handler()).config(
+    let service = StreamableHttpService::builder(server.connection_handler()).config(
         HttpServerConfig::default()
             .path("/mcp")
             .host_policy(HostPolicy::Loopback),
     );
-    if let Some(url) = &options.redis {
-        service = with_redis(url, service).await?;
-    }
+    #[cfg(feature = "redis")]
+    let service = match store {
+        Some(store) => service
+            .session_store(store.clone())
+            .event_store(store.clone())
+            .message_bus(store),
+        None => service,
+    };
+    #[cfg(not(feature = "redis"))]
+    let _ = store;
     service
         .build()
         .serve(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
