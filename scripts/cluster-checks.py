@@ -10,6 +10,9 @@ CHECK is one of:
             through the balancer: every stored event after the last one read, once, in order
   outage    Redis paused (SIGSTOP) for 5 s: 503 within the store's timeout, then served
             again within 2 s of Redis coming back (needs --redis-pid)
+  listen    a subscriptions/listen stream on one replica hears every resource update made
+            through any replica, once
+  elicit    an elicitation on a 2025-11-25 session answered through other replicas
 """
 
 import argparse
@@ -257,6 +260,135 @@ def check_resume(target, replicas, redis_cli):
     )
 
 
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "cluster-checks", "version": "1"},
+}
+
+
+def open_stream(target, body, headers):
+    conn = target.connection(timeout=15)
+    all_headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    all_headers.update(headers)
+    conn.request("POST", target.path, body=json.dumps(body), headers=all_headers)
+    response = conn.getresponse()
+    return conn, response
+
+
+def next_message(response):
+    events = read_events(response, 1)
+    if not events:
+        return None
+    return json.loads(events[0][1])
+
+
+def check_listen(target, replicas):
+    conn, response = open_stream(
+        target,
+        {
+            "jsonrpc": "2.0",
+            "id": "listen",
+            "method": "subscriptions/listen",
+            "params": {
+                "_meta": STATELESS_META,
+                "notifications": {"resourceSubscriptions": ["example://readme"]},
+            },
+        },
+        {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"},
+    )
+    if response.status != 200:
+        fail(f"listen: HTTP {response.status}")
+    listener = response.getheader("X-Replica")
+    ack = next_message(response)
+    if not ack or ack.get("method") != "notifications/subscriptions/acknowledged":
+        fail(f"listen: no acknowledgement: {ack}")
+    touches = 2 * len(replicas)
+    elsewhere = 0
+    for i in range(touches):
+        status, answer, text = target.send(
+            "POST",
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "touch", "arguments": {}, "_meta": STATELESS_META},
+            },
+            {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "touch"},
+        )
+        if status != 200:
+            fail(f"listen: touch #{i}: HTTP {status}: {text}")
+        if answer.getheader("X-Replica") != listener:
+            elsewhere += 1
+    if elsewhere == 0:
+        fail("listen: every touch reached the listening replica; nothing crossed replicas")
+    for i in range(touches):
+        message = next_message(response)
+        if not message or message.get("method") != "notifications/resources/updated":
+            fail(f"listen: update {i + 1} of {touches} missing: {message}")
+    conn.sock.settimeout(0.5)
+    try:
+        extra = next_message(response)
+    except OSError:
+        extra = None
+    if extra is not None:
+        fail(f"listen: more updates than changes: {extra}")
+    conn.close()
+    ok(
+        f"a subscriptions/listen stream on {listener} heard all {touches} updates, "
+        f"{elsewhere} of them made through other replicas, once each"
+    )
+
+
+def check_elicit(target, replicas):
+    status, response, text = target.send(
+        "POST",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": VERSION,
+                "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "cluster-checks", "version": "1"},
+            },
+        },
+    )
+    if status != 200:
+        fail(f"elicit: initialize: HTTP {status}: {text}")
+    sid = response.getheader("Mcp-Session-Id")
+    target.send("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, session_headers(sid))
+    crossed = 0
+    for round_ in range(len(replicas)):
+        conn, stream = open_stream(
+            target,
+            {"jsonrpc": "2.0", "id": 10 + round_, "method": "tools/call",
+             "params": {"name": "greet", "arguments": {}}},
+            session_headers(sid),
+        )
+        asker = stream.getheader("X-Replica")
+        asked = next_message(stream)
+        if not asked or asked.get("method") != "elicitation/create":
+            fail(f"elicit: no elicitation request: {asked}")
+        status, answer, text = target.send(
+            "POST",
+            {"jsonrpc": "2.0", "id": asked["id"],
+             "result": {"action": "accept", "content": {"name": f"Ada {round_}"}}},
+            session_headers(sid),
+        )
+        if status != 202:
+            fail(f"elicit: the answer got HTTP {status}: {text}")
+        if answer.getheader("X-Replica") != asker:
+            crossed += 1
+        result = next_message(stream)
+        if not result or f"Hello, Ada {round_}!" not in json.dumps(result):
+            fail(f"elicit: no greeting: {result}")
+        conn.close()
+    if crossed == 0:
+        fail("elicit: every answer reached the asking replica; nothing crossed replicas")
+    ok(f"{len(replicas)} elicitations answered, {crossed} of them through another replica")
+
+
 def check_outage(target, redis_pid, timeout):
     sid = initialize(target)
     os.kill(redis_pid, signal.SIGSTOP)
@@ -317,7 +449,9 @@ def check_outage(target, redis_pid, timeout):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
-    parser.add_argument("checks", nargs="+", choices=["session", "resume", "outage"])
+    parser.add_argument(
+        "checks", nargs="+", choices=["session", "resume", "outage", "listen", "elicit"]
+    )
     parser.add_argument("--replica", action="append", default=[], help="PORT=PID")
     parser.add_argument("--redis-cli", default="redis-cli")
     parser.add_argument("--redis-pid", type=int)
@@ -333,6 +467,10 @@ def main():
             check_session(target, replicas)
         elif check == "resume":
             check_resume(target, replicas, args.redis_cli)
+        elif check == "listen":
+            check_listen(target, replicas)
+        elif check == "elicit":
+            check_elicit(target, replicas)
         elif check == "outage":
             if not args.redis_pid:
                 fail("outage needs --redis-pid")
