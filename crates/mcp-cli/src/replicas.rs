@@ -27,6 +27,10 @@ pub struct ReplicaArgs {
     /// MCP_SEALING_KEY (and MCP_SEALING_KEY_PREVIOUS) environment variables, else a random key
     #[arg(long, value_name = "FILE")]
     pub sealing_key_file: Option<PathBuf>,
+    /// With --redis: do not route answers to server-to-client requests through Redis (pin
+    /// sessions at the load balancer instead, by Mcp-Session-Id)
+    #[arg(long, requires = "redis")]
+    pub no_answer_bus: bool,
 }
 
 /// The sealing keys (current, previous) from `--sealing-key-file` or the environment.
@@ -74,6 +78,8 @@ fn sealing_keys(file: Option<&Path>) -> Result<Option<(SealingKey, Option<Sealin
 pub struct Shared {
     #[cfg(feature = "redis")]
     store: Option<std::sync::Arc<mcp_store_redis::RedisStore>>,
+    #[cfg(feature = "redis")]
+    answer_bus: bool,
 }
 
 /// Connects to Redis with `--redis` (fails within the store's timeout when it is unreachable).
@@ -88,8 +94,13 @@ pub async fn connect(args: &ReplicaArgs) -> Result<Shared, Fail> {
             )),
             None => None,
         };
-        Ok(Shared { store })
+        Ok(Shared {
+            store,
+            answer_bus: !args.no_answer_bus,
+        })
     }
+    #[cfg(not(feature = "redis"))]
+    let _ = args.no_answer_bus;
     #[cfg(not(feature = "redis"))]
     match &args.redis {
         Some(_) => Err(Fail::usage(
@@ -128,10 +139,13 @@ pub fn configure_service(
 ) -> StreamableHttpServiceBuilder {
     #[cfg(feature = "redis")]
     if let Some(store) = &shared.store {
-        return builder
+        let builder = builder
             .session_store(store.clone())
-            .event_store(store.clone())
-            .message_bus(store.clone());
+            .event_store(store.clone());
+        return match shared.answer_bus {
+            true => builder.message_bus(store.clone()),
+            false => builder,
+        };
     }
     let _ = shared;
     builder

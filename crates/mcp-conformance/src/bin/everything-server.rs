@@ -13,13 +13,17 @@ use mcp_conformance::fixture;
 use mcp_server::SealingKey;
 use mcp_transport_http::server::{HostPolicy, HttpServerConfig, StreamableHttpService};
 
-const USAGE: &str = "usage: everything-server [--port N] [--redis URL] [--sealing-key-file FILE]";
+const USAGE: &str =
+    "usage: everything-server [--port N] [--redis URL [--no-answer-bus]] [--sealing-key-file FILE]";
 
 #[derive(Default)]
 struct Options {
     port: Option<String>,
     redis: Option<String>,
     sealing_key_file: Option<String>,
+    /// Answers to server-to-client requests are not routed through Redis (sessions pinned at
+    /// the load balancer instead).
+    no_answer_bus: bool,
 }
 
 fn options() -> Result<Options, String> {
@@ -29,6 +33,10 @@ fn options() -> Result<Options, String> {
         ..Options::default()
     };
     while let Some(arg) = args.next() {
+        if arg == "--no-answer-bus" {
+            options.no_answer_bus = true;
+            continue;
+        }
         let (name, inline) = match arg.split_once('=') {
             Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
             None => (arg.clone(), None),
@@ -133,6 +141,9 @@ async fn main() -> std::io::Result<()> {
     );
     #[cfg(feature = "redis")]
     let service = match store {
+        Some(store) if options.no_answer_bus => {
+            service.session_store(store.clone()).event_store(store)
+        }
         Some(store) => service
             .session_store(store.clone())
             .event_store(store.clone())
@@ -140,7 +151,7 @@ async fn main() -> std::io::Result<()> {
         None => service,
     };
     #[cfg(not(feature = "redis"))]
-    let _ = store;
+    let _ = (store, options.no_answer_bus);
     service
         .build()
         .serve(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
