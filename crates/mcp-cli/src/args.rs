@@ -10,25 +10,34 @@ const AFTER_HELP: &str = "\
 Servers:
   -- <command> [args]          a stdio server, started as a child process
   --url <url>                  a Streamable HTTP (or HTTP+SSE) server
-  --config <file> --server <n> an entry of an `mcpServers` configuration file
+  NAME, NAME:TOOL, --server N  a server of your MCP clients' configurations (mcp servers)
+  --config <file> --server <n> an entry of an `mcpServers` or VS Code `servers` file
   (none)                       the bundled example server, in this process
 
 Exit codes:
   0  success
   1  the server answered with an error, or something else failed
-  2  usage error: bad arguments, unknown revision or type, unreadable configuration
+  2  usage error: bad arguments, unknown revision or type, unreadable configuration,
+     or a call whose arguments do not fit the tool's schema
   3  the server could not be started or reached, or the connection broke
   4  the tool ran and reported an error (isError)
 
 Examples:
   mcp list tools
+  mcp describe tool add
   mcp call echo --arg text=hello
+  mcp shell
   mcp list -- npx -y @modelcontextprotocol/server-everything
   mcp call add --arg a=1 --arg b=2 --url http://127.0.0.1:8080/mcp
+  mcp servers
+  mcp call weather:get_forecast --arg city=Paris
+  mcp install weather --client cursor --dry-run -- node weather.js
+  mcp login https://example.com/mcp
   mcp serve --http 127.0.0.1:8080
   mcp serve --skills ./skills
   mcp skill pdf-processing --file references/FORMS.md --url http://127.0.0.1:8080/mcp
   mcp schema 2025-11-25 Tool
+  mcp completions bash
 
 See docs/cli.md for every command.";
 
@@ -53,6 +62,8 @@ pub struct Cli {
 pub enum Command {
     /// List the server's tools, resources, resource templates and prompts
     List(ListArgs),
+    /// Show one tool, resource, resource template or prompt in full: schemas, annotations, icons
+    Describe(DescribeArgs),
     /// Call a tool and print its result
     Call(CallArgs),
     /// Read a resource and print its contents
@@ -61,10 +72,21 @@ pub enum Command {
     Prompt(PromptArgs),
     /// Print a skill's manifest, or fetch one of its files verified (--file)
     Skill(SkillArgs),
+    /// Keep one session open and type commands, with history and tab completion
+    Shell(ShellArgs),
     /// Check that the server answers
     Ping(PingArgs),
     /// Show who the server is: revisions, capabilities, instructions
     Discover(PingArgs),
+    /// The servers configured in the known MCP clients (Claude Desktop, Claude Code, Cursor,
+    /// VS Code, Windsurf)
+    Servers(ServersArgs),
+    /// Add a server to an MCP client's configuration (--dry-run shows the change)
+    Install(InstallArgs),
+    /// Authorize this command with an HTTP server (OAuth); client commands then use the tokens
+    Login(LoginArgs),
+    /// Forget the tokens of an HTTP server
+    Logout(LogoutArgs),
     /// Run the bundled example server on stdio, or on HTTP with --http
     Serve(ServeArgs),
     /// Expose a server over Streamable HTTP (--http), or on this process's stdio
@@ -78,6 +100,12 @@ pub enum Command {
         /// Only the methods of this revision
         #[arg(long, value_name = "REVISION", value_parser = parse_revision)]
         revision: Option<ProtocolVersion>,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
 }
 
@@ -130,6 +158,38 @@ pub struct ListArgs {
     /// What to list (default: everything the server offers)
     #[arg(value_enum)]
     pub kind: Option<ListKind>,
+    /// A server of the known client configurations, by name (see `mcp servers`)
+    #[arg(value_name = "SERVER")]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// What `describe` describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DescribeKind {
+    /// A tool, by name
+    Tool,
+    /// A resource, by URI or name
+    Resource,
+    /// A resource template, by URI template or name
+    Template,
+    /// A prompt, by name
+    Prompt,
+}
+
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// What to describe
+    #[arg(value_enum)]
+    pub kind: DescribeKind,
+    /// Its name (or URI)
+    pub name: String,
+    /// A server of the known client configurations, by name (see `mcp servers`)
+    #[arg(value_name = "SERVER")]
+    pub server_name: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -138,10 +198,11 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
-    /// The tool's name
+    /// The tool's name; `SERVER:TOOL` picks a server of the known client configurations
     pub tool: String,
-    /// An argument, KEY=VALUE; VALUE is JSON when it parses as JSON, else a string (a string
-    /// whenever the tool's input schema says so)
+    /// An argument, KEY=VALUE, read by the tool's input schema: a string where it says string,
+    /// yes/no for booleans, a bare value for an array is a one-element array (repeat --arg to
+    /// add more); without a schema, JSON when it parses, else a string
     #[arg(short = 'a', long = "arg", value_name = "KEY=VALUE")]
     pub args: Vec<String>,
     /// With a value: every argument as one JSON object ('{"text":"hi"}'); --arg adds to it.
@@ -157,6 +218,9 @@ pub struct CallArgs {
     /// Output format
     #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
     pub output: Option<Format>,
+    /// Send the call without checking the tool's name and arguments against its schema first
+    #[arg(long)]
+    pub no_check: bool,
     #[command(flatten)]
     pub server: ServerArgs,
 }
@@ -173,7 +237,7 @@ pub struct ReadArgs {
 
 #[derive(Debug, Args)]
 pub struct PromptArgs {
-    /// The prompt's name
+    /// The prompt's name; `SERVER:PROMPT` picks a server of the known client configurations
     pub name: String,
     /// An argument, KEY=VALUE (prompt arguments are strings)
     #[arg(short = 'a', long = "arg", value_name = "KEY=VALUE")]
@@ -200,10 +264,93 @@ pub struct SkillArgs {
 
 #[derive(Debug, Args)]
 pub struct PingArgs {
+    /// A server of the known client configurations, by name (see `mcp servers`)
+    #[arg(value_name = "SERVER")]
+    pub name: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ShellArgs {
+    /// A server of the known client configurations, by name (see `mcp servers`)
+    #[arg(value_name = "SERVER")]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ServersArgs {
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The server's name in the configuration
+    pub name: String,
+    /// The client whose configuration gets the server
+    #[arg(long, value_enum)]
+    pub client: crate::configs::ClientApp,
+    /// Write to this file instead of the client's usual one
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A remote server's URL instead of a command
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub url: Option<String>,
+    /// An HTTP header for --url, 'Name: value' (repeatable)
+    #[arg(short = 'H', long = "header", value_name = "HEADER", requires = "url")]
+    pub headers: Vec<String>,
+    /// The server speaks the 2024-11-05 HTTP+SSE transport
+    #[arg(long, requires = "url")]
+    pub sse: bool,
+    /// An environment variable for the command, KEY=VALUE (repeatable)
+    #[arg(long = "env", value_name = "KEY=VALUE", conflicts_with = "url")]
+    pub env: Vec<String>,
+    /// Print the change instead of writing it
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Replace a server of the same name
+    #[arg(long)]
+    pub force: bool,
+    /// The server's command and its arguments, after `--`
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The server's HTTP endpoint
+    pub url: String,
+    /// A scope to ask for (repeatable; default: what the server names)
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+    /// A client registered with the authorization server beforehand (default: dynamic
+    /// registration)
+    #[arg(long, value_name = "ID")]
+    pub client_id: Option<String>,
+    /// The secret of --client-id, for a confidential client
+    #[arg(long, value_name = "SECRET", requires = "client_id")]
+    pub client_secret: Option<String>,
+    /// Print the authorization address without opening a browser
+    #[arg(long)]
+    pub no_browser: bool,
+    /// The loopback port the browser returns to (0: any free port)
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    pub port: u16,
+}
+
+#[derive(Debug, Args)]
+pub struct LogoutArgs {
+    /// The server's HTTP endpoint
+    #[arg(required_unless_present = "all")]
+    pub url: Option<String>,
+    /// Forget every stored token
+    #[arg(long, conflicts_with = "url")]
+    pub all: bool,
 }
 
 /// Which server a client command talks to, and how.
@@ -218,11 +365,12 @@ pub struct ServerArgs {
     /// Use the 2024-11-05 HTTP+SSE transport for --url
     #[arg(long, requires = "url")]
     pub sse: bool,
-    /// An `mcpServers` configuration file
+    /// A configuration file, in the `mcpServers` format or VS Code's `servers` format
     #[arg(long, value_name = "FILE", conflicts_with = "command")]
     pub config: Option<PathBuf>,
-    /// The server to use from --config (needed when it names more than one)
-    #[arg(long, value_name = "NAME", requires = "config")]
+    /// The server to use from --config (needed when it names more than one); without --config,
+    /// a server of the known client configurations (see `mcp servers`)
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["url", "command"])]
     pub server: Option<String>,
     /// An environment variable for a stdio server, KEY=VALUE (repeatable)
     #[arg(long = "env", value_name = "KEY=VALUE")]
@@ -237,6 +385,13 @@ pub struct ServerArgs {
     /// error, ...)
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
+    /// Offer this directory (or file) to the server as a root (repeatable)
+    #[arg(long = "root", value_name = "PATH")]
+    pub roots: Vec<PathBuf>,
+    /// Show the progress line of long calls even when stderr is not a terminal (there one line
+    /// per update)
+    #[arg(long)]
+    pub progress: bool,
     /// A stdio server: the command and its arguments, after `--`
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -354,8 +509,8 @@ mod tests {
         assert!(parse(&["list", "--url", "http://x/mcp", "--", "node"]).is_err());
         assert!(parse(&["list", "--config", "c.json", "--", "node"]).is_err());
         assert!(
-            parse(&["list", "--server", "a"]).is_err(),
-            "--server needs --config"
+            parse(&["list", "--server", "a", "--url", "http://x/mcp"]).is_err(),
+            "a name or a URL, not both"
         );
         assert!(
             parse(&["list", "-H", "A: b"]).is_err(),

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_client::{CallError, Client, ClientSession, ConnectError};
+use mcp_client::{CallError, Client, ClientSession, ConnectError, Roots};
 use mcp_jsonrpc::{Engine, RequestOptions};
-use mcp_types::{Era, Implementation, LoggingLevel, ProtocolVersion};
+use mcp_types::{Era, Implementation, LoggingLevel, ProtocolVersion, Root};
 use serde_json::{Map, Value, json};
 
 use crate::args::{CallArgs, Command, Format, ListKind, ServerArgs};
@@ -17,17 +17,66 @@ use crate::{Exit, Fail, chain};
 /// How long `discover` waits for `server/discover` before falling back to `initialize`.
 const DISCOVER_WAIT: Duration = Duration::from_secs(5);
 
+/// Picks the server `name` of the known client configurations, unless another is given.
+pub(crate) fn by_name(server: &mut ServerArgs, name: Option<String>) -> Result<(), Fail> {
+    let Some(name) = name else {
+        return Ok(());
+    };
+    if server.url.is_some() || server.config.is_some() || !server.command.is_empty() {
+        return Err(Fail::usage(format!(
+            "give the server by name (`{name}`) or with --url, --config or `--`, not both"
+        )));
+    }
+    if server.server.as_ref().is_some_and(|s| s != &name) {
+        return Err(Fail::usage("two server names given"));
+    }
+    server.server = Some(name);
+    Ok(())
+}
+
+/// `SERVER:NAME` for a tool or prompt: when no server is given otherwise and `SERVER` is one of
+/// the known client configurations, the server by name and the bare name.
+fn split_server(name: String, server: &mut ServerArgs) -> String {
+    let no_server = server.url.is_none()
+        && server.config.is_none()
+        && server.command.is_empty()
+        && server.server.is_none();
+    if let Some((prefix, rest)) = name.split_once(':') {
+        if no_server && !prefix.is_empty() && !rest.is_empty() && crate::configs::is_known(prefix) {
+            server.server = Some(prefix.to_owned());
+            return rest.to_owned();
+        }
+    }
+    name
+}
+
 pub async fn run(command: Command, verbose: u8) -> Result<Exit, Fail> {
     match command {
-        Command::List(args) => {
+        Command::List(mut args) => {
             let format = args.output.format();
+            by_name(&mut args.server, args.name.take())?;
             with_session(&args.server, verbose, |s, _| list(s, args.kind, format)).await
+        }
+        Command::Describe(mut args) => {
+            let format = args.output.format();
+            by_name(&mut args.server, args.server_name.take())?;
+            let (kind, name) = (args.kind, args.name);
+            with_session(&args.server, verbose, move |s, _| {
+                crate::describe::describe(s, kind, name, format)
+            })
+            .await
         }
         Command::Call(args) => {
             let (arguments, format) = call_inputs(&args)?;
-            let CallArgs { tool, server, .. } = args;
+            let CallArgs {
+                tool,
+                mut server,
+                no_check,
+                ..
+            } = args;
+            let tool = split_server(tool, &mut server);
             with_session(&server, verbose, move |s, term| {
-                call(s, term, tool, arguments, format)
+                call(s, term, tool, arguments, format, !no_check)
             })
             .await
         }
@@ -39,8 +88,10 @@ pub async fn run(command: Command, verbose: u8) -> Result<Exit, Fail> {
             })
             .await
         }
-        Command::Prompt(args) => {
+        Command::Prompt(mut args) => {
             let format = args.output.format();
+            let name = std::mem::take(&mut args.name);
+            args.name = split_server(name, &mut args.server);
             let pairs = args
                 .args
                 .iter()
@@ -60,15 +111,28 @@ pub async fn run(command: Command, verbose: u8) -> Result<Exit, Fail> {
             })
             .await
         }
-        Command::Ping(args) => {
+        Command::Shell(mut args) => {
+            by_name(&mut args.server, args.name.take())?;
+            crate::shell::run(args.server, verbose).await
+        }
+        Command::Ping(mut args) => {
             let format = args.output.format();
+            by_name(&mut args.server, args.name.take())?;
             with_session(&args.server, verbose, move |s, _| ping(s, format)).await
         }
-        Command::Discover(args) => discover(&args.server, args.output.format(), verbose).await,
+        Command::Discover(mut args) => {
+            by_name(&mut args.server, args.name.take())?;
+            discover(&args.server, args.output.format(), verbose).await
+        }
         Command::Serve(_)
         | Command::Proxy(_)
         | Command::Schema(_)
         | Command::Revisions
+        | Command::Completions { .. }
+        | Command::Servers(_)
+        | Command::Install(_)
+        | Command::Login(_)
+        | Command::Logout(_)
         | Command::Methods { .. } => Err(Fail::other("not a client command")),
     }
 }
@@ -79,6 +143,7 @@ fn client(
     args: &ServerArgs,
     term: &Arc<Term>,
     connect_budget: Option<Duration>,
+    roots: Option<Roots>,
 ) -> Result<Client, Fail> {
     let timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
     let elicit = Arc::clone(term);
@@ -101,6 +166,9 @@ fn client(
                 .or(timeout)
                 .unwrap_or(Duration::from_secs(30)),
         );
+    if let Some(roots) = roots {
+        builder = builder.roots(roots);
+    }
     if let Some(version) = args.protocol {
         builder = builder
             .protocol_version(version)
@@ -109,9 +177,17 @@ fn client(
     Ok(builder.build())
 }
 
-async fn connect_failure(error: &ConnectError, target: &Target, guard: Guard) -> Fail {
-    let mut message = format!("cannot connect to {}: {}", target.describe(), chain(error));
-    if let Some(tail) = guard.close_with_stderr().await {
+async fn connect_failure(
+    error: &ConnectError,
+    target: &Target,
+    guard: Guard,
+    forced: Option<ProtocolVersion>,
+    verbose: u8,
+) -> Fail {
+    // The server's stderr first: the child is gone before any follow-up check runs.
+    let tail = guard.close_with_stderr().await;
+    let mut message = crate::diagnose::connect_message(error, target, forced, verbose).await;
+    if let Some(tail) = tail {
         message.push_str("\nthe server's last words on stderr:\n");
         message.push_str(&tail);
     }
@@ -127,6 +203,17 @@ where
     with_session_within(args, verbose, None, body).await
 }
 
+/// What a session is set up with besides the command line.
+#[derive(Default)]
+pub(crate) struct Setup {
+    /// How long connecting may take (default: `--timeout`).
+    pub connect_budget: Option<Duration>,
+    /// The terminal side (default: stderr and stdin).
+    pub term: Option<Arc<Term>>,
+    /// The roots offered to the server (default: those of `--root`, if any).
+    pub roots: Option<Roots>,
+}
+
 /// [`with_session`], connecting within `connect_budget` (default: `--timeout`).
 async fn with_session_within<F, Fut>(
     args: &ServerArgs,
@@ -138,6 +225,47 @@ where
     F: FnOnce(ClientSession, Arc<Term>) -> Fut,
     Fut: std::future::Future<Output = Result<Exit, Fail>>,
 {
+    let setup = Setup {
+        connect_budget,
+        ..Setup::default()
+    };
+    with_session_setup(args, verbose, setup, body).await
+}
+
+/// A root for a local path: its `file://` URI, named after its last component.
+pub(crate) fn root_of(path: &std::path::Path) -> Result<Root, Fail> {
+    let absolute = std::fs::canonicalize(path)
+        .map_err(|e| Fail::usage(format!("root {}: {e}", path.display())))?;
+    let mut uri = String::from("file://");
+    for c in absolute.to_string_lossy().chars() {
+        match c {
+            ' ' => uri.push_str("%20"),
+            '%' => uri.push_str("%25"),
+            '#' => uri.push_str("%23"),
+            '?' => uri.push_str("%3F"),
+            '\\' => uri.push('/'),
+            other => uri.push(other),
+        }
+    }
+    let name = absolute
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    serde_json::from_value(json!({"uri": uri, "name": name}))
+        .map_err(|e| Fail::other(format!("root {}: {e}", path.display())))
+}
+
+/// [`with_session`] with a [`Setup`].
+pub(crate) async fn with_session_setup<F, Fut>(
+    args: &ServerArgs,
+    verbose: u8,
+    setup: Setup,
+    body: F,
+) -> Result<Exit, Fail>
+where
+    F: FnOnce(ClientSession, Arc<Term>) -> Fut,
+    Fut: std::future::Future<Output = Result<Exit, Fail>>,
+{
+    let connect_budget = setup.connect_budget;
     let target = target::resolve(args)?;
     // Log messages are shown at `info` and above unless asked otherwise. A stateless
     // (2026-07-28) server sends none unless the request names a level, so ask for one always.
@@ -151,12 +279,26 @@ where
             })
         })
         .transpose()?;
-    let term = Term::new();
-    let client = client(args, &term, connect_budget)?;
+    let term = setup.term.unwrap_or_else(|| Term::new(args.progress));
+    let roots = match setup.roots {
+        Some(roots) => Some(roots),
+        None if args.roots.is_empty() => None,
+        None => Some(Roots::new(
+            args.roots
+                .iter()
+                .map(|p| root_of(p))
+                .collect::<Result<Vec<_>, _>>()?,
+        )),
+    };
+    let client = client(args, &term, connect_budget, roots)?;
     let opened = target::open(&target, verbose).await?;
     let session = match client.connect(opened.connection).await {
         Ok(session) => session,
-        Err(error) => return Err(connect_failure(&error, &target, opened.guard).await),
+        Err(error) => {
+            return Err(
+                connect_failure(&error, &target, opened.guard, args.protocol, verbose).await,
+            );
+        }
     };
     tracing::debug!(
         server = %session.server_info().name,
@@ -190,14 +332,14 @@ where
 
 /// A failed call: the connection's failures exit 3, the server's errors 1.
 pub(crate) fn call_failure(what: &str, error: &CallError) -> Fail {
-    let message = format!("{what}: {}", chain(error));
+    let message = format!("{what}: {}", crate::diagnose::short(&chain(error)));
     match error {
         CallError::Closed(_) | CallError::Transport(_) => Fail::connect(message),
         _ => Fail::other(message),
     }
 }
 
-fn split_pair(text: &str) -> Result<(String, String), Fail> {
+pub(crate) fn split_pair(text: &str) -> Result<(String, String), Fail> {
     match text.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
         _ => Err(Fail::usage(format!("--arg `{text}` is not KEY=VALUE"))),
@@ -205,9 +347,9 @@ fn split_pair(text: &str) -> Result<(String, String), Fail> {
 }
 
 /// The arguments of `call` before the tool's schema is known, and the output format.
-struct CallInputs {
-    base: Map<String, Value>,
-    pairs: Vec<(String, String)>,
+pub(crate) struct CallInputs {
+    pub base: Map<String, Value>,
+    pub pairs: Vec<(String, String)>,
 }
 
 fn call_inputs(args: &CallArgs) -> Result<(CallInputs, Format), Fail> {
@@ -238,12 +380,6 @@ fn call_inputs(args: &CallArgs) -> Result<(CallInputs, Format), Fail> {
         .iter()
         .map(|a| split_pair(a))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut seen = std::collections::HashSet::new();
-    for (key, _) in &pairs {
-        if !seen.insert(key) {
-            return Err(Fail::usage(format!("--arg `{key}` is given twice")));
-        }
-    }
     Ok((
         CallInputs {
             base: base.unwrap_or_default(),
@@ -251,88 +387,6 @@ fn call_inputs(args: &CallArgs) -> Result<(CallInputs, Format), Fail> {
         },
         format,
     ))
-}
-
-/// The JSON types a schema property allows (`type` as a string or a list).
-fn schema_types(property: Option<&Value>) -> Vec<String> {
-    match property.and_then(|p| p.get("type")) {
-        Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(|t| t.as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// `--arg k=v`: JSON when `v` parses as JSON, else a string; a string whenever the property's
-/// schema allows strings but not the parsed value's type (so `--arg zip=02134` stays a string).
-fn coerce(value: &str, property: Option<&Value>) -> Value {
-    let parsed = serde_json::from_str::<Value>(value).ok();
-    let types = schema_types(property);
-    match parsed {
-        None => Value::String(value.to_owned()),
-        Some(parsed) if types.is_empty() => parsed,
-        Some(parsed) => {
-            let kind = json_type(&parsed);
-            let fits = types
-                .iter()
-                .any(|t| t == kind || (t == "number" && kind == "integer"));
-            if !fits && types.iter().any(|t| t == "string") {
-                Value::String(value.to_owned())
-            } else {
-                parsed
-            }
-        }
-    }
-}
-
-fn build_arguments(inputs: CallInputs, input_schema: Option<&Value>) -> Map<String, Value> {
-    let properties = input_schema.and_then(|s| s.get("properties"));
-    let mut arguments = inputs.base;
-    for (key, value) in inputs.pairs {
-        let property = properties.and_then(|p| p.get(&key));
-        arguments.insert(key, coerce(&value, property));
-    }
-    arguments
-}
-
-/// `name, other?` from an input schema: the properties, optional ones marked.
-fn argument_list(schema: &Value) -> String {
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|props| {
-            props
-                .keys()
-                .map(|k| {
-                    if required.contains(&k.as_str()) {
-                        k.clone()
-                    } else {
-                        format!("{k}?")
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default()
 }
 
 pub(crate) fn to_json(value: &impl serde::Serialize) -> Value {
@@ -343,7 +397,7 @@ fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
     value.get(key).and_then(Value::as_str)
 }
 
-async fn list(
+pub(crate) async fn list(
     session: ClientSession,
     kind: Option<ListKind>,
     format: Format,
@@ -381,7 +435,7 @@ async fn list(
             Err(error) => return Err(call_failure(&format!("listing {}", key_of(*kind)), &error)),
         };
         if format == Format::Text {
-            let table = table_of(*kind, &items);
+            let table = Listing::of(*kind, &items);
             if kinds.len() > 1 {
                 if !text.is_empty() {
                     text.push('\n');
@@ -467,91 +521,122 @@ async fn list_kind(
     Ok((key_of(kind), items))
 }
 
-fn table_of(kind: ListKind, items: &[Value]) -> Table {
-    let mut table = match kind {
-        ListKind::Tools => Table::new(&["NAME", "ARGUMENTS", "DESCRIPTION"]),
-        ListKind::Prompts => Table::new(&["NAME", "ARGUMENTS", "DESCRIPTION"]),
-        ListKind::Resources => Table::new(&["URI", "NAME", "MIME TYPE", "DESCRIPTION"]),
-        ListKind::Templates => Table::new(&["URI TEMPLATE", "NAME", "MIME TYPE", "DESCRIPTION"]),
-        // A manifest per row: a table of its own.
-        ListKind::Skills => return crate::skills::table(items),
-    };
-    for item in items {
-        let name = str_field(item, "name").unwrap_or_default().to_owned();
-        let description = first_line(str_field(item, "description"));
-        let row = match kind {
-            ListKind::Tools => vec![
-                name,
-                item.get("inputSchema")
-                    .map(argument_list)
-                    .unwrap_or_default(),
-                description,
-            ],
-            ListKind::Prompts => {
-                let arguments = item
-                    .get("arguments")
-                    .and_then(Value::as_array)
-                    .map(|args| {
-                        args.iter()
-                            .filter_map(|a| {
-                                let name = str_field(a, "name")?;
-                                let required = a.get("required").and_then(Value::as_bool);
-                                Some(if required == Some(true) {
-                                    name.to_owned()
-                                } else {
-                                    format!("{name}?")
-                                })
-                            })
-                            .collect::<Vec<_>>()
-                            .join(", ")
+/// How a kind of item is listed as text: tools and prompts as signatures, one per line with
+/// the description's first line below; the rest as tables.
+enum Listing {
+    Signatures(Vec<(String, String)>),
+    Table(Table),
+}
+
+impl Listing {
+    fn of(kind: ListKind, items: &[Value]) -> Listing {
+        let style = crate::sig::Style::new(crate::sig::stdout_colour());
+        match kind {
+            ListKind::Tools | ListKind::Prompts => Listing::Signatures(
+                items
+                    .iter()
+                    .map(|item| {
+                        let signature = if kind == ListKind::Tools {
+                            crate::sig::tool(item, style)
+                        } else {
+                            crate::sig::prompt(item, style)
+                        };
+                        (signature, first_line(str_field(item, "description")))
                     })
-                    .unwrap_or_default();
-                vec![name, arguments, description]
-            }
-            ListKind::Skills => continue,
+                    .collect(),
+            ),
+            ListKind::Skills => Listing::Table(crate::skills::table(items)),
             ListKind::Resources | ListKind::Templates => {
+                let mut table = if kind == ListKind::Resources {
+                    Table::new(&["URI", "NAME", "MIME TYPE", "DESCRIPTION"])
+                } else {
+                    Table::new(&["URI TEMPLATE", "NAME", "MIME TYPE", "DESCRIPTION"])
+                };
                 let uri_key = if kind == ListKind::Resources {
                     "uri"
                 } else {
                     "uriTemplate"
                 };
-                vec![
-                    str_field(item, uri_key).unwrap_or_default().to_owned(),
-                    name,
-                    str_field(item, "mimeType").unwrap_or_default().to_owned(),
-                    description,
-                ]
+                for item in items {
+                    table.row(vec![
+                        str_field(item, uri_key).unwrap_or_default().to_owned(),
+                        str_field(item, "name").unwrap_or_default().to_owned(),
+                        str_field(item, "mimeType").unwrap_or_default().to_owned(),
+                        first_line(str_field(item, "description")),
+                    ]);
+                }
+                Listing::Table(table)
             }
-        };
-        table.row(row);
+        }
     }
-    table
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Listing::Signatures(lines) => lines.is_empty(),
+            Listing::Table(table) => table.is_empty(),
+        }
+    }
+
+    fn render(&self) -> String {
+        match self {
+            Listing::Table(table) => table.render(),
+            Listing::Signatures(lines) => {
+                let mut text = String::new();
+                for (signature, description) in lines {
+                    text.push_str(signature);
+                    text.push('\n');
+                    if !description.is_empty() {
+                        text.push_str("    ");
+                        text.push_str(description);
+                        text.push('\n');
+                    }
+                }
+                text
+            }
+        }
+    }
 }
 
-async fn call(
+pub(crate) async fn call(
     session: ClientSession,
     term: Arc<Term>,
     tool: String,
     inputs: CallInputs,
     format: Format,
+    check: bool,
 ) -> Result<Exit, Fail> {
-    // The tool's input schema decides how `--arg` values are read; listing also lets the
-    // session check the result against the tool's output schema.
-    let input_schema = if inputs.pairs.is_empty() {
-        None
-    } else {
-        match session.list_all_tools().await {
-            Ok(tools) => tools
-                .iter()
-                .find(|t| t.name == tool)
-                .map(|t| to_json(&t.input_schema)),
-            Err(error) => {
-                tracing::debug!(error = %chain(&error), "tools/list failed; --arg values are not checked against the schema");
-                None
-            }
+    // The tool's input schema decides how `--arg` values are read and what is checked before
+    // the call is sent; listing also lets the session check the result against the tool's
+    // output schema.
+    let tools = match session.list_all_tools().await {
+        Ok(tools) => Some(tools),
+        Err(error) => {
+            tracing::debug!(error = %chain(&error), "tools/list failed; the arguments are not checked");
+            None
         }
     };
-    let arguments = build_arguments(inputs, input_schema.as_ref());
+    let input_schema = tools
+        .as_ref()
+        .and_then(|tools| tools.iter().find(|t| t.name == tool))
+        .map(|t| to_json(&t.input_schema));
+    if let (Some(tools), None, true) = (&tools, &input_schema, check) {
+        let names = tools.iter().map(|t| t.name.as_str());
+        return Err(Fail::usage(format!(
+            "the server has no tool `{tool}`{}",
+            crate::check::suggestion(&tool, names)
+        )));
+    }
+    let arguments = crate::check::build(inputs.base, inputs.pairs, input_schema.as_ref())
+        .map_err(Fail::usage)?;
+    if let (Some(schema), true) = (&input_schema, check) {
+        let problems = crate::check::problems(&tool, &arguments, schema);
+        if !problems.is_empty() {
+            return Err(Fail::usage(format!(
+                "{}\n(--no-check sends the call as it is)",
+                problems.join("\n")
+            )));
+        }
+    }
     let progress = Arc::clone(&term);
     let result = session
         .with_progress(move |p| progress.progress(&p))
@@ -593,7 +678,7 @@ async fn call(
     Ok(if is_error { Exit::ToolError } else { Exit::Ok })
 }
 
-async fn read(
+pub(crate) async fn read(
     session: ClientSession,
     term: Arc<Term>,
     uri: String,
@@ -635,7 +720,7 @@ async fn read(
     Ok(Exit::Ok)
 }
 
-async fn prompt(
+pub(crate) async fn prompt(
     session: ClientSession,
     term: Arc<Term>,
     name: String,
@@ -675,7 +760,7 @@ async fn prompt(
     Ok(Exit::Ok)
 }
 
-async fn ping(session: ClientSession, format: Format) -> Result<Exit, Fail> {
+pub(crate) async fn ping(session: ClientSession, format: Format) -> Result<Exit, Fail> {
     let started = Instant::now();
     session.ping().await.map_err(|e| call_failure("ping", &e))?;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -861,59 +946,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn arg_values_follow_the_schema() {
-        let schema = json!({"properties": {
-            "text": {"type": "string"},
-            "count": {"type": "integer"},
-            "ratio": {"type": "number"},
-            "either": {"type": ["string", "null"]},
-            "free": {}
-        }});
-        let props = schema.get("properties");
-        let p = |k: &str| props.and_then(|p| p.get(k));
-        assert_eq!(
-            coerce("123", p("text")),
-            json!("123"),
-            "the schema says string"
-        );
-        assert_eq!(coerce("true", p("text")), json!("true"));
-        assert_eq!(coerce("hello", p("text")), json!("hello"));
-        assert_eq!(coerce("3", p("count")), json!(3));
-        assert_eq!(coerce("3", p("ratio")), json!(3), "an integer is a number");
-        assert_eq!(coerce("null", p("either")), Value::Null);
-        assert_eq!(coerce("7", p("either")), json!("7"));
-        assert_eq!(coerce(r#"{"a":1}"#, p("free")), json!({"a": 1}));
-        assert_eq!(
-            coerce("[1,2]", None),
-            json!([1, 2]),
-            "no schema: JSON when it parses"
-        );
-        assert_eq!(coerce("hi there", None), json!("hi there"));
-    }
-
-    #[test]
     fn call_arguments_merge_json_and_pairs() {
         let args = CallArgs {
             tool: "t".into(),
             args: vec!["b=2".into(), "c=x".into()],
             json: vec![r#"{"a":1,"b":1}"#.into(), String::new()],
             output: None,
+            no_check: false,
             server: ServerArgs::default(),
         };
         let (inputs, format) = call_inputs(&args).expect("valid");
         assert_eq!(format, Format::Json, "a bare --json asks for JSON output");
-        let arguments = build_arguments(inputs, None);
+        let arguments = crate::check::build(inputs.base, inputs.pairs, None).expect("valid");
         assert_eq!(Value::Object(arguments), json!({"a": 1, "b": 2, "c": "x"}));
-
-        let twice = CallArgs {
-            args: vec!["a=1".into(), "a=2".into()],
-            json: vec![],
-            ..args
-        };
-        assert_eq!(
-            call_inputs(&twice).err().map(|f| f.code),
-            Some(crate::EXIT_USAGE)
-        );
     }
 
     #[test]
@@ -923,19 +968,11 @@ mod tests {
             args: vec![],
             json: vec!["[1]".into()],
             output: None,
+            no_check: false,
             server: ServerArgs::default(),
         };
         let fail = call_inputs(&args).err().expect("not an object");
         assert_eq!(fail.code, crate::EXIT_USAGE);
-    }
-
-    #[test]
-    fn tool_arguments_show_which_are_optional() {
-        let schema = json!({
-            "properties": {"a": {}, "b": {}, "c": {}},
-            "required": ["a", "c"]
-        });
-        assert_eq!(argument_list(&schema), "a, b?, c");
     }
 
     #[test]

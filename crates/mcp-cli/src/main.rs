@@ -3,12 +3,20 @@
 //! schemas and method tables. See `docs/cli.md`.
 
 mod args;
+mod check;
 mod client;
+mod configs;
+mod describe;
+mod diagnose;
+mod lineedit;
+mod login;
 mod output;
 mod protocol;
 mod proxy;
 mod replicas;
 mod schema;
+mod shell;
+mod sig;
 mod skills;
 mod target;
 mod term;
@@ -43,6 +51,16 @@ pub const EXIT_CONNECT: u8 = 3;
 pub const EXIT_TOOL: u8 = 4;
 
 impl Fail {
+    /// The exit code.
+    pub fn code(&self) -> u8 {
+        self.code
+    }
+
+    /// What went wrong.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// Exit 2.
     pub fn usage(message: impl Into<String>) -> Self {
         Fail {
@@ -91,6 +109,10 @@ fn main() -> ExitCode {
         Command::Revisions => protocol::revisions(),
         Command::Methods { revision } => protocol::methods(revision),
         Command::Schema(args) => schema::run(&args),
+        Command::Completions { shell } => completions(shell),
+        Command::Servers(args) => configs::servers(&args),
+        Command::Install(args) => configs::install(&args),
+        Command::Logout(args) => login::logout(&args),
         command => run_async(command, cli.verbose),
     };
     match result {
@@ -105,6 +127,15 @@ fn main() -> ExitCode {
     }
 }
 
+/// `mcp completions SHELL`: the completion script on stdout.
+fn completions(shell: clap_complete::Shell) -> Result<Exit, Fail> {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "mcp", &mut script);
+    output::print_bytes(&script)?;
+    Ok(Exit::Ok)
+}
+
 fn run_async(command: Command, verbose: u8) -> Result<Exit, Fail> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -114,6 +145,7 @@ fn run_async(command: Command, verbose: u8) -> Result<Exit, Fail> {
         match command {
             Command::Serve(args) => proxy::serve(args).await,
             Command::Proxy(args) => proxy::proxy(args, verbose).await,
+            Command::Login(args) => login::login(args, verbose).await,
             other => client::run(other, verbose).await,
         }
     })
@@ -130,6 +162,8 @@ fn log_colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> b
 fn init_tracing(verbose: u8) {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let default = match verbose {
         0 => "warn",
         1 => "info,mcp=debug,mcp_cli=debug",
@@ -137,15 +171,70 @@ fn init_tracing(verbose: u8) {
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(log_colour(
             std::io::stderr().is_terminal(),
             std::env::var_os("NO_COLOR").as_deref(),
         ))
-        .with_target(verbose > 1)
+        .with_target(verbose > 1);
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(ExpectedRefusals {
+            quiet: verbose == 0,
+        })
+        .with(fmt)
         .try_init();
+}
+
+/// Warnings the command expects in normal use, hidden unless `-v` is given.
+///
+/// Connecting without `--protocol` first probes with `server/discover`; a server of an older
+/// revision refuses it, and some (the TypeScript SDK's HTTP server) refuse it with an error
+/// that carries no request id, which the JSON-RPC engine reports as a warning. That refusal is
+/// the expected answer of the probe, not something the user has to act on.
+struct ExpectedRefusals {
+    quiet: bool,
+}
+
+/// Messages of the events [`ExpectedRefusals`] hides. The second is the HTTP transport's about
+/// a refusal whose body is not JSON-RPC (a `401` page): the request it answered fails, and the
+/// command reports that failure in words.
+const EXPECTED_WARNINGS: &[&str] = &[
+    "peer reported an error without a request id",
+    "invalid JSON-RPC response body",
+];
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ExpectedRefusals {
+    fn event_enabled(
+        &self,
+        event: &tracing::Event<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        if !self.quiet || *event.metadata().level() != tracing::Level::WARN {
+            return true;
+        }
+        let mut message = MessageOf(String::new());
+        event.record(&mut message);
+        !EXPECTED_WARNINGS.contains(&message.0.as_str())
+    }
+}
+
+/// The `message` field of an event.
+struct MessageOf(String);
+
+impl tracing::field::Visit for MessageOf {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            value.clone_into(&mut self.0);
+        }
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
 }
 
 #[cfg(test)]

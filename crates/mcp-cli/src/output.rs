@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use crate::Fail;
 
-/// Longest cell a text table shows; longer ones are cut with `…`.
+/// Longest cell a text table shows on a terminal; longer ones are cut with `…`. Into a pipe or
+/// a file every cell is written whole.
 const MAX_CELL: usize = 80;
 
 /// A text table with aligned columns.
@@ -20,12 +21,20 @@ pub struct Table {
 }
 
 impl Table {
+    /// A table whose cells are shortened only when stdout is a terminal.
     pub fn new(header: &[&str]) -> Self {
         Table {
             header: header.iter().map(|h| (*h).to_owned()).collect(),
             rows: Vec::new(),
-            limit: Some(MAX_CELL),
+            limit: stdout_is_terminal().then_some(MAX_CELL),
         }
+    }
+
+    /// Shortens long cells to `limit` characters.
+    #[cfg(test)]
+    pub fn limited(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
     }
 
     /// Keeps long cells whole.
@@ -217,7 +226,7 @@ mod tests {
 
     #[test]
     fn tables_align_and_shorten() {
-        let mut table = Table::new(&["NAME", "DESCRIPTION"]);
+        let mut table = Table::new(&["NAME", "DESCRIPTION"]).limited(MAX_CELL);
         table.row(vec!["echo".into(), "Echo the text back".into()]);
         table.row(vec!["countdown".into(), "line one\nline two".into()]);
         table.row(vec!["long".into(), "x".repeat(200)]);

@@ -1,7 +1,7 @@
 //! Which server a command talks to, and opening a connection to it.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -102,43 +102,20 @@ pub fn resolve(args: &ServerArgs) -> Result<Target, Fail> {
             cwd: None,
         });
     }
-    let Some(path) = &args.config else {
-        if !env.is_empty() {
-            return Err(Fail::usage("--env is for stdio servers (`-- <command>`)"));
-        }
-        return Ok(Target::InProcess);
-    };
-    let config = HostConfig::from_path(path).map_err(|e| Fail::usage(chain(&e)))?;
-    let (name, entry) = match &args.server {
-        Some(name) => match config.servers.get(name) {
-            Some(entry) => (name.clone(), entry.clone()),
-            None => {
-                return Err(Fail::usage(format!(
-                    "{} has no enabled server `{name}`; it has: {}",
-                    path.display(),
-                    names(&config)
-                )));
+    let (name, entry) = match (&args.config, &args.server) {
+        (None, None) => {
+            if !env.is_empty() {
+                return Err(Fail::usage("--env is for stdio servers (`-- <command>`)"));
             }
-        },
-        None => {
-            let mut servers = config.servers.iter();
-            match (servers.next(), servers.next()) {
-                (Some((name, entry)), None) => (name.clone(), entry.clone()),
-                (None, _) => {
-                    return Err(Fail::usage(format!(
-                        "{} names no enabled server",
-                        path.display()
-                    )));
-                }
-                _ => {
-                    return Err(Fail::usage(format!(
-                        "{} names several servers; pick one with --server ({})",
-                        path.display(),
-                        names(&config)
-                    )));
-                }
-            }
+            return Ok(Target::InProcess);
         }
+        // A name alone: the known client configurations.
+        (None, Some(name)) => {
+            let (entry, file) = crate::configs::by_name(name)?;
+            tracing::debug!(server = %name, file = %file.display(), "server found by name");
+            (name.clone(), entry)
+        }
+        (Some(path), _) => from_file(path, args.server.as_deref())?,
     };
     match entry {
         ServerConfig::Stdio(stdio) => {
@@ -171,6 +148,38 @@ pub fn resolve(args: &ServerArgs) -> Result<Target, Fail> {
         other => Err(Fail::usage(format!(
             "server `{name}` uses a transport this command does not know: {other:?}"
         ))),
+    }
+}
+
+/// The entry named `server` of the configuration file at `path` (either format), or its only
+/// entry.
+fn from_file(path: &Path, server: Option<&str>) -> Result<(String, ServerConfig), Fail> {
+    let config = crate::configs::read(path)?;
+    match server {
+        Some(name) => match config.servers.get(name) {
+            Some(entry) => Ok((name.to_owned(), entry.clone())),
+            None => Err(Fail::usage(format!(
+                "{} has no enabled server `{name}`{}; it has: {}",
+                path.display(),
+                crate::check::suggestion(name, config.servers.keys().map(String::as_str)),
+                names(&config)
+            ))),
+        },
+        None => {
+            let mut servers = config.servers.iter();
+            match (servers.next(), servers.next()) {
+                (Some((name, entry)), None) => Ok((name.clone(), entry.clone())),
+                (None, _) => Err(Fail::usage(format!(
+                    "{} names no enabled server",
+                    path.display()
+                ))),
+                _ => Err(Fail::usage(format!(
+                    "{} names several servers; pick one with --server ({})",
+                    path.display(),
+                    names(&config)
+                ))),
+            }
+        }
     }
 }
 
@@ -252,8 +261,25 @@ impl Guard {
     }
 }
 
-/// Opens a connection to `target`. `verbose` shows a stdio server's stderr as it comes.
+/// Opens a connection to `target`. `verbose` shows a stdio server's stderr as it comes. An
+/// HTTP server gets the tokens `mcp login` stored for it, unless the command line gives an
+/// `Authorization` header.
 pub async fn open(target: &Target, verbose: u8) -> Result<Opened, Fail> {
+    let auth = match target {
+        Target::Http { url, headers, .. } if !headers.contains_key(http::header::AUTHORIZATION) => {
+            crate::login::stored_provider(url)
+        }
+        _ => None,
+    };
+    open_with_auth(target, verbose, auth).await
+}
+
+/// [`open`] with this OAuth provider for an HTTP server.
+pub async fn open_with_auth(
+    target: &Target,
+    verbose: u8,
+    auth: Option<Arc<dyn mcp_auth::AuthProvider>>,
+) -> Result<Opened, Fail> {
     match target {
         Target::InProcess => {
             let server = mcp_example::server()
@@ -312,11 +338,13 @@ pub async fn open(target: &Target, verbose: u8) -> Result<Opened, Fail> {
             } else {
                 ClientMode::Auto
             };
-            let client = StreamableHttpClient::builder(url.clone())
+            let mut builder = StreamableHttpClient::builder(url.clone())
                 .headers(headers.clone())
-                .mode(mode)
-                .build()
-                .map_err(|e| Fail::usage(chain(&e)))?;
+                .mode(mode);
+            if let Some(auth) = auth {
+                builder = builder.auth(auth);
+            }
+            let client = builder.build().map_err(|e| Fail::usage(chain(&e)))?;
             let (connection, handle) = client
                 .connect()
                 .await

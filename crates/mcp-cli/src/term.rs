@@ -60,21 +60,45 @@ impl Input for Stdin {
 pub struct Term<I = Stdin> {
     input: I,
     stderr_tty: bool,
+    /// `--progress`: show progress even when stderr is not a terminal.
+    force_progress: bool,
     progress_visible: AtomicBool,
     /// One question at a time.
     asking: tokio::sync::Mutex<()>,
     /// What the prompts write (stderr, or a buffer in tests).
     out: std::sync::Mutex<Box<dyn Write + Send>>,
+    /// Show list changes and resource updates as they arrive (`mcp shell`).
+    show_changes: AtomicBool,
+    /// How many list changes arrived, so a cache can tell it is stale.
+    changes: std::sync::atomic::AtomicU64,
 }
 
 impl Term<Stdin> {
-    pub fn new() -> Arc<Self> {
+    /// The terminal of this process; `force_progress` shows progress even off a terminal.
+    pub fn new(force_progress: bool) -> Arc<Self> {
         Arc::new(Term {
             input: Stdin,
             stderr_tty: std::io::stderr().is_terminal(),
+            force_progress,
             progress_visible: AtomicBool::new(false),
             asking: tokio::sync::Mutex::new(()),
             out: std::sync::Mutex::new(Box::new(std::io::stderr())),
+            show_changes: AtomicBool::new(false),
+            changes: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// The terminal of `mcp shell`: messages through `out`, changes shown as they arrive.
+    pub fn for_shell(out: Box<dyn Write + Send>) -> Arc<Self> {
+        Arc::new(Term {
+            input: Stdin,
+            stderr_tty: std::io::stderr().is_terminal(),
+            force_progress: false,
+            progress_visible: AtomicBool::new(false),
+            asking: tokio::sync::Mutex::new(()),
+            out: std::sync::Mutex::new(out),
+            show_changes: AtomicBool::new(true),
+            changes: std::sync::atomic::AtomicU64::new(0),
         })
     }
 }
@@ -89,9 +113,10 @@ impl<I: Input> Term<I> {
         let _ = out.flush();
     }
 
-    /// Shows progress as one line that updates in place (only on a terminal).
+    /// Shows progress as one line that updates in place (only on a terminal); with
+    /// `--progress` off a terminal, as one line per update.
     pub fn progress(&self, progress: &Progress) {
-        if !self.stderr_tty {
+        if !self.stderr_tty && !self.force_progress {
             return;
         }
         let mut text = match progress.total {
@@ -106,6 +131,10 @@ impl<I: Input> Term<I> {
         if let Some(message) = &progress.message {
             text.push_str(": ");
             text.push_str(message);
+        }
+        if !self.stderr_tty {
+            self.write(&format!("{text}\n"));
+            return;
         }
         self.write(&format!("\r\x1b[K{text}"));
         self.progress_visible.store(true, Ordering::Relaxed);
@@ -140,8 +169,31 @@ impl<I: Input> Term<I> {
                     "(the server completed elicitation {elicitation_id})"
                 ));
             }
+            ServerNotification::ToolListChanged
+            | ServerNotification::PromptListChanged
+            | ServerNotification::ResourceListChanged => {
+                self.changes.fetch_add(1, Ordering::Relaxed);
+                if self.show_changes.load(Ordering::Relaxed) {
+                    let what = match notification {
+                        ServerNotification::ToolListChanged => "tool",
+                        ServerNotification::PromptListChanged => "prompt",
+                        _ => "resource",
+                    };
+                    self.say(&format!("(the server's {what} list changed)"));
+                }
+            }
+            ServerNotification::ResourceUpdated(params) => {
+                if self.show_changes.load(Ordering::Relaxed) {
+                    self.say(&format!("(resource updated: {})", params.uri));
+                }
+            }
             other => tracing::debug!(notification = ?other, "server notification"),
         }
+    }
+
+    /// How many list changes have arrived.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
     }
 
     /// Answers `elicitation/create` at the prompt.
@@ -456,9 +508,12 @@ mod tests {
         let term = Term {
             input: Script(Mutex::new(answers.iter().copied().collect()), interactive),
             stderr_tty: false,
+            force_progress: false,
             progress_visible: AtomicBool::new(false),
             asking: tokio::sync::Mutex::new(()),
             out: std::sync::Mutex::new(Box::new(out.clone())),
+            show_changes: AtomicBool::new(false),
+            changes: std::sync::atomic::AtomicU64::new(0),
         };
         (term, out)
     }
