@@ -1328,7 +1328,9 @@ impl Inner {
             let session = match self.session_on(&sid, identity(granted), cache) {
                 Some(s) if matches!(s.hub.kind, HubKind::Session { .. }) => s,
                 Some(_) => return session_not_found(),
-                None => match self.restore(&sid, granted, &parts).await {
+                // Boxed, as every path that only a shared store takes: held in place, their
+                // futures would make every POST's future larger.
+                None => match Box::pin(self.restore(&sid, granted, &parts)).await {
                     Ok(Some(hub)) => CachedSession {
                         id: sid.as_str().into(),
                         hub,
@@ -1338,11 +1340,15 @@ impl Inner {
                 },
             };
             let hub = &session.hub;
-            if let Err(r) = self.touch(hub).await {
-                return r;
+            if self.shared_store {
+                if let Err(r) = Box::pin(self.touch(hub)).await {
+                    return r;
+                }
             }
-            if let Some(r) = self.forward_answers(hub, &sid, &posting).await {
-                return r;
+            if self.bus.is_some() {
+                if let Some(r) = Box::pin(self.forward_answers(hub, &sid, &posting)).await {
+                    return r;
+                }
             }
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
@@ -1473,7 +1479,7 @@ impl Inner {
             self.forget(&hub, true);
             return response;
         }
-        if let Err(r) = self.record_session(&hub, &sid, init_params).await {
+        if let Err(r) = Box::pin(self.record_session(&hub, &sid, init_params)).await {
             self.lock_sessions().remove(&sid);
             self.forget(&hub, false);
             return r;
