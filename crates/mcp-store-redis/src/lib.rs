@@ -1,7 +1,9 @@
-//! Redis-backed stores for the Streamable HTTP server of `mcp-transport-http`: sessions and
-//! resumable SSE streams shared by every replica behind one load balancer.
+//! Redis-backed stores for the Streamable HTTP server of `mcp-transport-http` and the change
+//! bus of `mcp-server`: sessions, resumable SSE streams, answers to server-to-client requests and
+//! list changes shared by every replica behind one load balancer (`docs/deploy.md`).
 //!
-//! [`RedisStore`] implements both [`SessionStore`] and [`EventStore`]:
+//! [`RedisStore`] implements [`SessionStore`], [`EventStore`], [`MessageBus`] and (feature
+//! `server`, on by default) `mcp_server::ChangeBus`:
 //!
 //! * a session is one string key, `<prefix>:session:<id>`, holding its record as compact JSON
 //!   (negotiated revision, owner, creation time and the client's `initialize` params, from
@@ -10,7 +12,8 @@
 //! * the events of a resumable stream are one Redis stream, `<prefix>:events:<session>:<stream>`
 //!   (fields `seq` and `data`), capped at [`RedisConfig::max_events_per_stream`] entries and
 //!   expiring after [`RedisConfig::event_ttl`] without appends; `<prefix>:streams:<session>` is
-//!   the set of a session's stream names, so that a session's events go with it.
+//!   the set of a session's stream names, so that a session's events go with it;
+//! * answers travel on the pub/sub channel `<prefix>:answers`, changes on `<prefix>:changes`.
 //!
 //! Every command is bounded by [`RedisConfig::timeout`]: with Redis unreachable a call fails
 //! with a [`StoreError`] within that time (the HTTP server answers `503`), and the connection
@@ -19,15 +22,18 @@
 //! ```ignore
 //! use std::sync::Arc;
 //! use mcp_store_redis::{RedisConfig, RedisStore};
-//! use mcp_transport_http::server::{StreamableHttpService, HttpServerConfig};
-//! # async fn run(serve: impl Fn(mcp_jsonrpc::Connection) -> std::future::Ready<()> + Send + Sync + 'static) -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp_transport_http::server::StreamableHttpService;
+//!
 //! let store = Arc::new(RedisStore::connect("redis://127.0.0.1:6379/0", RedisConfig::default()).await?);
-//! let service = StreamableHttpService::builder(serve)
+//! let server = mcp_server::Server::builder(info)
+//!     .change_bus(store.clone())
+//!     // .tool(...) ...
+//!     .build()?;
+//! let service = StreamableHttpService::builder(server.connection_handler())
 //!     .session_store(store.clone())
-//!     .event_store(store)
-//!     .config(HttpServerConfig::default())
+//!     .event_store(store.clone())
+//!     .message_bus(store)
 //!     .build();
-//! # Ok(()) }
 //! ```
 #![deny(missing_docs)]
 
