@@ -408,6 +408,8 @@ pub struct ServeArgs {
     pub skills: Option<PathBuf>,
     #[command(flatten)]
     pub http_options: HttpServeArgs,
+    #[command(flatten)]
+    pub replicas: crate::replicas::ReplicaArgs,
 }
 
 /// Options of the HTTP endpoint `serve` and `proxy` open.

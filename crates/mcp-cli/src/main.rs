@@ -13,6 +13,7 @@ mod login;
 mod output;
 mod protocol;
 mod proxy;
+mod replicas;
 mod schema;
 mod shell;
 mod sig;

@@ -72,7 +72,8 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, Fail> {
     if let Some(dir) = &args.skills {
         builder = builder.skills(crate::skills::load_dir(dir)?);
     }
-    let server = builder
+    let shared = crate::replicas::connect(&args.replicas).await?;
+    let server = crate::replicas::configure_server(&args.replicas, &shared, builder)?
         .build()
         .map_err(|e| Fail::other(format!("the example server: {}", chain(&e))))?;
     match args.http {
@@ -85,8 +86,8 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, Fail> {
         }
         Some(addr) => {
             let service = StreamableHttpService::builder(server.connection_handler())
-                .config(http_config(&args.http_options))
-                .build();
+                .config(http_config(&args.http_options));
+            let service = crate::replicas::configure_service(&shared, service).build();
             listen(service, addr, &args.http_options, "the example server").await
         }
     }

@@ -506,15 +506,11 @@ async fn tool_with_task(cx: ToolContext, _args: NoArgs) -> Result<String, ToolEr
     Ok(format!("Hello, {name}! Your task is complete."))
 }
 
-/// Builds the fixture server.
-///
-/// # Errors
-///
-/// A [`mcp_server::BuildError`] if a registration is invalid (a bug in this fixture).
-pub fn try_build() -> Result<Server, mcp_server::BuildError> {
+/// The fixture server's builder, with every registration; [`try_build`] builds it.
+pub fn builder() -> Result<mcp_server::ServerBuilder, mcp_server::BuildError> {
     let skills = crate::skills::set()
         .map_err(|_| mcp_server::BuildError::InvalidOption("the skills fixture is invalid"))?;
-    Server::builder(Implementation::new("mcp-conformance-everything-server", env!("CARGO_PKG_VERSION")))
+    Ok(Server::builder(Implementation::new("mcp-conformance-everything-server", env!("CARGO_PKG_VERSION")))
         .skills(skills)
         .tool(
             Tool::new("test_simple_text").description("Tests simple text content response"),
@@ -801,7 +797,16 @@ pub fn try_build() -> Result<Server, mcp_server::BuildError> {
                 .map(str::to_owned)
                 .collect()
         })
-        .build()
+    )
+}
+
+/// Builds the fixture server.
+///
+/// # Errors
+///
+/// A [`mcp_server::BuildError`] if a registration is invalid (a bug in this fixture).
+pub fn try_build() -> Result<Server, mcp_server::BuildError> {
+    builder()?.build()
 }
 
 /// Builds the fixture server; the registrations are fixed, so this only fails on a bug here.

@@ -51,6 +51,7 @@
 //! See `docs/server.md` in the repository for the full guide.
 #![deny(missing_docs)]
 
+pub mod bus;
 pub mod compat;
 mod context;
 mod dispatch;
@@ -74,6 +75,7 @@ mod validate;
 /// The protocol's types: the unified model of `mcp-types`, shared with `mcp-client`.
 pub use mcp_types as model;
 
+pub use bus::{ChangeBus, ServerChange};
 pub use compat::LegacyMethods;
 pub use context::{BoxFuture, Elicitation, RequestContext, ToolContext};
 pub use error::{

@@ -1444,6 +1444,8 @@ pub(crate) struct Registry {
     changed: AtomicBool,
     current: RwLock<Arc<Snapshot>>,
     events: tokio::sync::broadcast::Sender<ServerEvent>,
+    /// Where changes go for the other replicas of the server.
+    bus: Option<Arc<dyn crate::bus::ChangeBus>>,
 }
 
 /// A tool entry found by [`Registry::tool`]: borrowed from the snapshot the server was built
@@ -1473,7 +1475,39 @@ impl Registry {
             built,
             changed: AtomicBool::new(false),
             events,
+            bus: None,
         }
+    }
+
+    /// Publishes every change on `bus` too.
+    pub(crate) fn with_bus(mut self, bus: Option<Arc<dyn crate::bus::ChangeBus>>) -> Self {
+        self.bus = bus;
+        self
+    }
+
+    /// A change another replica published: announced here only.
+    pub(crate) fn deliver_remote(&self, change: crate::bus::ServerChange) {
+        use crate::bus::ServerChange as C;
+        let event = match change {
+            C::ToolsListChanged => ServerEvent::ToolsChanged,
+            C::ResourcesListChanged => ServerEvent::ResourcesChanged,
+            C::PromptsListChanged => ServerEvent::PromptsChanged,
+            C::ResourceUpdated(uri) => ServerEvent::ResourceUpdated(uri),
+        };
+        let _ = self.events.send(event);
+    }
+
+    fn forward(&self, event: &ServerEvent) {
+        use crate::bus::ServerChange as C;
+        let Some(bus) = &self.bus else {
+            return;
+        };
+        bus.publish(match event {
+            ServerEvent::ToolsChanged => C::ToolsListChanged,
+            ServerEvent::ResourcesChanged => C::ResourcesListChanged,
+            ServerEvent::PromptsChanged => C::PromptsListChanged,
+            ServerEvent::ResourceUpdated(uri) => C::ResourceUpdated(uri.clone()),
+        });
     }
 
     /// The tool called `name`; an unknown name is `-32602`.
@@ -1519,6 +1553,7 @@ impl Registry {
             r
         };
         if let Some(event) = event {
+            self.forward(&event);
             // No receiver (no session yet) is fine.
             let _ = self.events.send(event);
         }
@@ -1526,6 +1561,7 @@ impl Registry {
     }
 
     pub(crate) fn publish(&self, event: ServerEvent) {
+        self.forward(&event);
         let _ = self.events.send(event);
     }
 

@@ -436,6 +436,7 @@ pub struct ServerBuilder {
     enable_prompts: bool,
     sealing_key: Option<SealingKey>,
     previous_sealing_key: Option<SealingKey>,
+    change_bus: Option<Arc<dyn crate::bus::ChangeBus>>,
     enable_tasks: bool,
     subject: Option<Arc<SubjectFn>>,
     check_schemas_at_build: bool,
@@ -467,6 +468,7 @@ impl Server {
             enable_prompts: false,
             sealing_key: None,
             previous_sealing_key: None,
+            change_bus: None,
             enable_tasks: false,
             subject: None,
             check_schemas_at_build: cfg!(debug_assertions),
@@ -616,6 +618,15 @@ impl ServerBuilder {
     /// then does not open on another. Give every replica behind a load balancer the same key.
     pub fn sealing_key(mut self, key: SealingKey) -> Self {
         self.sealing_key = Some(key);
+        self
+    }
+
+    /// Shares list changes and resource updates with the other replicas of this server: each
+    /// change announced here is published on `bus`, and each change another replica published
+    /// reaches this replica's sessions and `subscriptions/listen` streams (see
+    /// [`ChangeBus`](crate::ChangeBus)).
+    pub fn change_bus(mut self, bus: Arc<dyn crate::bus::ChangeBus>) -> Self {
+        self.change_bus = Some(bus);
         self
     }
 
@@ -919,7 +930,15 @@ impl ServerBuilder {
             || !s.resources.is_empty()
             || !s.templates.is_empty()
             || !s.prompts.is_empty();
-        let registry = Arc::new(Registry::new(self.snapshot, 64));
+        let registry = Arc::new(Registry::new(self.snapshot, 64).with_bus(self.change_bus.clone()));
+        if let Some(bus) = &self.change_bus {
+            let weak = Arc::downgrade(&registry);
+            bus.subscribe(Arc::new(move |change| {
+                if let Some(registry) = weak.upgrade() {
+                    registry.deliver_remote(change);
+                }
+            }));
+        }
         let builtin_router = self.custom.is_none();
         let handler: Arc<dyn ServerHandler> = match self.custom {
             Some(custom) => {

@@ -96,6 +96,7 @@ pub struct HttpServerConfig {
     pub(crate) inbound_capacity: usize,
     pub(crate) max_pending_stateless: usize,
     pub(crate) session_idle_timeout: Option<Duration>,
+    pub(crate) store_touch_interval: Duration,
     pub(crate) sse_keep_alive: Option<Duration>,
     pub(crate) sse_retry: Duration,
     pub(crate) legacy_sse: Option<LegacySsePaths>,
@@ -135,6 +136,7 @@ impl Default for HttpServerConfig {
             inbound_capacity: 64,
             max_pending_stateless: 4096,
             session_idle_timeout: Some(Duration::from_secs(30 * 60)),
+            store_touch_interval: Duration::from_secs(1),
             sse_keep_alive: Some(Duration::from_secs(15)),
             sse_retry: Duration::from_secs(1),
             legacy_sse: None,
@@ -311,6 +313,15 @@ impl HttpServerConfig {
     /// (at least every 50 ms, at most every 30 s), so one ends up to that much later.
     pub fn session_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// How often, at most, a session's use is reported to the session store
+    /// ([`SessionStore::touch`](super::SessionStore::touch), default 1 s): a shared store keeps
+    /// a session in use alive, and a session ended through another replica is noticed here
+    /// (404) within that time. The in-memory default store does nothing on a touch.
+    pub fn store_touch_interval(mut self, interval: Duration) -> Self {
+        self.store_touch_interval = interval;
         self
     }
 

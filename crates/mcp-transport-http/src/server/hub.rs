@@ -30,6 +30,8 @@ use super::store::EventStore;
 
 /// The key of the standalone stream.
 pub(crate) const STANDALONE: u64 = 0;
+/// The most server-to-client requests a session tracks as awaiting an answer.
+const MAX_AWAITED: usize = 256;
 
 /// What kind of connection a hub serves.
 pub(crate) enum HubKind {
@@ -166,6 +168,9 @@ struct State {
     next_internal: i64,
     protocol_version: Option<String>,
     init_id: Option<Id>,
+    /// The ids of the server's requests to the client still waiting for an answer (bounded by
+    /// [`MAX_AWAITED`]): an answer to another id may belong to another replica.
+    awaited: Vec<Id>,
     closed: bool,
     /// Outbound frames handed to the pump and not yet routed by it. While any are, every frame
     /// goes through the pump, so frames are routed in the order the server wrote them.
@@ -254,6 +259,9 @@ pub(crate) struct Hub {
     /// The pump's queue, for frames of requests served directly (weak: the pump ends when the
     /// connection's writer is gone).
     pump: mpsc::WeakSender<Box<Outbound>>,
+    /// When the session store was last told the session is in use (see
+    /// [`touch_due`](Self::touch_due)).
+    store_touched: Mutex<Option<Instant>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -315,6 +323,7 @@ impl Hub {
             streams: AtomicUsize::new(0),
             inlet,
             pump: out_tx.downgrade(),
+            store_touched: Mutex::new(None),
         });
         let writer = HubWriter {
             hub: Arc::clone(&hub),
@@ -368,6 +377,48 @@ impl Hub {
 
     pub(crate) fn closed(&self) -> &CancellationToken {
         &self.closed
+    }
+
+    /// Whether the session store is due to hear that the session is in use (at most once per
+    /// `interval`); a `true` starts the next interval.
+    pub(crate) fn touch_due(&self, interval: Duration) -> bool {
+        let mut touched = self
+            .store_touched
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        match *touched {
+            Some(at) if now.duration_since(at) < interval => false,
+            _ => {
+                *touched = Some(now);
+                true
+            }
+        }
+    }
+
+    /// Makes the next [`touch_due`](Self::touch_due) true (the last touch failed).
+    pub(crate) fn touch_failed(&self) {
+        *self
+            .store_touched
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Starts the ids of this hub's streams and of its standalone stream's events at `base`: a
+    /// session rebuilt on another replica must not reuse the stream ids (nor, on the standalone
+    /// stream, the event numbers) its earlier replicas gave out, since they share the event
+    /// store.
+    pub(crate) fn start_ids_at(&self, base: u64) {
+        let mut st = self.lock();
+        st.next_slot = st.next_slot.max(base);
+        if let Some(slot) = st.slots.get_mut(&STANDALONE) {
+            slot.seq = slot.seq.max(base);
+        }
+    }
+
+    /// Whether the session's server waits for an answer with this id.
+    pub(crate) fn awaits(&self, id: &Id) -> bool {
+        self.lock().awaited.contains(id)
     }
 
     pub(crate) fn protocol_version(&self) -> Option<String> {
@@ -507,6 +558,11 @@ impl Hub {
                     return Err(PostError::Busy);
                 }
                 slot_key = Some(self.open_slot(&mut st, answers, sse_allowed, batch));
+            }
+            for m in &messages {
+                if let Message::Response(mcp_jsonrpc::Response { id: Some(id), .. }) = m {
+                    st.awaited.retain(|a| a != id);
+                }
             }
             for m in messages {
                 let m = match m {
@@ -875,6 +931,12 @@ impl Hub {
         let mut jobs = Vec::new();
         if st.closed {
             return jobs;
+        }
+        if let (Message::Request(r), HubKind::Session { .. }) = (&message, &self.kind) {
+            if st.awaited.len() >= MAX_AWAITED {
+                st.awaited.remove(0);
+            }
+            st.awaited.push(r.id.clone());
         }
         let shared = matches!(self.kind, HubKind::Shared);
         let legacy = matches!(self.kind, HubKind::Legacy { .. });

@@ -53,8 +53,8 @@ pub use config::{HostPolicy, HttpServerConfig, LegacySsePaths, ResponseMode};
 pub use security::LocalAddr;
 pub use service::{StreamableHttpService, StreamableHttpServiceBuilder};
 pub use store::{
-    EventStore, EventStoreLimits, InMemoryEventStore, InMemorySessionStore, SessionRecord,
-    SessionStore, StoreError, StoreFuture, StoredEvent,
+    BusHandler, EventStore, EventStoreLimits, InMemoryEventStore, InMemorySessionStore, MessageBus,
+    SessionRecord, SessionStore, StoreError, StoreFuture, StoredEvent,
 };
 
 /// The session a message arrived on (in the message's extensions, stateful sessions only).

@@ -30,7 +30,7 @@ use super::hub::{
 };
 use super::stateless::{self, PROTOCOL_VERSION, header};
 use super::store::{
-    EventStore, InMemoryEventStore, InMemorySessionStore, SessionRecord, SessionStore,
+    EventStore, InMemoryEventStore, InMemorySessionStore, MessageBus, SessionRecord, SessionStore,
 };
 use super::{McpParamHeaders, SessionId, SseStreamControl, security};
 use mcp_types::wire;
@@ -52,6 +52,7 @@ pub struct StreamableHttpServiceBuilder {
     config: HttpServerConfig,
     event_store: Option<Arc<dyn EventStore>>,
     session_store: Arc<dyn SessionStore>,
+    bus: Option<Arc<dyn MessageBus>>,
     auth: Option<Auth>,
 }
 
@@ -88,6 +89,14 @@ impl StreamableHttpServiceBuilder {
         self
     }
 
+    /// Routes the client's answers to server-to-client requests through `bus` when this
+    /// replica does not wait for them: another replica of the deployment does (see
+    /// [`MessageBus`]). Without a bus, pin sessions to replicas at the load balancer.
+    pub fn message_bus(mut self, bus: Arc<dyn MessageBus>) -> Self {
+        self.bus = Some(bus);
+        self
+    }
+
     /// Protects the endpoint: every request to it (POST, the GET stream, DELETE, the
     /// 2024-11-05 endpoints) must pass `authenticator` before its body is read or a session is
     /// looked up, each message is checked with [`Authenticator::authorize`], the principal goes
@@ -102,20 +111,33 @@ impl StreamableHttpServiceBuilder {
 
     /// Builds the service.
     pub fn build(self) -> StreamableHttpService {
-        StreamableHttpService {
+        let bus = self.bus.clone();
+        let service = StreamableHttpService {
             inner: Arc::new(Inner {
                 direct: Direct::new(&self.config),
                 config: Arc::new(self.config),
                 serve: self.serve,
                 event_store: self.event_store,
+                shared_store: self.session_store.is_shared(),
                 session_store: self.session_store,
+                restoring: Mutex::default(),
+                bus: self.bus,
                 auth: self.auth,
                 sessions: RwLock::default(),
                 shared: Mutex::default(),
                 shutting_down: AtomicBool::new(false),
                 reaper: AtomicBool::new(false),
             }),
+        };
+        if let Some(bus) = bus {
+            let inner = Arc::downgrade(&service.inner);
+            bus.subscribe(Arc::new(move |session: String, message: Bytes| {
+                if let Some(inner) = inner.upgrade() {
+                    inner.deliver_forwarded(&session, &message);
+                }
+            }));
         }
+        service
     }
 }
 
@@ -143,6 +165,12 @@ struct Inner {
     serve: ServeFn,
     event_store: Option<Arc<dyn EventStore>>,
     session_store: Arc<dyn SessionStore>,
+    /// Carries answers this replica does not wait for to the one that does.
+    bus: Option<Arc<dyn MessageBus>>,
+    /// [`SessionStore::is_shared`]: sessions unknown here are looked up in the store.
+    shared_store: bool,
+    /// Sessions being rebuilt from the shared store, one at a time per id.
+    restoring: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     auth: Option<Auth>,
     /// Keyed by the ids this service drew at random, so a fast unkeyed hash is safe: a
     /// client can look ids up but cannot choose the ones stored.
@@ -211,6 +239,17 @@ fn accepts(parts: &Parts) -> Accepts {
 
 fn error_status(status: StatusCode, message: impl Into<String>) -> Response<HttpBody> {
     body::http_error(status, TRANSPORT_ERROR, message)
+}
+
+/// The session or event store failed (Redis unreachable, say): the client may retry.
+fn store_unavailable() -> Response<HttpBody> {
+    let mut r = error_status(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Service Unavailable: the session store is unavailable",
+    );
+    r.headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
 }
 
 fn method_not_allowed(allow: &'static str) -> Response<HttpBody> {
@@ -535,6 +574,7 @@ impl StreamableHttpService {
             config: HttpServerConfig::default(),
             event_store: Some(Arc::new(InMemoryEventStore::default())),
             session_store: Arc::new(InMemorySessionStore::default()),
+            bus: None,
             auth: None,
         }
     }
@@ -571,7 +611,8 @@ impl StreamableHttpService {
     pub fn close_all(&self) {
         let hubs: Vec<_> = self.inner.lock_sessions().drain().map(|(_, h)| h).collect();
         for hub in hubs {
-            self.inner.forget(&hub);
+            // A shared store's sessions outlive this replica: another one takes them over.
+            self.inner.forget(&hub, !self.inner.shared_store);
         }
         if let Some(shared) = self.inner.lock_shared().take() {
             shared.close();
@@ -658,7 +699,7 @@ impl StreamableHttpService {
             (Route::LegacyMessages, _) => method_not_allowed("POST"),
             (Route::Mcp, Method::POST) => inner.post(parts, body, granted, cache).await,
             (Route::Mcp, Method::GET) => Box::pin(inner.get(parts, granted.as_ref())).await,
-            (Route::Mcp, Method::DELETE) => inner.delete(&parts, granted.as_ref()),
+            (Route::Mcp, Method::DELETE) => Box::pin(inner.delete(&parts, granted.as_ref())).await,
             (Route::Mcp, _) => method_not_allowed("GET, POST, DELETE"),
         }
     }
@@ -714,9 +755,12 @@ impl Inner {
         tokio::spawn((self.serve)(connection));
     }
 
-    /// Closes a hub and forgets its stored state.
-    fn forget(&self, hub: &Arc<Hub>) {
+    /// Closes a hub and, with `stored`, forgets its stored state.
+    fn forget(&self, hub: &Arc<Hub>, stored: bool) {
         hub.close();
+        if !stored {
+            return;
+        }
         if let Some(id) = hub.session_id().map(str::to_owned) {
             let events = self.event_store.clone();
             let sessions = self.session_store.clone();
@@ -775,6 +819,327 @@ impl Inner {
         Some(CachedSession { id: id.into(), hub })
     }
 
+    /// Records a session whose `initialize` succeeded, with its negotiated revision and (for a
+    /// shared store) the client's `initialize` params. Awaited before the answer goes out: the
+    /// client's next request may reach another replica, which must find the record.
+    async fn record_session(
+        &self,
+        hub: &Hub,
+        sid: &str,
+        initialize: Option<String>,
+    ) -> Result<(), Response<HttpBody>> {
+        let record = SessionRecord {
+            id: sid.to_owned(),
+            protocol_version: hub.protocol_version(),
+            created_at: SystemTime::now(),
+            owner: hub.owner().map(str::to_owned),
+            initialize,
+        };
+        if !self.shared_store {
+            // The in-memory registry: nothing to wait for, nothing another replica reads.
+            let store = self.session_store.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.create(record).await {
+                    tracing::warn!(error = %e, "could not record a session");
+                }
+            });
+            return Ok(());
+        }
+        self.session_store.create(record).await.map_err(|e| {
+            tracing::warn!(error = %e, session = %sid, "could not record a session");
+            store_unavailable()
+        })
+    }
+
+    /// Tells a shared session store that the session is in use (at most once per
+    /// `store_touch_interval`): 404 when the session ended through another replica or expired
+    /// there (the local copy is closed), 503 when the store fails.
+    async fn touch(&self, hub: &Arc<Hub>) -> Result<(), Response<HttpBody>> {
+        if !self.shared_store || !hub.touch_due(self.config.store_touch_interval) {
+            return Ok(());
+        }
+        let Some(id) = hub.session_id() else {
+            return Ok(());
+        };
+        match self.session_store.touch(id).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                tracing::debug!(session = %id, "session ended elsewhere: closing the local copy");
+                {
+                    let mut sessions = self.lock_sessions();
+                    if sessions.get(id).is_some_and(|h| Arc::ptr_eq(h, hub)) {
+                        sessions.remove(id);
+                    }
+                }
+                self.forget(hub, false);
+                Err(session_not_found())
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, session = %id, "session store unavailable");
+                // Try again with the next request rather than an interval later.
+                hub.touch_failed();
+                Err(store_unavailable())
+            }
+        }
+    }
+
+    /// A session this replica does not hold, rebuilt from a shared store's record: a new
+    /// connection under the same id whose server gets the client's `initialize` and
+    /// `notifications/initialized` again. `None` when the store has no such session (or it
+    /// belongs to another identity, or cannot be rebuilt); 503 when the store fails.
+    async fn restore(
+        self: &Arc<Self>,
+        sid: &str,
+        granted: Option<&Granted>,
+        parts: &Parts,
+    ) -> Result<Option<Arc<Hub>>, Response<HttpBody>> {
+        if !self.shared_store || !self.config.stateful {
+            return Ok(None);
+        }
+        let gate = {
+            let mut restoring = self
+                .restoring
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if restoring.len() >= self.config.max_sessions && !restoring.contains_key(sid) {
+                return Err(error_status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many sessions",
+                ));
+            }
+            restoring.entry(sid.to_owned()).or_default().clone()
+        };
+        let restored = {
+            let _one_at_a_time = gate.lock().await;
+            match self.session(sid, identity(granted)) {
+                Some(hub) => Ok(Some(hub)),
+                None => self.restore_now(sid, granted, parts).await,
+            }
+        };
+        {
+            let mut restoring = self
+                .restoring
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if restoring.get(sid).is_some_and(|g| Arc::ptr_eq(g, &gate)) {
+                restoring.remove(sid);
+            }
+        }
+        restored
+    }
+
+    async fn restore_now(
+        self: &Arc<Self>,
+        sid: &str,
+        granted: Option<&Granted>,
+        parts: &Parts,
+    ) -> Result<Option<Arc<Hub>>, Response<HttpBody>> {
+        let record = match self.session_store.load(sid).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                tracing::warn!(error = %e, session = %sid, "session store unavailable");
+                return Err(store_unavailable());
+            }
+        };
+        if record.owner.as_deref() != identity(granted) {
+            tracing::warn!(session = %sid, "a session id was used by another principal: refused");
+            return Ok(None);
+        }
+        let Some(params) = record
+            .initialize
+            .and_then(|p| serde_json::value::RawValue::from_string(p).ok())
+        else {
+            tracing::debug!(session = %sid, "a stored session without its initialize params");
+            return Ok(None);
+        };
+        let (hub, connection) = {
+            let mut sessions = self.lock_sessions();
+            if sessions.len() >= self.config.max_sessions {
+                sessions.retain(|_, h| !h.is_closed());
+            }
+            if sessions.len() >= self.config.max_sessions {
+                tracing::warn!(limit = self.config.max_sessions, "session limit reached");
+                return Err(error_status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many sessions",
+                ));
+            }
+            let (hub, connection) = Hub::new(
+                HubKind::Session {
+                    id: sid.to_owned(),
+                    store: self.event_store.clone(),
+                },
+                self.config.clone(),
+                record.owner,
+            );
+            sessions.insert(sid.to_owned(), hub.clone());
+            (hub, connection)
+        };
+        // Stream ids above every id an earlier replica of the session gave out (those count
+        // from 1): microseconds since the epoch.
+        let base = SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2))
+            .unwrap_or(1);
+        hub.start_ids_at(base);
+        self.spawn_server(connection);
+        self.ensure_reaper();
+        let drop_hub = |inner: &Self| {
+            {
+                let mut sessions = inner.lock_sessions();
+                if sessions.get(sid).is_some_and(|h| Arc::ptr_eq(h, &hub)) {
+                    sessions.remove(sid);
+                }
+            }
+            inner.forget(&hub, false);
+        };
+        let mut base = base_extensions(granted);
+        base.insert(SessionId(sid.to_owned()));
+        base.insert(parts.clone());
+        let request = mcp_jsonrpc::Request::new(
+            mcp_jsonrpc::Id::String("mcp-session-restore".to_owned()),
+            "initialize",
+            Some(params),
+        );
+        let posted = hub
+            .post(
+                vec![Message::Request(request)],
+                false,
+                Vec::new(),
+                base.clone(),
+                false,
+                false,
+            )
+            .await;
+        let answered = match posted {
+            Ok(Posted::Pending { decision, guard }) => {
+                let answer = tokio::time::timeout(self.config.shutdown_timeout, decision).await;
+                guard.disarm();
+                matches!(answer, Ok(Ok(Decision::Json(_, None))))
+            }
+            _ => false,
+        };
+        if !answered {
+            tracing::warn!(session = %sid, "a stored session could not be rebuilt");
+            drop_hub(self);
+            return Ok(None);
+        }
+        let initialized = mcp_jsonrpc::Notification::new("notifications/initialized", None);
+        if hub
+            .post(
+                vec![Message::Notification(initialized)],
+                false,
+                Vec::new(),
+                base,
+                false,
+                false,
+            )
+            .await
+            .is_err()
+        {
+            drop_hub(self);
+            return Ok(None);
+        }
+        tracing::debug!(session = %sid, "session rebuilt from the shared store");
+        Ok(Some(hub))
+    }
+
+    /// DELETE of a session this replica does not hold, with a shared store: its record and
+    /// events go (the replicas holding it notice on their next touch).
+    async fn delete_stored(&self, sid: &str, identity: Option<&str>) -> Response<HttpBody> {
+        match self.session_store.load(sid).await {
+            Ok(Some(record)) if record.owner.as_deref() == identity => {}
+            Ok(_) => return session_not_found(),
+            Err(e) => {
+                tracing::warn!(error = %e, session = %sid, "session store unavailable");
+                return store_unavailable();
+            }
+        }
+        self.remove_stored(sid).await
+    }
+
+    /// Removes a session's record and events from the stores (200), or 503.
+    async fn remove_stored(&self, sid: &str) -> Response<HttpBody> {
+        if let Err(e) = self.session_store.remove(sid).await {
+            tracing::warn!(error = %e, session = %sid, "session store unavailable");
+            return store_unavailable();
+        }
+        if let Some(events) = &self.event_store {
+            if let Err(e) = events.remove_session(sid).await {
+                tracing::warn!(error = %e, "could not remove a session's events");
+            }
+        }
+        tracing::debug!(session = %sid, "stored session deleted by the client");
+        body::empty(StatusCode::OK)
+    }
+
+    /// With a message bus: a POST of answers to server-to-client requests this replica did not
+    /// send is published for the replica that did (202), or 503 when the bus fails. `None`: the
+    /// POST is served here.
+    async fn forward_answers(
+        &self,
+        hub: &Hub,
+        sid: &str,
+        posting: &Posting,
+    ) -> Option<Response<HttpBody>> {
+        let bus = self.bus.as_ref()?;
+        let all_elsewhere = !posting.messages.is_empty()
+            && posting.messages.iter().all(|m| match m {
+                Message::Response(mcp_jsonrpc::Response { id: Some(id), .. }) => !hub.awaits(id),
+                _ => false,
+            });
+        if !all_elsewhere {
+            return None;
+        }
+        for message in &posting.messages {
+            let bytes = body::message_bytes(message);
+            if let Err(e) = bus.publish(sid, bytes).await {
+                tracing::warn!(error = %e, session = %sid, "message bus unavailable");
+                return Some(store_unavailable());
+            }
+        }
+        tracing::debug!(session = %sid, "answers forwarded to the replica that asked");
+        Some(body::empty(StatusCode::ACCEPTED))
+    }
+
+    /// A message another replica published: handed to the session when this replica holds it
+    /// and its server waits for that answer.
+    fn deliver_forwarded(&self, session: &str, bytes: &[u8]) {
+        let Some(hub) = self
+            .sessions
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .cloned()
+        else {
+            return;
+        };
+        let Ok(message) = Message::from_slice(bytes) else {
+            tracing::warn!(session, "a malformed message on the bus: dropped");
+            return;
+        };
+        match &message {
+            Message::Response(mcp_jsonrpc::Response { id: Some(id), .. }) if hub.awaits(id) => {}
+            _ => return,
+        }
+        tokio::spawn(async move {
+            let posted = hub
+                .post(
+                    vec![message],
+                    false,
+                    Vec::new(),
+                    Extensions::default(),
+                    false,
+                    false,
+                )
+                .await;
+            if posted.is_err() {
+                tracing::debug!("a forwarded answer found its session closed");
+            }
+        });
+    }
+
     /// Registers a new session hub, or answers 503 at the session limit.
     fn create_session(
         self: &Arc<Self>,
@@ -809,19 +1174,24 @@ impl Inner {
         };
         self.spawn_server(connection);
         self.ensure_reaper();
-        let store = self.session_store.clone();
-        let owner = owner.map(str::to_owned);
-        tokio::spawn(async move {
-            let record = SessionRecord {
-                id,
-                protocol_version: None,
-                created_at: SystemTime::now(),
-                owner,
-            };
-            if let Err(e) = store.create(record).await {
-                tracing::warn!(error = %e, "could not record a session");
-            }
-        });
+        if matches!(hub.kind, HubKind::Legacy { .. }) {
+            // A Streamable HTTP session is recorded once its `initialize` succeeded (see
+            // `record_session`); a 2024-11-05 one, bound to its stream, right away.
+            let store = self.session_store.clone();
+            let owner = owner.map(str::to_owned);
+            tokio::spawn(async move {
+                let record = SessionRecord {
+                    id,
+                    protocol_version: None,
+                    created_at: SystemTime::now(),
+                    owner,
+                    initialize: None,
+                };
+                if let Err(e) = store.create(record).await {
+                    tracing::warn!(error = %e, "could not record a session");
+                }
+            });
+        }
         Ok(hub)
     }
 
@@ -863,7 +1233,8 @@ impl Inner {
                     if !hub.is_closed() {
                         tracing::info!(session = ?hub.session_id(), "session expired");
                     }
-                    inner.forget(&hub);
+                    // A shared record has its own time to live, kept by every replica's use.
+                    inner.forget(&hub, !inner.shared_store);
                 }
             }
         });
@@ -955,9 +1326,29 @@ impl Inner {
             }
             let session = match self.session_on(&sid, identity(granted), cache) {
                 Some(s) if matches!(s.hub.kind, HubKind::Session { .. }) => s,
-                _ => return session_not_found(),
+                Some(_) => return session_not_found(),
+                // Boxed, as every path that only a shared store takes: held in place, their
+                // futures would make every POST's future larger.
+                None => match Box::pin(self.restore(&sid, granted, &parts)).await {
+                    Ok(Some(hub)) => CachedSession {
+                        id: sid.as_str().into(),
+                        hub,
+                    },
+                    Ok(None) => return session_not_found(),
+                    Err(r) => return r,
+                },
             };
             let hub = &session.hub;
+            if self.shared_store {
+                if let Err(r) = Box::pin(self.touch(hub)).await {
+                    return r;
+                }
+            }
+            if self.bus.is_some() {
+                if let Some(r) = Box::pin(self.forward_answers(hub, &sid, &posting)).await {
+                    return r;
+                }
+            }
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
             }
@@ -1042,6 +1433,13 @@ impl Inner {
             return self.dispatch(&hub, posting, base, dispatch(true)).await.0;
         }
         let is_initialize = matches!(single, Some(Message::Request(r)) if r.method == "initialize");
+        // Kept for the session record: another replica rebuilds the session from them.
+        let init_params = match single {
+            Some(Message::Request(r)) if is_initialize && self.shared_store => {
+                r.params.as_ref().map(|p| p.get().to_owned())
+            }
+            _ => None,
+        };
         if !self.config.stateful {
             if let Err(r) = self.check_session_version(&parts) {
                 return r;
@@ -1085,32 +1483,16 @@ impl Inner {
         if failed || !response.status().is_success() {
             tracing::debug!(session = %sid, "initialize failed: dropping the session");
             self.lock_sessions().remove(&sid);
-            self.forget(&hub);
+            self.forget(&hub, true);
             return response;
+        }
+        if let Err(r) = Box::pin(self.record_session(&hub, &sid, init_params)).await {
+            self.lock_sessions().remove(&sid);
+            self.forget(&hub, false);
+            return r;
         }
         if let Ok(v) = HeaderValue::from_str(&sid) {
             response.headers_mut().insert(SESSION_ID, v);
-        }
-        if let Some(version) = hub.protocol_version() {
-            let store = self.session_store.clone();
-            let owner = hub.owner().map(str::to_owned);
-            tokio::spawn(async move {
-                let record = match store.load(&sid).await {
-                    Ok(Some(mut r)) => {
-                        r.protocol_version = Some(version);
-                        r
-                    }
-                    _ => SessionRecord {
-                        id: sid,
-                        protocol_version: Some(version),
-                        created_at: SystemTime::now(),
-                        owner,
-                    },
-                };
-                if let Err(e) = store.update(record).await {
-                    tracing::warn!(error = %e, "could not update a session record");
-                }
-            });
         }
         response
     }
@@ -1262,8 +1644,16 @@ impl Inner {
         };
         let hub = match self.session(&sid, identity(granted)) {
             Some(h) if matches!(h.kind, HubKind::Session { .. }) => h,
-            _ => return session_not_found(),
+            Some(_) => return session_not_found(),
+            None => match self.restore(&sid, granted, &parts).await {
+                Ok(Some(hub)) => hub,
+                Ok(None) => return session_not_found(),
+                Err(r) => return r,
+            },
         };
+        if let Err(r) = self.touch(&hub).await {
+            return r;
+        }
         if let Err(r) = self.check_session_version(&parts) {
             return r;
         }
@@ -1313,13 +1703,13 @@ impl Inner {
             ),
             Err(AttachError::Store(e)) => {
                 tracing::warn!(error = %e, "event replay failed");
-                error_status(StatusCode::INTERNAL_SERVER_ERROR, "event replay failed")
+                store_unavailable()
             }
             Err(AttachError::Closed) => session_not_found(),
         }
     }
 
-    fn delete(&self, parts: &Parts, granted: Option<&Granted>) -> Response<HttpBody> {
+    async fn delete(&self, parts: &Parts, granted: Option<&Granted>) -> Response<HttpBody> {
         if !self.config.stateful || !self.config.allow_delete {
             return method_not_allowed("GET, POST");
         }
@@ -1347,11 +1737,18 @@ impl Inner {
             }
         };
         match hub {
+            Some(hub) if self.shared_store => {
+                // Gone from the store before the answer: the next request, on any replica,
+                // finds nothing.
+                self.forget(&hub, false);
+                self.remove_stored(&sid).await
+            }
             Some(hub) => {
                 tracing::debug!(session = %sid, "session deleted by the client");
-                self.forget(&hub);
+                self.forget(&hub, true);
                 body::empty(StatusCode::OK)
             }
+            None if self.shared_store => self.delete_stored(&sid, identity(granted)).await,
             None => session_not_found(),
         }
     }

@@ -228,13 +228,20 @@ pub struct SessionRecord {
     /// authenticator ([`Authenticator::identity`](super::Authenticator::identity)); the
     /// session answers no one else.
     pub owner: Option<String>,
+    /// The params of the client's `initialize` request as compact JSON, recorded once the
+    /// session is initialized: a replica that does not hold the session rebuilds it from them
+    /// (its server gets the same `initialize` and `notifications/initialized` again).
+    pub initialize: Option<String>,
 }
 
 /// A registry of stateful sessions.
 ///
 /// The transport keeps each session's live connection in process; the store records which
-/// sessions exist so that a shared backend can tell a replica about sessions it does not hold
-/// (pinning by `Mcp-Session-Id` at the load balancer is then required).
+/// sessions exist. With a [shared](SessionStore::is_shared) store, a replica that receives a
+/// request for a session it does not hold loads its record and rebuilds the session from it
+/// (the client's `initialize` is replayed to a new server), so no pinning is needed at the load
+/// balancer (except for answers to server-to-client requests, which reach only the replica
+/// whose handler waits for them).
 pub trait SessionStore: Send + Sync + 'static {
     /// Records a new session.
     fn create(&self, record: SessionRecord) -> StoreFuture<'_, Result<(), StoreError>>;
@@ -247,6 +254,48 @@ pub trait SessionStore: Send + Sync + 'static {
     ) -> StoreFuture<'a, Result<Option<SessionRecord>, StoreError>>;
     /// Forgets a session.
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<(), StoreError>>;
+
+    /// Marks a session as used (a shared store extends its time to live); `false` when the
+    /// session no longer exists (ended through another replica, or expired). The transport
+    /// calls it at most once per [`store_touch_interval`] per session.
+    ///
+    /// [`store_touch_interval`]: super::HttpServerConfig::store_touch_interval
+    fn touch<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<bool, StoreError>> {
+        let _ = id;
+        Box::pin(async { Ok(true) })
+    }
+
+    /// Whether other replicas share these records (default `false`). A shared store's records
+    /// outlive this process: a session that goes idle here, or this server's shutdown, drops
+    /// only the local copy, and sessions unknown here are looked up in the store.
+    fn is_shared(&self) -> bool {
+        false
+    }
+}
+
+/// What a [`MessageBus`] calls with each message published by any replica: the session id and
+/// the message as compact JSON.
+pub type BusHandler = std::sync::Arc<dyn Fn(String, Bytes) + Send + Sync>;
+
+/// Carries the client's answers to server-to-client requests (sampling, elicitation, roots)
+/// between replicas: the answer's POST may reach any replica, while the handler waiting for it
+/// runs on the one that sent the request.
+///
+/// A replica that receives answers it is not waiting for publishes them; every replica's
+/// subscription hands them to the session they belong to, and the one whose session awaits
+/// that id takes it. Without a bus, answers must reach the replica that asked: pin sessions at
+/// the load balancer (affinity on `Mcp-Session-Id`).
+pub trait MessageBus: Send + Sync + 'static {
+    /// Publishes a message for `session` to every replica.
+    fn publish<'a>(
+        &'a self,
+        session: &'a str,
+        message: Bytes,
+    ) -> StoreFuture<'a, Result<(), StoreError>>;
+
+    /// Starts handing every published message to `deliver` (called once, when the service is
+    /// built; the subscription lives as long as the bus).
+    fn subscribe(&self, deliver: BusHandler);
 }
 
 /// The default [`SessionStore`]: a map in memory. The transport bounds the number of sessions.

@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""Checks scripts/cluster runs through the load balancer in front of `mcp serve --redis`
+replicas. Standard library only.
+
+  cluster-checks.py URL --replica PORT=PID ... --redis-cli "redis-cli -p P -n DB" CHECK...
+
+CHECK is one of:
+  session   a 2025-11-25 session whose requests land on every replica, all answered
+  resume    an SSE stream cut by SIGKILL of its replica and resumed with Last-Event-ID
+            through the balancer: every stored event after the last one read, once, in order
+  outage    Redis paused (SIGSTOP) for 5 s: 503 within the store's timeout, then served
+            again within 2 s of Redis coming back (needs --redis-pid)
+  listen    a subscriptions/listen stream on one replica hears every resource update made
+            through any replica, once
+  elicit    an elicitation on a 2025-11-25 session answered through other replicas
+"""
+
+import argparse
+import http.client
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+
+VERSION = "2025-11-25"
+
+
+def fail(message):
+    print(f"cluster: FAIL {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def ok(message):
+    print(f"cluster: ok   {message}", flush=True)
+
+
+class Target:
+    def __init__(self, url):
+        parsed = urllib.parse.urlparse(url)
+        self.host = parsed.hostname
+        self.port = parsed.port
+        self.path = parsed.path or "/mcp"
+
+    def connection(self, timeout=15):
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+    def send(self, method, body=None, headers=None, timeout=15):
+        """One exchange, read to the end: (status, headers, body text)."""
+        conn = self.connection(timeout)
+        all_headers = {"Accept": "application/json, text/event-stream"}
+        if body is not None:
+            all_headers["Content-Type"] = "application/json"
+        all_headers.update(headers or {})
+        data = json.dumps(body) if body is not None else None
+        conn.request(method, self.path, body=data, headers=all_headers)
+        response = conn.getresponse()
+        text = response.read().decode("utf-8", "replace")
+        conn.close()
+        return response.status, response, text
+
+
+def session_headers(sid):
+    return {"Mcp-Session-Id": sid, "MCP-Protocol-Version": VERSION}
+
+
+def messages(text):
+    """The JSON-RPC messages of a JSON or SSE body."""
+    text = text.strip()
+    if text.startswith("{") or text.startswith("["):
+        value = json.loads(text)
+        return value if isinstance(value, list) else [value]
+    found = []
+    for line in text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            found.append(json.loads(line[5:].strip()))
+    return found
+
+
+def initialize(target):
+    status, response, text = target.send(
+        "POST",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "cluster-checks", "version": "1"},
+            },
+        },
+    )
+    if status != 200:
+        fail(f"initialize: HTTP {status}: {text}")
+    sid = response.getheader("Mcp-Session-Id")
+    if not sid:
+        fail("initialize: no Mcp-Session-Id")
+    status, _, text = target.send(
+        "POST",
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        session_headers(sid),
+    )
+    if status != 202:
+        fail(f"notifications/initialized: HTTP {status}: {text}")
+    return sid
+
+
+def check_session(target, replicas):
+    sid = initialize(target)
+    seen = set()
+    calls = [
+        ("tools/list", {}),
+        ("ping", {}),
+        ("tools/call", {"name": "echo", "arguments": {"text": "hello"}}),
+        ("resources/read", {"uri": "example://readme"}),
+        ("prompts/list", {}),
+    ]
+    for i in range(4 * len(replicas)):
+        method, params = calls[i % len(calls)]
+        status, response, text = target.send(
+            "POST",
+            {"jsonrpc": "2.0", "id": 100 + i, "method": method, "params": params},
+            session_headers(sid),
+        )
+        if status != 200:
+            fail(f"session: {method} #{i}: HTTP {status}: {text}")
+        answer = messages(text)
+        if not answer or "result" not in answer[-1]:
+            fail(f"session: {method} #{i}: no result: {text}")
+        if method == "tools/call" and "hello" not in text:
+            fail(f"session: echo answered {text}")
+        seen.add(response.getheader("X-Replica"))
+    expected = {f"127.0.0.1:{port}" for port in replicas}
+    if seen != expected:
+        fail(f"session: requests reached {sorted(seen)}, not all of {sorted(expected)}")
+    status, _, text = target.send("DELETE", None, session_headers(sid))
+    if status != 200:
+        fail(f"session: DELETE: HTTP {status}: {text}")
+    # Replicas that hold the session notice the deletion on their next store touch (at most
+    # one per second per session, `store_touch_interval`).
+    time.sleep(1.2)
+    status, _, _ = target.send(
+        "POST", {"jsonrpc": "2.0", "id": 999, "method": "ping"}, session_headers(sid)
+    )
+    if status != 404:
+        fail(f"session: a deleted session answered HTTP {status}")
+    ok(
+        f"a 2025-11-25 session: {4 * len(replicas)} requests served by all {len(replicas)} "
+        "replicas, then deleted (404 after)"
+    )
+
+
+def read_events(response, count):
+    """Reads `count` SSE events that carry data; returns [(id, data)]."""
+    events = []
+    event_id, data = None, []
+    while len(events) < count:
+        line = response.readline()
+        if not line:
+            break
+        line = line.decode("utf-8", "replace").rstrip("\r\n")
+        if line == "":
+            if data:
+                events.append((event_id, "\n".join(data)))
+            event_id, data = None, []
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            value = line[5:].strip()
+            if value:
+                data.append(value)
+    return events
+
+
+def parse_sse(text):
+    events = []
+    event_id, data = None, []
+    for line in text.splitlines() + [""]:
+        if line == "":
+            if data:
+                events.append((event_id, "\n".join(data)))
+            event_id, data = None, []
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            value = line[5:].strip()
+            if value:
+                data.append(value)
+    return events
+
+
+def check_resume(target, replicas, redis_cli):
+    sid = initialize(target)
+    conn = target.connection(timeout=30)
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {
+            "name": "countdown",
+            "arguments": {"steps": 40, "delay_ms": 50},
+            "_meta": {"progressToken": "resume"},
+        },
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    headers.update(session_headers(sid))
+    conn.request("POST", target.path, body=json.dumps(body), headers=headers)
+    response = conn.getresponse()
+    if response.status != 200 or "event-stream" not in (response.getheader("Content-Type") or ""):
+        fail(f"resume: the call was not answered with a stream: HTTP {response.status}")
+    replica = response.getheader("X-Replica", "")
+    port = replica.rsplit(":", 1)[-1]
+    if port not in replicas:
+        fail(f"resume: the stream came from {replica!r}, not a known replica")
+    first = read_events(response, 3)
+    if len(first) < 3 or any(i is None for i, _ in first):
+        fail(f"resume: the first events have no ids: {first}")
+    # The replica goes on storing events this client does not read; then it dies.
+    time.sleep(0.6)
+    os.kill(replicas[port], signal.SIGKILL)
+    conn.close()
+    last_id = first[-1][0]
+    stream, seq = last_id.split("-", 1)
+    stored = subprocess.run(
+        shlex.split(redis_cli) + ["XRANGE", f"mcp:events:{sid}:{stream}", "-", "+"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    stored_seqs = [int(stored[i + 1]) for i, line in enumerate(stored) if line == "seq"]
+    if not stored_seqs:
+        fail("resume: no events of the stream in Redis")
+    status, _, text = target.send(
+        "GET", None, dict(session_headers(sid), **{"Last-Event-ID": last_id}), timeout=30
+    )
+    if status != 200:
+        fail(f"resume: GET with Last-Event-ID {last_id}: HTTP {status}: {text}")
+    replayed = parse_sse(text)
+    ids = [i for i, _ in replayed]
+    seqs = [int(i.split("-", 1)[1]) for i in ids if i and i.split("-", 1)[0] == stream]
+    if len(seqs) != len(replayed):
+        fail(f"resume: events of another stream or without ids: {ids}")
+    expected = [s for s in sorted(set(stored_seqs)) if s > int(seq)]
+    if seqs != expected:
+        fail(f"resume: replayed {seqs}, stored after {seq}: {expected}")
+    if seqs != list(range(int(seq) + 1, int(seq) + 1 + len(seqs))):
+        fail(f"resume: a gap or a repeat in {seqs}")
+    read_ids = {i for i, _ in first}
+    if read_ids & set(ids):
+        fail(f"resume: events repeated: {sorted(read_ids & set(ids))}")
+    if len(seqs) < 3:
+        fail(f"resume: only {len(seqs)} unread events were stored before the kill; expected more")
+    ok(
+        f"SSE stream of replica :{port} cut by SIGKILL after {len(first)} events; "
+        f"{len(seqs)} more replayed through the balancer after {last_id}, none lost or repeated"
+    )
+
+
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "cluster-checks", "version": "1"},
+}
+
+
+def open_stream(target, body, headers):
+    conn = target.connection(timeout=15)
+    all_headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    all_headers.update(headers)
+    conn.request("POST", target.path, body=json.dumps(body), headers=all_headers)
+    response = conn.getresponse()
+    return conn, response
+
+
+def next_message(response):
+    events = read_events(response, 1)
+    if not events:
+        return None
+    return json.loads(events[0][1])
+
+
+def check_listen(target, replicas):
+    conn, response = open_stream(
+        target,
+        {
+            "jsonrpc": "2.0",
+            "id": "listen",
+            "method": "subscriptions/listen",
+            "params": {
+                "_meta": STATELESS_META,
+                "notifications": {"resourceSubscriptions": ["example://readme"]},
+            },
+        },
+        {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"},
+    )
+    if response.status != 200:
+        fail(f"listen: HTTP {response.status}")
+    listener = response.getheader("X-Replica")
+    ack = next_message(response)
+    if not ack or ack.get("method") != "notifications/subscriptions/acknowledged":
+        fail(f"listen: no acknowledgement: {ack}")
+    touches = 2 * len(replicas)
+    elsewhere = 0
+    for i in range(touches):
+        status, answer, text = target.send(
+            "POST",
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "touch", "arguments": {}, "_meta": STATELESS_META},
+            },
+            {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "touch"},
+        )
+        if status != 200:
+            fail(f"listen: touch #{i}: HTTP {status}: {text}")
+        if answer.getheader("X-Replica") != listener:
+            elsewhere += 1
+    if elsewhere == 0:
+        fail("listen: every touch reached the listening replica; nothing crossed replicas")
+    for i in range(touches):
+        message = next_message(response)
+        if not message or message.get("method") != "notifications/resources/updated":
+            fail(f"listen: update {i + 1} of {touches} missing: {message}")
+    conn.sock.settimeout(0.5)
+    try:
+        extra = next_message(response)
+    except OSError:
+        extra = None
+    if extra is not None:
+        fail(f"listen: more updates than changes: {extra}")
+    conn.close()
+    ok(
+        f"a subscriptions/listen stream on {listener} heard all {touches} updates, "
+        f"{elsewhere} of them made through other replicas, once each"
+    )
+
+
+def check_elicit(target, replicas):
+    status, response, text = target.send(
+        "POST",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": VERSION,
+                "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "cluster-checks", "version": "1"},
+            },
+        },
+    )
+    if status != 200:
+        fail(f"elicit: initialize: HTTP {status}: {text}")
+    sid = response.getheader("Mcp-Session-Id")
+    target.send("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, session_headers(sid))
+    crossed = 0
+    for round_ in range(len(replicas)):
+        conn, stream = open_stream(
+            target,
+            {"jsonrpc": "2.0", "id": 10 + round_, "method": "tools/call",
+             "params": {"name": "greet", "arguments": {}}},
+            session_headers(sid),
+        )
+        asker = stream.getheader("X-Replica")
+        asked = next_message(stream)
+        if not asked or asked.get("method") != "elicitation/create":
+            fail(f"elicit: no elicitation request: {asked}")
+        status, answer, text = target.send(
+            "POST",
+            {"jsonrpc": "2.0", "id": asked["id"],
+             "result": {"action": "accept", "content": {"name": f"Ada {round_}"}}},
+            session_headers(sid),
+        )
+        if status != 202:
+            fail(f"elicit: the answer got HTTP {status}: {text}")
+        if answer.getheader("X-Replica") != asker:
+            crossed += 1
+        result = next_message(stream)
+        if not result or f"Hello, Ada {round_}!" not in json.dumps(result):
+            fail(f"elicit: no greeting: {result}")
+        conn.close()
+    if crossed == 0:
+        fail("elicit: every answer reached the asking replica; nothing crossed replicas")
+    ok(f"{len(replicas)} elicitations answered, {crossed} of them through another replica")
+
+
+def check_outage(target, redis_pid, timeout):
+    sid = initialize(target)
+    os.kill(redis_pid, signal.SIGSTOP)
+    try:
+        stopped_at = time.monotonic()
+        statuses = []
+        worst = 0.0
+        while time.monotonic() - stopped_at < 5:
+            started = time.monotonic()
+            status, _, _ = target.send(
+                "POST",
+                {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                session_headers(sid),
+                timeout=30,
+            )
+            worst = max(worst, time.monotonic() - started)
+            statuses.append(status)
+            status, _, _ = target.send(
+                "POST",
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": VERSION,
+                        "capabilities": {},
+                        "clientInfo": {"name": "c", "version": "1"},
+                    },
+                },
+                timeout=30,
+            )
+            statuses.append(status)
+    finally:
+        os.kill(redis_pid, signal.SIGCONT)
+    back_at = time.monotonic()
+    if 503 not in statuses:
+        fail(f"outage: no 503 while Redis was stopped: {statuses}")
+    if any(s not in (200, 503) for s in statuses):
+        fail(f"outage: statuses other than 200/503: {sorted(set(statuses))}")
+    if worst > timeout + 1.0:
+        fail(f"outage: a request took {worst:.1f} s (store timeout {timeout} s)")
+    while True:
+        status, _, _ = target.send(
+            "POST", {"jsonrpc": "2.0", "id": 2, "method": "ping"}, session_headers(sid)
+        )
+        if status == 200:
+            break
+        if time.monotonic() - back_at > 2:
+            fail(f"outage: still HTTP {status} 2 s after Redis came back")
+        time.sleep(0.05)
+    recovered = time.monotonic() - back_at
+    ok(
+        f"Redis stopped 5 s: {statuses.count(503)} of {len(statuses)} requests got 503, "
+        f"the slowest in {worst:.2f} s; served again {recovered:.2f} s after Redis came back"
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("url")
+    parser.add_argument(
+        "checks", nargs="+", choices=["session", "resume", "outage", "listen", "elicit"]
+    )
+    parser.add_argument("--replica", action="append", default=[], help="PORT=PID")
+    parser.add_argument("--redis-cli", default="redis-cli")
+    parser.add_argument("--redis-pid", type=int)
+    parser.add_argument("--store-timeout", type=float, default=2.0)
+    args = parser.parse_args()
+    replicas = {}
+    for item in args.replica:
+        port, pid = item.split("=", 1)
+        replicas[port] = int(pid)
+    target = Target(args.url)
+    for check in args.checks:
+        if check == "session":
+            check_session(target, replicas)
+        elif check == "resume":
+            check_resume(target, replicas, args.redis_cli)
+        elif check == "listen":
+            check_listen(target, replicas)
+        elif check == "elicit":
+            check_elicit(target, replicas)
+        elif check == "outage":
+            if not args.redis_pid:
+                fail("outage needs --redis-pid")
+            check_outage(target, args.redis_pid, args.store_timeout)
+
+
+if __name__ == "__main__":
+    main()
