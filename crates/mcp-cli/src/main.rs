@@ -189,61 +189,8 @@ fn init_tracing(verbose: u8) {
         .with_target(verbose > 1);
     let _ = tracing_subscriber::registry()
         .with(filter)
-        .with(ExpectedRefusals {
-            quiet: verbose == 0,
-        })
         .with(fmt)
         .try_init();
-}
-
-/// Warnings the command expects in normal use, hidden unless `-v` is given.
-///
-/// Connecting without `--protocol` first probes with `server/discover`; a server of an older
-/// revision refuses it, and some (the TypeScript SDK's HTTP server) refuse it with an error
-/// that carries no request id, which the JSON-RPC engine reports as a warning. That refusal is
-/// the expected answer of the probe, not something the user has to act on.
-struct ExpectedRefusals {
-    quiet: bool,
-}
-
-/// Messages of the events [`ExpectedRefusals`] hides. The second is the HTTP transport's about
-/// a refusal whose body is not JSON-RPC (a `401` page): the request it answered fails, and the
-/// command reports that failure in words.
-const EXPECTED_WARNINGS: &[&str] = &[
-    "peer reported an error without a request id",
-    "invalid JSON-RPC response body",
-];
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ExpectedRefusals {
-    fn event_enabled(
-        &self,
-        event: &tracing::Event<'_>,
-        _: tracing_subscriber::layer::Context<'_, S>,
-    ) -> bool {
-        if !self.quiet || *event.metadata().level() != tracing::Level::WARN {
-            return true;
-        }
-        let mut message = MessageOf(String::new());
-        event.record(&mut message);
-        !EXPECTED_WARNINGS.contains(&message.0.as_str())
-    }
-}
-
-/// The `message` field of an event.
-struct MessageOf(String);
-
-impl tracing::field::Visit for MessageOf {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "message" {
-            value.clone_into(&mut self.0);
-        }
-    }
-
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
 }
 
 #[cfg(test)]

@@ -688,7 +688,12 @@ impl Shared {
                     }
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "invalid JSON-RPC response body"),
+            // The requests it should have answered fail, and their callers say so; a body
+            // that answers nothing (a notification's refusal) is only worth a warning.
+            Err(e) if pending.is_empty() => {
+                tracing::warn!(error = %e, "invalid JSON-RPC response body")
+            }
+            Err(e) => tracing::debug!(error = %e, "invalid JSON-RPC response body"),
         }
     }
 
