@@ -881,7 +881,7 @@ fn emit_roundtrip(set: &TypeSet, out: &mut String) {
     }
     out.push_str("];\n\n");
     out.push_str(
-        "/// Deserializes `value` as the type named `name` and serializes it again (used by the crate's tests).\n#[doc(hidden)]\npub fn __roundtrip(name: &str, value: &serde_json::Value) -> Option<::core::result::Result<serde_json::Value, serde_json::Error>> {\n    fn rt<T: serde::Serialize + for<'a> serde::Deserialize<'a>>(value: &serde_json::Value) -> ::core::result::Result<serde_json::Value, serde_json::Error> {\n        serde_json::to_value(T::deserialize(value)?)\n    }\n    Some(match name {\n",
+        "/// Deserializes `value` as the type named `name` and serializes it again (used by the crate's tests;\n/// feature `__roundtrip`: it instantiates both directions of every type's serde impls).\n#[cfg(feature = \"__roundtrip\")]\n#[doc(hidden)]\npub fn __roundtrip(name: &str, value: &serde_json::Value) -> Option<::core::result::Result<serde_json::Value, serde_json::Error>> {\n    fn rt<T: serde::Serialize + for<'a> serde::Deserialize<'a>>(value: &serde_json::Value) -> ::core::result::Result<serde_json::Value, serde_json::Error> {\n        serde_json::to_value(T::deserialize(value)?)\n    }\n    Some(match name {\n",
     );
     for n in names {
         let _ = writeln!(out, "{n:?} => rt::<{n}>(value),");

@@ -6089,7 +6089,9 @@ pub const __TYPE_NAMES: &[&str] = &[
     "UntitledSingleSelectEnumSchema",
 ];
 
-/// Deserializes `value` as the type named `name` and serializes it again (used by the crate's tests).
+/// Deserializes `value` as the type named `name` and serializes it again (used by the crate's tests;
+/// feature `__roundtrip`: it instantiates both directions of every type's serde impls).
+#[cfg(feature = "__roundtrip")]
 #[doc(hidden)]
 pub fn __roundtrip(
     name: &str,
