@@ -661,8 +661,15 @@ fn run() -> Result<()> {
         }
     }
     let cases: Vec<Case> = plans.into_iter().map(|p| p.case).collect();
-    let markdown = report::markdown(&run_info(&s, taskset), &cases);
+    let mut markdown = report::markdown(&run_info(&s, taskset), &cases);
     if let Some(out) = &s.out {
+        // The compile-cost section belongs to scripts/compile-cost: kept as it is.
+        let kept = std::fs::read_to_string(out)
+            .ok()
+            .and_then(|old| report::compile_cost_section(&old).map(str::to_owned));
+        if let Some(section) = kept {
+            markdown = format!("{markdown}\n{section}\n");
+        }
         std::fs::write(out, &markdown).map_err(|e| fail!("writing {}: {e}", out.display()))?;
         eprintln!("bench-run: wrote {}", out.display());
     }
