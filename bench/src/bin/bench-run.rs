@@ -663,7 +663,7 @@ fn run() -> Result<()> {
     let cases: Vec<Case> = plans.into_iter().map(|p| p.case).collect();
     let mut markdown = report::markdown(&run_info(&s, taskset), &cases);
     if let Some(out) = &s.out {
-        // The compile-cost section belongs to scripts/compile-cost: kept as it is.
+        // The build-cost sections at the end (scripts/compile-cost): kept as they are.
         let kept = std::fs::read_to_string(out)
             .ok()
             .and_then(|old| report::compile_cost_section(&old).map(str::to_owned));
