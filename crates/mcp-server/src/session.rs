@@ -281,6 +281,22 @@ fn serve_session(
     }
 }
 
+/// [`serve_session`] for [`SessionHandler::serve`]: one box, holding the session the dispatch
+/// borrows.
+fn serve_session_owned(
+    session: Arc<Session>,
+    peer: Peer,
+    cancel: mcp_jsonrpc::Cancellation,
+    request: Request,
+) -> BoxFuture<'static, Result<RawJson, ErrorObject>> {
+    Box::pin(async move {
+        match route(&session, peer, cancel, request) {
+            Route::Answered(answer) => answer,
+            Route::Dispatch(origin, request) => dispatch(&session.server, origin, request).await,
+        }
+    })
+}
+
 /// Where a session's request goes: answered by the session itself, or dispatched.
 enum Route<'a> {
     Answered(Result<RawJson, ErrorObject>),
@@ -394,7 +410,37 @@ impl SessionHandler {
         })
     }
 
-    /// [`Handler::handle_request`] without the telemetry hook.
+    /// Serves a request. Without middleware, a session's request without `_meta` is dispatched
+    /// without an attempt to classify it, and a stateless request's params are read once
+    /// instead of once to classify it and again to serve it; anything else takes the general
+    /// path ([`serve_request`](Self::serve_request)).
+    ///
+    /// Not an `async fn`: each path is boxed on its own, so each allocates and moves a future
+    /// of its own size, not one as large as the general path's (measured: the stateless rows
+    /// of `docs/performance.md` lose about 15% with one future sized for every path).
+    fn serve(
+        self,
+        request: mcp_jsonrpc::Request,
+        cx: mcp_jsonrpc::RequestContext,
+    ) -> BoxFuture<'static, Result<RawJson, ErrorObject>> {
+        if self.0.server.inner.middleware.is_empty() {
+            if !serve::may_be_stateless(&request.method, request.params.as_deref()) {
+                let version = self.0.scope.get().map(|s| s.version);
+                let parts = cx.into_parts();
+                let request = with_extensions(request, parts.extensions, version);
+                return serve_session_owned(self.0, parts.peer, parts.cancellation, request);
+            }
+            // Params that lift are those of a stateless request: `_meta` names a supported
+            // revision.
+            if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref()) {
+                let request = with_context(request, &cx, Some(lifted.version()));
+                return Box::pin(serve::serve_lifted(self, cx, request, lifted));
+            }
+        }
+        Box::pin(async move { self.serve_request(request, cx).await })
+    }
+
+    /// The general path of [`serve`](Self::serve): middleware, classification.
     async fn serve_request(
         &self,
         request: mcp_jsonrpc::Request,
@@ -402,25 +448,6 @@ impl SessionHandler {
     ) -> Result<RawJson, ErrorObject> {
         let session = &*self.0;
         let chain = &session.server.inner.middleware;
-        if chain.is_empty() {
-            if !serve::may_be_stateless(&request.method, request.params.as_deref()) {
-                // Certainly a session's request (no `_meta` to make it stateless): served in
-                // place, with the context's pieces moved, and no attempt to classify it.
-                let version = session.scope.get().map(|s| s.version);
-                let parts = cx.into_parts();
-                let request = with_extensions(request, parts.extensions, version);
-                return serve_session(session, parts.peer, parts.cancellation, request).await;
-            }
-            // Params that lift are those of a stateless request (`_meta` names a supported
-            // revision): read once, not once to classify and again to serve. Boxed: the
-            // stateless future is large, and held in place it would size every request's
-            // future on this connection. Anything else takes the general path, which
-            // classifies it.
-            if let Ok(lifted) = serve::lift(&request.method, request.params.as_deref()) {
-                let request = with_context(request, &cx, Some(lifted.version()));
-                return Box::pin(serve::serve_lifted(self.clone(), cx, request, lifted)).await;
-            }
-        }
         // A request carrying the stateless revision's `_meta` is served on its own, whatever
         // the connection did before; anything else belongs to the session.
         let stateless = serve::classify(&request.method, request.params.as_deref());
@@ -467,20 +494,20 @@ impl Handler for SessionHandler {
         request: mcp_jsonrpc::Request,
         cx: mcp_jsonrpc::RequestContext,
     ) -> impl Future<Output = Result<RawJson, ErrorObject>> + Send {
-        // Off (no feature, or nothing installed) the request's future is `serve_request`'s
-        // own: the hook adds a branch on a static, and nothing to the future.
+        // Off (no feature, or nothing installed) the request's future is `serve`'s own: the
+        // hook adds a branch on a static, and nothing to the future.
         #[cfg(feature = "otel")]
         {
             use futures_util::future::Either;
             if let Some(telemetry) = crate::otel::installed() {
                 let operation = self.observe(telemetry, &request, cx.extensions());
-                let served = Box::pin(self.serve_request(request, cx));
+                let served = self.clone().serve(request, cx);
                 return Either::Left(crate::otel::traced(operation, served));
             }
-            Either::Right(self.serve_request(request, cx))
+            Either::Right(self.clone().serve(request, cx))
         }
         #[cfg(not(feature = "otel"))]
-        self.serve_request(request, cx)
+        self.clone().serve(request, cx)
     }
 
     async fn handle_notification(&self, notification: Notification, cx: NotificationContext) {

@@ -382,31 +382,31 @@ impl Inlet {
         };
         let cancel = admitted.cx.cancel.clone();
         let mut run = self.door.start(request, admitted);
+        let mut related = related;
         // The first poll, here. (`None` inside: cancelled.)
-        let mut running = Running {
+        let (first, answer, run) = match (&mut run).now_or_never() {
+            Some(answer) => {
+                let first = related.try_recv();
+                match (first, answer) {
+                    // Answered with nothing sent before (most requests): nothing else is made.
+                    (None, Some(response)) => return Served::Answered(response),
+                    (None, None) => return Served::Closed,
+                    (first, answer) => (first, answer, None),
+                }
+            }
+            None => (None, None, Some(run)),
+        };
+        Served::Running(Running {
             id,
-            first: None,
-            answer: None,
-            run: None,
+            first,
+            answer,
+            run,
             related,
             related_open: true,
             cancel,
-            door: self.door.clone(),
+            tx: self.door.tx.clone(),
             _permit: permit,
-        };
-        match (&mut run).now_or_never() {
-            Some(answer) => {
-                running.first = running.related.try_recv();
-                match (running.first.is_none(), answer) {
-                    // Answered with nothing sent before: most requests.
-                    (true, Some(response)) => return Served::Answered(response),
-                    (true, None) => return Served::Closed,
-                    (false, answer) => running.answer = answer,
-                }
-            }
-            None => running.run = Some(run),
-        }
-        Served::Running(running)
+        })
     }
 }
 
@@ -425,7 +425,8 @@ pub struct Running {
     related: RequestRx,
     related_open: bool,
     cancel: Cancellation,
-    door: Door,
+    /// The engine's outbound queue, for [`into_engine`](Self::into_engine).
+    tx: mpsc::Sender<Queued>,
     /// Its place among the requests running.
     _permit: OwnedSemaphorePermit,
 }
@@ -478,7 +479,7 @@ impl Running {
     /// answer go out through the engine's outbound queue, in order, as for the requests the
     /// engine reads itself. Must be called inside a Tokio runtime.
     pub fn into_engine(mut self) {
-        let tx = self.door.tx.clone();
+        let tx = self.tx.clone();
         tokio::spawn(async move {
             while let Some(step) = self.next().await {
                 let outbound = match step {
