@@ -1,10 +1,12 @@
 //! Shared helpers for the cross-crate tests in `tests/tests/`: reading results
-//! ([`content`]), serving and driving Streamable HTTP without the SDK's client ([`http`]), and
-//! finding the npm packages of the interop tests ([`interop`]).
+//! ([`content`]), serving and driving Streamable HTTP without the SDK's client ([`http`]),
+//! finding the npm packages of the interop tests ([`interop`]), and building and running the
+//! `mcp` command ([`cli`]).
 //!
 //! The test files under `tests/tests/` each build as their own crate; what more than one of them
 //! needs lives here, once.
 
+pub mod cli;
 pub mod content;
 pub mod http;
 pub mod interop;

@@ -3,202 +3,18 @@
 //! `@modelcontextprotocol/server-everything` from npm (installed by `scripts/test`), checking
 //! output and exit codes.
 //!
-//! The binary lives in another package (`mcp-cli`), so `CARGO_BIN_EXE_mcp` is not available
-//! here. The tests build it the way `escargot` would: one `cargo build -p mcp-cli --bin mcp`
-//! with this test binary's profile and target directory (read off this test binary's own
-//! path), then run `<target>/<profile>/mcp`. That always tests the current sources, also under
-//! `cargo test -p mcp-tests`, which by itself builds no binaries of other packages.
+//! The binary lives in another package (`mcp-cli`); `mcp_tests::cli` builds it with this test
+//! binary's profile and target directory, so the tests always run the current sources.
 //!
 //! The npm tests fail, never skip, when `node` or the modules are missing.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use mcp_tests::cli::{Home, Listening, Run, mcp, run};
 use serde_json::Value;
-
-/// Longest a single `mcp` run may take.
-const RUN_LIMIT: Duration = Duration::from_secs(60);
-
-/// Builds `mcp` once per test process and returns its path.
-fn mcp() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test binary's path");
-        // <target>/[<triple>/]<profile>/deps/cli_e2e-<hash>
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the test binary sits in <profile>/deps");
-        let dir_name = profile_dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .expect("a profile directory");
-        let profile = match dir_name {
-            "debug" => "dev",
-            other => other,
-        };
-        let mut target_dir = profile_dir.parent().expect("a target directory");
-        let mut triple = None;
-        // Cargo marks the root of a target dir it created with CACHEDIR.TAG, and keeps its
-        // rustc cache there (a target dir that existed before cargo first ran lacks the tag).
-        let is_root =
-            |d: &Path| d.join("CACHEDIR.TAG").exists() || d.join(".rustc_info.json").exists();
-        if !is_root(target_dir) && target_dir.parent().is_some_and(is_root) {
-            // A cross build: <target>/<triple>/<profile>.
-            triple = target_dir.file_name().and_then(|n| n.to_str());
-            target_dir = target_dir.parent().expect("a target directory");
-        }
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("the workspace");
-        let mut build = Command::new(cargo);
-        build
-            .current_dir(workspace)
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "mcp-cli",
-                "--bin",
-                "mcp",
-                "--profile",
-            ])
-            .arg(profile)
-            .arg("--target-dir")
-            .arg(target_dir);
-        if let Some(triple) = triple {
-            build.args(["--target", triple]);
-        }
-        let status = build.status().expect("run cargo to build mcp");
-        assert!(status.success(), "building mcp failed: {status}");
-        let binary = profile_dir.join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-        assert!(binary.is_file(), "{} was not built", binary.display());
-        binary
-    })
-}
-
-/// What one run printed and how it ended.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
-
-    #[track_caller]
-    fn expect_code(&self, code: i32) -> &Self {
-        assert_eq!(self.code, Some(code), "exit code: {self:?}");
-        self
-    }
-}
-
-fn reader(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        String::from_utf8_lossy(&bytes).into_owned()
-    })
-}
-
-/// Runs `mcp args...` with stdin closed (so questions are declined), within [`RUN_LIMIT`].
-fn run(args: &[&str]) -> Run {
-    run_in(args, &[], None)
-}
-
-/// [`run`] with more environment variables, in directory `cwd`.
-fn run_in(args: &[&str], env: &[(&str, &Path)], cwd: Option<&Path>) -> Run {
-    let mut command = Command::new(mcp());
-    command.args(args).envs(env.iter().map(|(k, v)| (*k, *v)));
-    if let Some(cwd) = cwd {
-        command.current_dir(cwd);
-    }
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mcp");
-    let stdout = reader(child.stdout.take().expect("stdout"));
-    let stderr = reader(child.stderr.take().expect("stderr"));
-    let status = wait(&mut child, RUN_LIMIT)
-        .unwrap_or_else(|| panic!("`mcp {}` did not finish in {RUN_LIMIT:?}", args.join(" ")));
-    Run {
-        code: status.code(),
-        stdout: stdout.join().expect("stdout reader"),
-        stderr: stderr.join().expect("stderr reader"),
-    }
-}
-
-fn wait(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for mcp") {
-            return Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// A long-running `mcp` (serve, proxy) that announces its URL on stderr; killed on drop.
-struct Listening {
-    child: Child,
-    url: String,
-}
-
-impl Listening {
-    fn start(args: &[&str]) -> Listening {
-        let mut child = Command::new(mcp())
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start mcp");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut sent = false;
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if let Some(at) = line.find("http://").filter(|_| !sent) {
-                    let _ = tx.send(line[at..].trim().to_owned());
-                    sent = true;
-                }
-                // Keep draining so the server never blocks on a full stderr pipe.
-            }
-        });
-        let url = match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(url) => url,
-            Err(_) => {
-                let _ = child.kill();
-                panic!("`mcp {}` announced no URL", args.join(" "));
-            }
-        };
-        Listening { child, url }
-    }
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A local port nothing listens on.
 fn closed_port() -> u16 {
@@ -208,20 +24,21 @@ fn closed_port() -> u16 {
     port
 }
 
-fn everything_server() -> String {
-    let node = Command::new("node").arg("--version").output();
-    assert!(
-        node.as_ref().is_ok_and(|o| o.status.success()),
-        "`node` is required for the interop tests (install Node.js 18 or later): {node:?}"
-    );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("interop/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        script.is_file(),
-        "{} is missing: run `npm ci --prefix tests/interop` (scripts/test does)",
-        script.display()
-    );
-    script.to_string_lossy().into_owned()
+/// The reference server-everything's script, checked once per test process.
+fn everything_server() -> &'static str {
+    static SCRIPT: OnceLock<String> = OnceLock::new();
+    SCRIPT.get_or_init(|| {
+        mcp_tests::interop::reference_server("server-everything")
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
+/// `mcp args... -- node <server-everything>`: the reference server on stdio.
+fn with(args: &[&str]) -> Run {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend_from_slice(&["--", "node", everything_server()]);
+    run(&all)
 }
 
 #[test]
@@ -322,9 +139,7 @@ fn exit_codes_tell_what_went_wrong() {
     missing.expect_code(3);
     assert!(missing.stderr.contains("cannot start"), "{missing:?}");
 
-    let help = run(&["--help"]);
-    help.expect_code(0);
-    assert!(help.stdout.contains("Exit codes"), "{help:?}");
+    run(&["--help"]).expect_code(0).expect_stdout("Exit codes");
 }
 
 #[test]
@@ -356,14 +171,6 @@ fn stdio_servers_are_started_and_shut_down() {
 
 #[test]
 fn reference_everything_server_over_stdio() {
-    let script = everything_server();
-    let server = ["--", "node", script.as_str()];
-    let with = |args: &[&str]| {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend_from_slice(&server);
-        run(&all)
-    };
-
     let tools = with(&["list", "tools"]);
     tools.expect_code(0);
     for name in ["echo", "get-sum", "get-tiny-image"] {
@@ -468,9 +275,9 @@ fn the_bundled_server_over_http_and_through_proxies() {
         "log messages reach stderr: {countdown:?}"
     );
 
-    let discovered = run(&["discover", "--url", url]);
-    discovered.expect_code(0);
-    assert!(discovered.stdout.contains("mcp-example"), "{discovered:?}");
+    run(&["discover", "--url", url])
+        .expect_code(0)
+        .expect_stdout("mcp-example");
 
     // An HTTP server exposed on stdio, used as a stdio server.
     let mcp = mcp().to_string_lossy().into_owned();
@@ -521,12 +328,9 @@ fn the_bundled_server_over_http_and_through_proxies() {
 
 #[test]
 fn schemas_and_tables_need_no_server() {
-    let revisions = run(&["revisions"]);
-    revisions.expect_code(0);
-    assert!(
-        revisions.stdout.contains("2026-07-28  stateless"),
-        "{revisions:?}"
-    );
+    run(&["revisions"])
+        .expect_code(0)
+        .expect_stdout("2026-07-28  stateless");
 
     let methods = run(&["methods", "--revision", "2024-11-05"]);
     methods.expect_code(0);
@@ -562,7 +366,7 @@ impl NodeHttp {
         let script = everything_server();
         let port = closed_port();
         let child = Command::new("node")
-            .args([script.as_str(), "streamableHttp"])
+            .args([script, "streamableHttp"])
             .env("PORT", port.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -662,9 +466,9 @@ fn a_refused_connection_is_said_in_words() {
 #[test]
 fn piped_lists_are_never_cut() {
     let script = everything_server();
-    let listed = run(&["list", "tools", "--", "node", &script]);
+    let listed = run(&["list", "tools", "--", "node", script]);
     listed.expect_code(0);
-    let json = run(&["list", "tools", "--json", "--", "node", &script]);
+    let json = run(&["list", "tools", "--json", "--", "node", script]);
     json.expect_code(0);
     assert!(
         !listed.stdout.contains('…'),
@@ -739,9 +543,9 @@ fn tools_read_as_signatures_and_describe_shows_everything() {
     );
     assert!(prompt.stdout.contains("code (required)"), "{prompt:?}");
 
-    let resource = run(&["describe", "resource", "example://readme"]);
-    resource.expect_code(0);
-    assert!(resource.stdout.contains("text/plain"), "{resource:?}");
+    run(&["describe", "resource", "example://readme"])
+        .expect_code(0)
+        .expect_stdout("text/plain");
     let template = run(&["describe", "template", "item"]);
     template.expect_code(0);
     assert!(
@@ -785,13 +589,6 @@ fn arguments_are_checked_before_the_call() {
 
 #[test]
 fn reference_servers_get_checked_and_coerced_arguments() {
-    let script = everything_server();
-    let server = ["--", "node", script.as_str()];
-    let with = |args: &[&str]| {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend_from_slice(&server);
-        run(&all)
-    };
     // Enum values are checked, and the allowed ones named.
     let wrong = with(&["call", "get-annotated-message", "--arg", "messageType=info"]);
     wrong.expect_code(2);
@@ -821,13 +618,10 @@ fn reference_servers_get_checked_and_coerced_arguments() {
     // `read_multiple_files(paths: string[])`).
     let filesystem = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("interop/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    let dir = std::env::temp_dir().join(format!("mcp-cli-coerce-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let dir = dir.canonicalize().expect("canonical temp dir");
-    let file = dir.join("note.txt");
-    std::fs::write(&file, "coerced into an array").expect("write");
+    let dir = Home::new("coerce");
+    let file = dir.write("note.txt", "coerced into an array");
     let fs_script = filesystem.to_string_lossy().into_owned();
-    let dir_text = dir.to_string_lossy().into_owned();
+    let dir_text = dir.path().to_string_lossy().into_owned();
     let paths = format!("paths={}", file.display());
     let read = run(&[
         "call",
@@ -839,7 +633,7 @@ fn reference_servers_get_checked_and_coerced_arguments() {
         &fs_script,
         &dir_text,
     ]);
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     read.expect_code(0);
     assert!(read.stdout.contains("coerced into an array"), "{read:?}");
 }
@@ -878,45 +672,6 @@ fn completion_scripts_and_forced_progress() {
         !forced.stderr.contains('\x1b'),
         "plain lines off a terminal: {forced:?}"
     );
-}
-
-/// A temporary home directory with client configurations in it; removed on drop.
-struct Home {
-    dir: PathBuf,
-}
-
-impl Home {
-    fn new(tag: &str) -> Home {
-        let dir = std::env::temp_dir().join(format!("mcp-cli-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("project")).expect("temp home");
-        Home {
-            dir: dir.canonicalize().expect("canonical temp home"),
-        }
-    }
-
-    fn write(&self, relative: &str, text: &str) -> PathBuf {
-        let path = self.dir.join(relative);
-        std::fs::create_dir_all(path.parent().expect("a parent")).expect("dirs");
-        std::fs::write(&path, text).expect("write fixture");
-        path
-    }
-
-    /// `mcp args...` with this HOME (and no XDG_CONFIG_HOME), in its `project` directory.
-    fn run(&self, args: &[&str]) -> Run {
-        let config = self.dir.join(".config");
-        run_in(
-            args,
-            &[("HOME", &self.dir), ("XDG_CONFIG_HOME", &config)],
-            Some(&self.dir.join("project")),
-        )
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 #[test]
@@ -979,9 +734,9 @@ fn servers_are_found_in_client_configs_and_used_by_name() {
     assert_eq!(remote["transport"], "http");
 
     // Client commands take a server by name.
-    let tools = home.run(&["list", "tools", "bundled"]);
-    tools.expect_code(0);
-    assert!(tools.stdout.contains("echo(text: string)"), "{tools:?}");
+    home.run(&["list", "tools", "bundled"])
+        .expect_code(0)
+        .expect_stdout("echo(text: string)");
     let call = home.run(&["call", "from-vscode:echo", "--arg", "text=by name"]);
     call.expect_code(0);
     assert_eq!(call.stdout, "by name\n");
@@ -1066,7 +821,7 @@ fn install_writes_one_entry_and_dry_run_only_shows_it() {
     ])
     .expect_code(0);
     let vscode: Value = serde_json::from_str(
-        &std::fs::read_to_string(home.dir.join(".config/Code/User/mcp.json")).expect("created"),
+        &std::fs::read_to_string(home.path().join(".config/Code/User/mcp.json")).expect("created"),
     )
     .expect("JSON");
     assert_eq!(vscode["servers"]["web"]["type"], "http");

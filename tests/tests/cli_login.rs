@@ -7,81 +7,18 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use jsonwebtoken::{Algorithm, DecodingKey};
 use mcp_auth::{
     HttpClient, HyperHttpClient, JwtVerifier, ProtectedResourceMetadata, ResourceServer,
 };
+use mcp_tests::cli::{Home, wait};
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use support::{AsConfig, SECRET, TestAs};
-
-/// Builds `mcp` (as `cli_e2e.rs` does: this test binary's profile and target directory).
-fn mcp() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test binary's path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the test binary sits in <profile>/deps");
-        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => "dev",
-            Some(other) => other,
-            None => panic!("a profile directory"),
-        };
-        let target_dir = profile_dir.parent().expect("a target directory");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("the workspace");
-        let status = Command::new(cargo)
-            .current_dir(workspace)
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "mcp-cli",
-                "--bin",
-                "mcp",
-                "--profile",
-            ])
-            .arg(profile)
-            .arg("--target-dir")
-            .arg(target_dir)
-            .status()
-            .expect("run cargo to build mcp");
-        assert!(status.success(), "building mcp failed: {status}");
-        profile_dir.join(format!("mcp{}", std::env::consts::EXE_SUFFIX))
-    })
-}
-
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-/// `mcp args...` with `home` as HOME and its `.config` as XDG_CONFIG_HOME.
-fn run(home: &Path, args: &[&str]) -> Run {
-    let output = Command::new(mcp())
-        .args(args)
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mcp");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 /// The bundled example on Streamable HTTP, behind a resource server that trusts `issuer`.
 async fn protected_example(issuer: &str) -> String {
@@ -122,11 +59,9 @@ async fn location(http: &HyperHttpClient, url: &str) -> Option<String> {
 }
 
 /// Runs `mcp login url --no-browser` with `home`, playing the browser; what it printed.
-fn log_in(runtime: &tokio::runtime::Runtime, home: &Path, url: &str) -> String {
-    let mut login = Command::new(mcp())
-        .args(["login", url, "--no-browser"])
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
+fn log_in(runtime: &tokio::runtime::Runtime, home: &Home, url: &str) -> String {
+    let mut login = home
+        .command(&["login", url, "--no-browser"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -166,14 +101,7 @@ fn log_in(runtime: &tokio::runtime::Runtime, home: &Path, url: &str) -> String {
         http.send(request).await.map(|r| r.status())
     });
     assert_eq!(answered.ok(), Some(http::StatusCode::OK));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = login.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "mcp login did not finish");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait(&mut login, Duration::from_secs(60)).expect("mcp login did not finish");
     let said = reader.join().expect("stderr reader");
     assert!(status.success(), "{said}");
     assert!(said.contains(&format!("logged in to {url}")), "{said}");
@@ -189,15 +117,12 @@ fn login_stores_tokens_that_client_commands_use() {
         let url = protected_example(&auth.issuer).await;
         (auth, url)
     });
-    let home = std::env::temp_dir().join(format!("mcp-cli-login-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
-    std::fs::create_dir_all(&home).expect("temp home");
-    let other_home = home.join("other");
-    std::fs::create_dir_all(&other_home).expect("another home");
+    let home = Home::new("login");
+    let other_home = Home::new("login-other");
 
     // Without a login the server refuses, and the command says what to do.
-    let refused = run(&home, &["call", "echo", "--arg", "text=hi", "--url", &url]);
-    assert_eq!(refused.code, Some(3), "{refused:?}");
+    let refused = home.run(&["call", "echo", "--arg", "text=hi", "--url", &url]);
+    refused.expect_code(3);
     assert!(
         refused
             .stderr
@@ -208,7 +133,7 @@ fn login_stores_tokens_that_client_commands_use() {
 
     log_in(&runtime, &home, &url);
     // The tokens: one file, readable by the owner only, holding a token for this server.
-    let tokens = home.join(".config/mcp/tokens.json");
+    let tokens = home.path().join(".config/mcp/tokens.json");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -230,31 +155,23 @@ fn login_stores_tokens_that_client_commands_use() {
     );
 
     // Client commands use the stored tokens.
-    let echo = run(
-        &home,
-        &["call", "echo", "--arg", "text=authorized", "--url", &url],
-    );
-    assert_eq!(echo.code, Some(0), "{echo:?}");
+    let echo = home.run(&["call", "echo", "--arg", "text=authorized", "--url", &url]);
+    echo.expect_code(0);
     assert_eq!(echo.stdout, "authorized\n");
-    let elsewhere = run(
-        &other_home,
-        &["call", "echo", "--arg", "text=x", "--url", &url],
-    );
+    let elsewhere = other_home.run(&["call", "echo", "--arg", "text=x", "--url", &url]);
     assert_eq!(
         elsewhere.code,
         Some(3),
         "another user has no tokens: {elsewhere:?}"
     );
 
-    let logout = run(&home, &["logout", &url]);
-    assert_eq!(logout.code, Some(0), "{logout:?}");
-    let after = run(&home, &["call", "echo", "--arg", "text=hi", "--url", &url]);
-    assert_eq!(after.code, Some(3), "{after:?}");
+    let logout = home.run(&["logout", &url]);
+    logout.expect_code(0);
+    let after = home.run(&["call", "echo", "--arg", "text=hi", "--url", &url]);
+    after.expect_code(3);
     assert!(after.stderr.contains("mcp login"), "{after:?}");
-    let again = run(&home, &["logout", &url]);
-    assert_eq!(again.code, Some(2), "{again:?}");
-
-    let _ = std::fs::remove_dir_all(&home);
+    let again = home.run(&["logout", &url]);
+    again.expect_code(2);
 }
 
 #[test]
@@ -265,11 +182,9 @@ fn a_refused_token_is_refreshed_by_the_next_command() {
         let url = protected_example(&auth.issuer).await;
         (auth, url)
     });
-    let home = std::env::temp_dir().join(format!("mcp-cli-refresh-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
-    std::fs::create_dir_all(&home).expect("temp home");
+    let home = Home::new("refresh");
     log_in(&runtime, &home, &url);
-    let tokens = home.join(".config/mcp/tokens.json");
+    let tokens = home.path().join(".config/mcp/tokens.json");
     let read = || -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(&tokens).expect("the token file")).expect("JSON")
     };
@@ -290,11 +205,8 @@ fn a_refused_token_is_refreshed_by_the_next_command() {
     stored[&auth.issuer]["tokens"][&url]["access_token"] = "no-longer-valid".into();
     std::fs::write(&tokens, serde_json::to_vec(&stored).expect("JSON")).expect("write");
     let before = refreshes();
-    let echo = run(
-        &home,
-        &["call", "echo", "--arg", "text=refreshed", "--url", &url],
-    );
-    assert_eq!(echo.code, Some(0), "{echo:?}");
+    let echo = home.run(&["call", "echo", "--arg", "text=refreshed", "--url", &url]);
+    echo.expect_code(0);
     assert_eq!(echo.stdout, "refreshed\n");
     assert_eq!(refreshes(), before + 1, "one refresh_token grant");
     let token = read()[&auth.issuer]["tokens"][&url]["access_token"].clone();
@@ -302,5 +214,4 @@ fn a_refused_token_is_refreshed_by_the_next_command() {
         token.is_string() && token != "no-longer-valid",
         "the new token is stored: {token}"
     );
-    let _ = std::fs::remove_dir_all(&home);
 }

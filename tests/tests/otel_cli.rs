@@ -2,18 +2,16 @@
 //! `mcp serve --http`, both exporting OTLP/HTTP (`http/json`) to a receiver in this test, give
 //! one trace: the client's span, the server's span as its child, the tool's span inside.
 //!
-//! The binary is built here with `cargo build -p mcp-cli --bin mcp --features otel`, into this
-//! test binary's target directory and profile (as `tests/cli_e2e.rs` builds it), and copied to
-//! `mcp-otel` beside it.
+//! The binary is built with `cargo build -p mcp-cli --bin mcp --features otel`, into this test
+//! binary's target directory and profile, and copied to `mcp-otel` beside it
+//! (`mcp_tests::cli::mcp_with_otel`).
 //!
 //! `cargo test -p mcp-tests --features otel --test otel_cli`
 #![cfg(feature = "otel")]
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -21,55 +19,9 @@ use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use mcp_tests::cli::{Listening, Run, mcp_with_otel, output};
 use serde_json::Value;
 use tokio::net::TcpListener;
-
-/// Builds `mcp` with telemetry once per test process and returns its path.
-fn mcp() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test binary's path");
-        // <target>/<profile>/deps/otel_cli-<hash>
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the test binary sits in <profile>/deps");
-        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => "dev",
-            Some(other) => other,
-            None => panic!("a profile directory"),
-        };
-        let target_dir = profile_dir.parent().expect("a target directory");
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("the workspace");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(workspace)
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "mcp-cli",
-                "--bin",
-                "mcp",
-                "--features",
-                "otel",
-                "--profile",
-                profile,
-            ])
-            .arg("--target-dir")
-            .arg(target_dir)
-            .status()
-            .expect("run cargo to build mcp");
-        assert!(status.success(), "building mcp with otel failed: {status}");
-        let built = profile_dir.join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-        // A copy of its own: another test may rebuild `mcp` without the feature.
-        let copy = profile_dir.join(format!("mcp-otel{}", std::env::consts::EXE_SUFFIX));
-        std::fs::copy(&built, &copy).expect("copy mcp");
-        copy
-    })
-}
 
 /// One OTLP/HTTP export received: its path and its JSON body.
 type Received = Arc<Mutex<Vec<(String, Value)>>>;
@@ -118,7 +70,7 @@ async fn receiver() -> (SocketAddr, Received) {
 
 /// `mcp` with export to `receiver` as `service`.
 fn command(receiver: SocketAddr, service: &str) -> Command {
-    let mut command = Command::new(mcp());
+    let mut command = Command::new(mcp_with_otel());
     command
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{receiver}"))
         .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
@@ -126,56 +78,19 @@ fn command(receiver: SocketAddr, service: &str) -> Command {
         .env("OTEL_BSP_SCHEDULE_DELAY", "50")
         .env("OTEL_METRIC_EXPORT_INTERVAL", "200")
         .env_remove("OTEL_TRACES_SAMPLER")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .stdin(Stdio::null());
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
     command
 }
 
-/// `mcp serve --http` on a free port; its URL as it announces it on stderr.
-fn serve(receiver: SocketAddr) -> (Child, String) {
-    let mut child = command(receiver, "mcp-serve")
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mcp serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if let Some(at) = line.find("http://").filter(|_| !sent) {
-                let _ = tx.send(line[at..].trim().to_owned());
-                sent = true;
-            }
-        }
-    });
-    match rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(url) => (child, url),
-        Err(_) => {
-            let _ = child.kill();
-            panic!("`mcp serve --http` announced no URL");
-        }
-    }
-}
-
-/// Ends `child` as an operator would (SIGTERM), so it exports what it holds.
-fn terminate(mut child: Child) {
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if child.try_wait().expect("wait").is_some() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    panic!("mcp serve did not end on SIGTERM");
+/// `mcp args...` exporting to `receiver` as `service`, run on a blocking thread; panics
+/// unless it succeeds.
+async fn run_exporting(receiver: SocketAddr, service: &'static str, args: &[&str]) -> Run {
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let run = tokio::task::spawn_blocking(move || output(command(receiver, service).args(args)))
+        .await
+        .expect("call");
+    assert_eq!(run.code, Some(0), "mcp call: {}", run.stderr);
+    run
 }
 
 /// One span as the test reads it from the OTLP JSON.
@@ -282,32 +197,23 @@ fn one<'a>(spans: &'a [Exported], service: &str, name: &str, kind: i64) -> &'a E
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_call_against_mcp_serve_exports_one_trace() {
-    tokio::task::spawn_blocking(mcp)
+    tokio::task::spawn_blocking(mcp_with_otel)
         .await
         .expect("build mcp with otel");
     let (receiver, received) = receiver().await;
-    let (server, url) = tokio::task::spawn_blocking(move || serve(receiver))
-        .await
-        .expect("serve");
-    let call = tokio::task::spawn_blocking(move || {
-        command(receiver, "mcp-call")
-            .args(["call", "echo", "--arg", "text=traced", "--url", &url])
-            .output()
-            .expect("run mcp call")
+    let server = tokio::task::spawn_blocking(move || {
+        Listening::spawn(command(receiver, "mcp-serve").args(["serve", "--http", "127.0.0.1:0"]))
     })
     .await
-    .expect("call");
-    assert!(
-        call.status.success(),
-        "mcp call: {}",
-        String::from_utf8_lossy(&call.stderr)
+    .expect("serve");
+    let url = server.url.clone();
+    let args = ["call", "echo", "--arg", "text=traced", "--url", &url];
+    let call = run_exporting(receiver, "mcp-call", &args).await;
+    assert_eq!(
+        call.stdout, "traced\n",
+        "export writes nothing else to stdout"
     );
-    assert_eq!(String::from_utf8_lossy(&call.stdout), "traced\n");
-    assert!(
-        call.stdout.len() == "traced\n".len(),
-        "export writes nothing to stdout"
-    );
-    tokio::task::spawn_blocking(move || terminate(server))
+    tokio::task::spawn_blocking(move || server.terminate())
         .await
         .expect("stop the server");
 
@@ -356,48 +262,36 @@ async fn mcp_call_against_mcp_serve_exports_one_trace() {
 
 #[test]
 fn without_an_endpoint_nothing_is_exported_and_stdout_is_the_answer() {
-    let output = Command::new(mcp())
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .args(["call", "echo", "--arg", "text=quiet"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mcp call");
-    assert!(output.status.success());
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "quiet\n");
+    let quiet = output(
+        Command::new(mcp_with_otel())
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .args(["call", "echo", "--arg", "text=quiet"]),
+    );
+    quiet.expect_code(0);
+    assert_eq!(quiet.stdout, "quiet\n");
 }
 
 /// Over stdio too: `mcp call ... -- mcp serve` (the server a child process, which inherits the
 /// export settings) gives one trace, the server's span the client's child.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_call_against_a_stdio_server_exports_one_trace() {
-    tokio::task::spawn_blocking(mcp)
+    tokio::task::spawn_blocking(mcp_with_otel)
         .await
         .expect("build mcp with otel");
     let (receiver, received) = receiver().await;
-    let call = tokio::task::spawn_blocking(move || {
-        let server = mcp().to_string_lossy().into_owned();
-        command(receiver, "mcp-stdio")
-            .args([
-                "call",
-                "echo",
-                "--arg",
-                "text=piped",
-                "--",
-                &server,
-                "serve",
-            ])
-            .output()
-            .expect("run mcp call")
-    })
-    .await
-    .expect("call");
-    assert!(
-        call.status.success(),
-        "mcp call: {}",
-        String::from_utf8_lossy(&call.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&call.stdout), "piped\n");
+    let server = mcp_with_otel().to_string_lossy().into_owned();
+    let args = [
+        "call",
+        "echo",
+        "--arg",
+        "text=piped",
+        "--",
+        &server,
+        "serve",
+    ];
+    let call = run_exporting(receiver, "mcp-stdio", &args).await;
+    assert_eq!(call.stdout, "piped\n");
     // The child exports when its stdin closes, which may be after the client has exited.
     let deadline = Instant::now() + Duration::from_secs(30);
     let (client, server) = loop {

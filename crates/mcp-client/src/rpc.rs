@@ -172,7 +172,7 @@ impl Rpc {
                 .request(method, params, options)
                 .with_context(operation.context())
                 .await;
-            operation.end(crate::otel::outcome(&result));
+            operation.end(crate::otel::Outcome::of(&result));
             return result;
         }
         self.peer.request(method, params, options).await
