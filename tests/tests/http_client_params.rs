@@ -278,6 +278,27 @@ async fn a_header_mismatch_lists_the_tools_again_and_retries_once() {
     handle.close().await;
 }
 
+/// A 2025-11-25 server's answer to `initialize` (request `id`), opening session `sid`.
+fn legacy_initialized(id: &Value, sid: &'static str) -> http::Response<Body> {
+    let mut r = json(result(
+        id,
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+               "serverInfo": {"name": "legacy", "version": "1"}}),
+    ));
+    r.headers_mut()
+        .insert("mcp-session-id", HeaderValue::from_static(sid));
+    r
+}
+
+/// What the TypeScript SDK's 2025 transport answers to a message it refuses: 400 with a
+/// JSON-RPC error whose id is null.
+fn id_less_400(code: i64, message: &str) -> http::Response<Body> {
+    let mut r = json(json!({"jsonrpc": "2.0", "id": null, "error": {
+        "code": code, "message": message}}));
+    *r.status_mut() = http::StatusCode::BAD_REQUEST;
+    r
+}
+
 /// An error without an id in answer to a POST of one request answers that request: the caller
 /// gets the server's JSON-RPC error (it used to get the HTTP status, and the engine warned
 /// about an error without a request id).
@@ -287,23 +308,9 @@ async fn an_id_less_error_answers_the_one_request_of_its_post() {
     let server = TestServer::start(|rec| async move {
         let id = rec.rpc_id().unwrap_or(Value::Null);
         match (rec.method.clone(), rec.rpc_method()) {
-            (Method::POST, Some("initialize")) => {
-                let mut r = json(result(
-                    &id,
-                    json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                           "serverInfo": {"name": "legacy", "version": "1"}}),
-                ));
-                r.headers_mut()
-                    .insert("mcp-session-id", HeaderValue::from_static(SID));
-                r
-            }
+            (Method::POST, Some("initialize")) => legacy_initialized(&id, SID),
             (Method::POST, Some("notifications/initialized")) => accepted(),
-            (Method::POST, _) => {
-                let mut r = json(json!({"jsonrpc": "2.0", "id": null, "error": {
-                    "code": -32602, "message": "Bad Request: cannot read this"}}));
-                *r.status_mut() = http::StatusCode::BAD_REQUEST;
-                r
-            }
+            (Method::POST, _) => id_less_400(-32602, "Bad Request: cannot read this"),
             (Method::GET, _) => status(405),
             (Method::DELETE, _) => status(200),
             _ => status(500),
@@ -330,21 +337,9 @@ async fn discover_falls_back_to_initialize_against_a_2025_only_server() {
         let id = rec.rpc_id().unwrap_or(Value::Null);
         let session = rec.header("mcp-session-id") == Some(SID);
         match (rec.method.clone(), rec.rpc_method()) {
-            (Method::POST, Some("initialize")) => {
-                let mut r = json(result(
-                    &id,
-                    json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                           "serverInfo": {"name": "legacy", "version": "1"}}),
-                ));
-                r.headers_mut()
-                    .insert("mcp-session-id", HeaderValue::from_static(SID));
-                r
-            }
+            (Method::POST, Some("initialize")) => legacy_initialized(&id, SID),
             (Method::POST, _) if !session => {
-                let mut r = json(json!({"jsonrpc": "2.0", "id": null, "error": {
-                    "code": -32000, "message": "Bad Request: Server not initialized"}}));
-                *r.status_mut() = http::StatusCode::BAD_REQUEST;
-                r
+                id_less_400(-32000, "Bad Request: Server not initialized")
             }
             (Method::POST, Some("notifications/initialized")) => accepted(),
             (Method::POST, Some("tools/list")) => json(result(

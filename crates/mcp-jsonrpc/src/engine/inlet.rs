@@ -369,7 +369,7 @@ impl Inlet {
             return Served::Busy(request, extensions);
         };
         let id = request.id.clone();
-        let (tx, related) = request_queue(self.capacity);
+        let (tx, mut related) = request_queue(self.capacity);
         let tx = if keyed {
             Tx::Request(tx)
         } else {
@@ -382,7 +382,6 @@ impl Inlet {
         };
         let cancel = admitted.cx.cancel.clone();
         let mut run = self.door.start(request, admitted);
-        let mut related = related;
         // The first poll, here. (`None` inside: cancelled.)
         let (first, answer, run) = match (&mut run).now_or_never() {
             Some(answer) => {
