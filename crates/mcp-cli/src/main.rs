@@ -167,10 +167,11 @@ fn log_colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> b
 }
 
 /// Diagnostics go to stderr through `tracing`: warnings by default, `-v` debug, `-vv` trace;
-/// `RUST_LOG` overrides. Coloured only when stderr is a terminal and `NO_COLOR` is unset.
+/// `RUST_LOG` overrides with a list of `level` and `target=level` directives (`Targets`: no span
+/// or field filters, and no regex engine in the binary); a value that does not parse is ignored.
+/// Coloured only when stderr is a terminal and `NO_COLOR` is unset.
 fn init_tracing(verbose: u8) {
     use std::io::IsTerminal;
-    use tracing_subscriber::EnvFilter;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let default = match verbose {
@@ -179,7 +180,7 @@ fn init_tracing(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let filter = log_filter(std::env::var("RUST_LOG").ok().as_deref(), default);
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(log_colour(
@@ -193,10 +194,19 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
+/// The filter of `init_tracing`: `RUST_LOG` when it is set and parses, otherwise `default`.
+fn log_filter(rust_log: Option<&str>, default: &str) -> tracing_subscriber::filter::Targets {
+    rust_log
+        .and_then(|directives| directives.parse().ok())
+        .or_else(|| default.parse().ok())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::log_colour;
+    use super::{log_colour, log_filter};
     use std::ffi::OsStr;
+    use tracing::Level;
 
     #[test]
     fn colour_only_on_a_terminal_without_no_color() {
@@ -208,5 +218,23 @@ mod tests {
         assert!(!log_colour(true, Some(OsStr::new("1"))));
         assert!(!log_colour(false, None));
         assert!(!log_colour(false, Some(OsStr::new("1"))));
+    }
+
+    #[test]
+    fn rust_log_overrides_the_default_filter_when_it_parses() {
+        let default = "info,mcp_cli=debug";
+        let filter = log_filter(None, default);
+        assert!(filter.would_enable("mcp_cli::serve", &Level::DEBUG));
+        assert!(!filter.would_enable("hyper", &Level::DEBUG));
+
+        let filter = log_filter(Some("warn,hyper=trace"), default);
+        assert!(filter.would_enable("hyper::proto", &Level::TRACE));
+        assert!(!filter.would_enable("mcp_cli::serve", &Level::INFO));
+
+        let filter = log_filter(Some("hyper=nonsense"), default);
+        assert!(
+            filter.would_enable("mcp_cli::serve", &Level::DEBUG),
+            "ignored: {filter}"
+        );
     }
 }
