@@ -9,8 +9,7 @@
 //! The proofs are checked by code independent of the client's (`jsonwebtoken` for the
 //! signature, the RFC 7638 recipe for the thumbprint), so a wrong claim fails these tests.
 
-#[path = "../../crates/mcp-auth/tests/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;

@@ -10,8 +10,7 @@
 //! expired token (refreshed), a token for another audience or from an untrusted issuer (never
 //! reaches the handler), and insufficient scope (403, then step-up).
 
-#[path = "../../crates/mcp-auth/tests/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -3,8 +3,7 @@
 //! of `mcp-auth`'s flow tests (dynamic registration, PKCE, `iss`). The test plays the browser:
 //! it opens the address `mcp login` prints and follows the redirect to its loopback listener.
 
-#[path = "../../crates/mcp-auth/tests/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;

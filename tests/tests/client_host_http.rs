@@ -3,7 +3,7 @@
 //! headers on every HTTP request, calls routed to both, a roots change announced to the HTTP
 //! server, and the HTTP session ended with DELETE on shutdown.
 
-mod http_client_support;
+use crate::http_client_support;
 
 use http::{HeaderValue, Method};
 use http_client_support::*;

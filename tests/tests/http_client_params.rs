@@ -3,7 +3,7 @@
 //! value encoding, tools with invalid annotations dropped, the re-list after a header mismatch,
 //! and the fallback from `server/discover` to `initialize` against a 2025-only server.
 
-mod http_client_support;
+use crate::http_client_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! The Streamable HTTP client against hand-written hyper servers: JSON and SSE answers,
 //! server-to-client requests, resumption, session expiry, fallback to HTTP+SSE, 2026 headers.
 
-mod http_client_support;
+use crate::http_client_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! handler's ask becomes `input_required`) at the same time: over HTTP, and interleaved on one
 //! stdio connection. The handlers are the same code in both eras.
 
-mod stateless_support;
+use crate::stateless_support;
 
 use http::StatusCode;
 use serde_json::{Value, json};

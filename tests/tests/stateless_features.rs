@@ -4,7 +4,7 @@
 //! round-trip requests (the `cx.elicit(..).await?` way and the explicit `InputRequired` way) on
 //! tools, prompts and resources, and `subscriptions/listen`.
 
-mod stateless_support;
+use crate::stateless_support;
 
 use http::StatusCode;
 use mcp_server::model::CacheScope;

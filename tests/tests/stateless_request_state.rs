@@ -3,7 +3,7 @@
 //! one with a different key (refused), and on one that rotated its key (the previous key still
 //! opens recent states). Replicas are separate HTTP services, as behind a load balancer.
 
-mod stateless_support;
+use crate::stateless_support;
 
 use std::time::Duration;
 

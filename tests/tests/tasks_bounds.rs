@@ -4,8 +4,8 @@
 //! cancel it, and the per-caller limit counts each caller apart). The sealed `requestState` is
 //! bound to the caller the same way.
 
-mod stateless_support;
-mod tasks_support;
+use crate::stateless_support;
+use crate::tasks_support;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

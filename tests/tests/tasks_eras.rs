@@ -6,8 +6,8 @@
 //! client running tasks in both forms with one API. Also what `server/discover` declares and
 //! the status notifications on `subscriptions/listen`.
 
-mod stateless_support;
-mod tasks_support;
+use crate::stateless_support;
+use crate::tasks_support;
 
 use http::StatusCode;
 use serde_json::{Value, json};

@@ -4,8 +4,8 @@
 //! of asking), `tasks/cancel`, input gathered by a multi round-trip request before the task
 //! starts, and the errors of the tasks methods.
 
-mod stateless_support;
-mod tasks_support;
+use crate::stateless_support;
+use crate::tasks_support;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

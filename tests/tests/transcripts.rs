@@ -13,7 +13,7 @@
 //!    (`mcp_types::v2024_11_05` .. `v2026_07_28`), checking that no field is one the revision
 //!    does not define.
 //!
-//! `UPDATE_GOLDEN=1 cargo test -p mcp-tests --test transcripts` rewrites the server lines from
+//! `UPDATE_GOLDEN=1 cargo test -p mcp-tests --test all transcripts::` rewrites the server lines from
 //! what the server wrote in memory; client lines and notes are kept byte for byte.
 
 use std::collections::HashSet;

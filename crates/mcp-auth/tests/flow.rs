@@ -2,7 +2,7 @@
 //! this crate's resource-server side, over real HTTP on 127.0.0.1.
 #![cfg(all(feature = "client", feature = "server"))]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! other, a stream is resumed on the other, and Redis going away gives 503 within the store's
 //! timeout.
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

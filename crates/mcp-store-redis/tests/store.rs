@@ -1,6 +1,6 @@
 //! The stores against a real redis-server.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant, SystemTime};
 

@@ -2,7 +2,7 @@
 //! SSE stream (Streamable HTTP), and the 2024-11-05 HTTP+SSE transport (`endpoint` event).
 #![cfg(all(feature = "client", feature = "server"))]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

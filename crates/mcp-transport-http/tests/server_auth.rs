@@ -3,7 +3,7 @@
 //! the `Connection` the server gets), and sessions bound to the principal that created them.
 #![cfg(feature = "server")]
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};

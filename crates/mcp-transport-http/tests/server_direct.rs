@@ -2,7 +2,7 @@
 //! of the engine serving the shared connection.
 #![cfg(feature = "server")]
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 //! `Connection` it hands out.
 #![cfg(feature = "server")]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -4,7 +4,7 @@
 //! to the server with prior knowledge.
 #![cfg(feature = "server")]
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

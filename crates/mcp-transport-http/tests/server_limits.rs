@@ -3,7 +3,7 @@
 //! cap are refused until one closes.
 #![cfg(feature = "server")]
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

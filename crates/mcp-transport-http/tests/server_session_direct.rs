@@ -6,7 +6,7 @@
 //! polling (`SseStreamControl`) is resumed with `Last-Event-ID`.
 #![cfg(feature = "server")]
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

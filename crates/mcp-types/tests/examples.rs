@@ -2,7 +2,7 @@
 //! deserializes into its generated type, serializes back to equal JSON, and is accepted by the
 //! schema; the unified model round-trips it too.
 
-mod common;
+use crate::common;
 
 use common::*;
 

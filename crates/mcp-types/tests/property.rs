@@ -2,8 +2,8 @@
 //! defines, projected onto it, serialize to JSON its schema accepts. 64 cases by default
 //! (`PROPTEST_CASES` overrides); every case checks every type.
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::sync::OnceLock;
 

@@ -3,7 +3,7 @@
 //! the same JSON, and validate against that revision's schema. The unified model must
 //! round-trip them as well.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

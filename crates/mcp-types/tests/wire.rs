@@ -1,7 +1,7 @@
 //! `wire`: what the stateless rules produce validates against the official 2026-07-28 schema,
 //! and the method lists in `wire` agree with that schema.
 
-mod common;
+use crate::common;
 
 use mcp_types::methods;
 use mcp_types::wire::{self, CacheHint, InputKind, MetaError, RequestMeta, ResultType};
