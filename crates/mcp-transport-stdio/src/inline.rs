@@ -29,7 +29,7 @@
 //! keeps stdin open leaves it blocked in `read(2)` (a process normally exits at that point).
 //!
 //! stdin is read in whatever mode it is in (it is never switched to non-blocking mode; a
-//! non-blocking one is waited for with `poll(2)`); stdout must be a pipe or a stream socket,
+//! non-blocking one is waited for with epoll); stdout must be a pipe or a stream socket,
 //! which is driven by the reactor as with [`stdio()`](crate::stdio).
 //!
 //! `mcp-server`'s `Server::run_stdio` does all of the following; by hand, with an engine of
@@ -59,8 +59,9 @@
 //! # }
 //! ```
 
-use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -158,9 +159,13 @@ impl Shared {
 /// The reading side of a connection made by [`stdio_inline`] or [`fds_inline`]: run it on a
 /// thread of its own with [`run`](Self::run).
 pub struct InlineReader {
-    input: OwnedFd,
-    /// A duplicate of the output descriptor, waited on when it is full.
-    output: OwnedFd,
+    /// Read with `read(2)`; a `File` only for its safe `Read` (any descriptor will do).
+    input: File,
+    /// A duplicate of the output descriptor, written with `write(2)` by this thread.
+    output: File,
+    /// Waits for input or for room in the output when a descriptor left in non-blocking mode
+    /// (by this process or the one that started it) has none; made on the first wait.
+    waiter: Option<Waiter>,
     shared: Arc<Shared>,
     link: InletLink,
     codec: Codec,
@@ -169,7 +174,7 @@ pub struct InlineReader {
     forwarded: u64,
     /// Bytes read and not decoded yet.
     buf: BytesMut,
-    /// What each `read(2)` reads into (its spare capacity).
+    /// What each `read(2)` reads into (zeroed once, on the first read).
     chunk: Vec<u8>,
     /// Whether serving may wait (for room in the channel, for a permit).
     blocking: bool,
@@ -225,7 +230,7 @@ fn made(
     options: StdioOptions,
 ) -> Option<(Connection, InlineReader)> {
     let output = match writer.as_fd().try_clone_to_owned() {
-        Ok(fd) => fd,
+        Ok(fd) => File::from(fd),
         Err(error) => {
             tracing::debug!(%error, "duplicating the output descriptor failed");
             return None;
@@ -252,15 +257,16 @@ fn made(
     };
     let connection = Connection::new(inbound, outbound).with_extension(link.clone());
     let reader = InlineReader {
-        input,
+        input: File::from(input),
         output,
+        waiter: None,
         shared,
         link,
         codec,
         forward,
         forwarded: 0,
         buf: BytesMut::with_capacity(READ_CHUNK),
-        chunk: Vec::with_capacity(READ_CHUNK),
+        chunk: Vec::new(),
         blocking: true,
         deferred: None,
         eof: false,
@@ -336,20 +342,20 @@ impl InlineReader {
     }
 
     fn read(&mut self) -> io::Result<usize> {
+        if self.chunk.is_empty() {
+            self.chunk.resize(READ_CHUNK, 0);
+        }
         loop {
-            self.chunk.clear();
-            // Into the vector's spare capacity: nothing is zeroed first, and only the pages a
-            // read fills are touched.
-            match rustix::io::read(&self.input, rustix::buffer::spare_capacity(&mut self.chunk)) {
+            match self.input.read(&mut self.chunk) {
                 Ok(n) => {
-                    self.buf.extend_from_slice(&self.chunk);
+                    self.buf.extend_from_slice(&self.chunk[..n]);
                     return Ok(n);
                 }
-                Err(rustix::io::Errno::INTR) => {}
-                Err(rustix::io::Errno::AGAIN) => {
-                    wait_for(&self.input, rustix::event::PollFlags::IN)?
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    Waiter::wait(&mut self.waiter, &self.input, &self.output, INPUT)?
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
     }
@@ -474,30 +480,73 @@ impl InlineReader {
             if out.buf.is_empty() {
                 return Ok(());
             }
-            match rustix::io::write(out.writer.as_fd(), &out.buf[..]) {
+            match (&self.output).write(&out.buf[..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => out.buf.advance(n),
-                Err(rustix::io::Errno::INTR) => {}
-                Err(rustix::io::Errno::AGAIN) => {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // Others may write while this thread waits for room.
                     drop(out);
-                    wait_for(&self.output, rustix::event::PollFlags::OUT)?;
+                    Waiter::wait(&mut self.waiter, &self.input, &self.output, OUTPUT)?;
                     out = self.shared.out();
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
     }
 }
 
-/// Blocks until `fd` is ready for `flags`.
-fn wait_for(fd: &impl AsFd, flags: rustix::event::PollFlags) -> io::Result<()> {
-    let mut fds = [rustix::event::PollFd::new(fd, flags)];
-    loop {
-        match rustix::event::poll(&mut fds, None) {
-            Ok(_) => return Ok(()),
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
+const INPUT: mio::Token = mio::Token(0);
+const OUTPUT: mio::Token = mio::Token(1);
+
+/// Blocks the reader thread until its input is readable or its output writable: an `epoll`
+/// instance of its own (through mio, which the reactor already builds), each descriptor
+/// registered on its first wait. Readiness is edge-triggered, and the thread waits only after a
+/// call that would block, so the next edge is what it waits for; an edge it saw while waiting
+/// for the other descriptor only makes its next wait return early.
+struct Waiter {
+    poll: mio::Poll,
+    events: mio::Events,
+    registered: [bool; 2],
+}
+
+impl Waiter {
+    fn wait(
+        waiter: &mut Option<Waiter>,
+        input: &File,
+        output: &File,
+        token: mio::Token,
+    ) -> io::Result<()> {
+        let waiter = match waiter {
+            Some(waiter) => waiter,
+            None => waiter.insert(Waiter {
+                poll: mio::Poll::new()?,
+                events: mio::Events::with_capacity(2),
+                registered: [false; 2],
+            }),
+        };
+        if !waiter.registered[token.0] {
+            let (fd, interest) = if token == INPUT {
+                (input.as_raw_fd(), mio::Interest::READABLE)
+            } else {
+                (output.as_raw_fd(), mio::Interest::WRITABLE)
+            };
+            waiter
+                .poll
+                .registry()
+                .register(&mut mio::unix::SourceFd(&fd), token, interest)?;
+            waiter.registered[token.0] = true;
+        }
+        loop {
+            match waiter.poll.poll(&mut waiter.events, None) {
+                Ok(()) => {
+                    if waiter.events.iter().any(|event| event.token() == token) {
+                        return Ok(());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
     }
 }

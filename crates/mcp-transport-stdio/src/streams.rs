@@ -182,11 +182,15 @@ pub(crate) mod imp {
 
     use std::io;
     use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
     use std::pin::Pin;
     use std::sync::{Mutex, PoisonError};
     use std::task::{Context, Poll};
 
-    use rustix::fs::{FileType, OFlags};
+    // socket2's wrappers of `fcntl(2)` and `getsockopt(2)` are safe and take any descriptor (the
+    // file status flags of a pipe are read and set with the same calls as a socket's); the
+    // reactor's `net` feature already builds the crate.
+    use socket2::SockRef;
     use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
     use tokio::net::UnixStream;
     use tokio::net::unix::pipe;
@@ -270,29 +274,28 @@ pub(crate) mod imp {
     /// Classifies `fd`; for a pipe or a stream socket, duplicates it and switches the
     /// description to non-blocking mode.
     fn prepare(fd: BorrowedFd<'_>) -> Option<(OwnedFd, FlagGuard, Endpoint)> {
-        let stat = rustix::fs::fstat(fd).ok()?;
-        let endpoint = match FileType::from_raw_mode(stat.st_mode) {
-            FileType::Fifo => Endpoint::Pipe,
-            FileType::Socket => {
-                let kind = rustix::net::sockopt::socket_type(fd).ok()?;
-                if kind != rustix::net::SocketType::STREAM {
-                    return None;
-                }
-                Endpoint::Socket
-            }
-            _ => return None,
-        };
         let dup = match fd.try_clone_to_owned() {
-            Ok(dup) => dup,
+            Ok(dup) => std::fs::File::from(dup),
             Err(error) => {
                 tracing::debug!(%error, "duplicating a stdio descriptor failed");
                 return None;
             }
         };
+        let stat = dup.metadata().ok()?;
+        let endpoint = if stat.file_type().is_fifo() {
+            Endpoint::Pipe
+        } else if stat.file_type().is_socket() {
+            if SockRef::from(&dup).r#type().ok()? != socket2::Type::STREAM {
+                return None;
+            }
+            Endpoint::Socket
+        } else {
+            return None;
+        };
+        let dup = OwnedFd::from(dup);
         let key = Key {
-            dev: stat.st_dev as u64,
-            ino: stat.st_ino as u64,
-            access: rustix::fs::fcntl_getfl(&dup).ok()? & OFlags::RWMODE,
+            dev: stat.dev(),
+            ino: stat.ino(),
         };
         let guard = match FlagGuard::acquire(&dup, key) {
             Ok(guard) => guard,
@@ -304,13 +307,13 @@ pub(crate) mod imp {
         Some((dup, guard, endpoint))
     }
 
-    /// Identifies an open file description as well as user space can: a socket has exactly one;
-    /// the two ends of a pipe differ in access mode.
+    /// Identifies an open file description as well as user space can: a socket has exactly one.
+    /// The two ends of one pipe share a key; only a process that reads its own output has both
+    /// as its stdin and stdout, and for it the flag is restored on one end only.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     struct Key {
         dev: u64,
         ino: u64,
-        access: OFlags,
     }
 
     #[derive(Debug)]
@@ -335,10 +338,9 @@ pub(crate) mod imp {
     impl FlagGuard {
         fn acquire(fd: &OwnedFd, key: Key) -> io::Result<FlagGuard> {
             let mut switched = SWITCHED.lock().unwrap_or_else(PoisonError::into_inner);
-            let flags = rustix::fs::fcntl_getfl(fd)?;
-            let was_blocking = !flags.contains(OFlags::NONBLOCK);
+            let was_blocking = !SockRef::from(fd).nonblocking()?;
             if was_blocking {
-                rustix::fs::fcntl_setfl(fd, flags | OFlags::NONBLOCK)?;
+                SockRef::from(fd).set_nonblocking(true)?;
             }
             let own = fd.try_clone()?;
             match switched.iter_mut().find(|e| e.key == key) {
@@ -368,9 +370,7 @@ pub(crate) mod imp {
             }
             let entry = switched.swap_remove(at);
             if entry.restore {
-                let restored = rustix::fs::fcntl_getfl(&self.fd)
-                    .and_then(|flags| rustix::fs::fcntl_setfl(&self.fd, flags - OFlags::NONBLOCK));
-                if let Err(error) = restored {
+                if let Err(error) = SockRef::from(&self.fd).set_nonblocking(false) {
                     tracing::debug!(%error, "restoring blocking mode on a stdio descriptor failed");
                 }
             }

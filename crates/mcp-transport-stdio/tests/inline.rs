@@ -513,7 +513,7 @@ fn frames_split_across_reads_are_served_when_complete() {
 #[test]
 fn a_non_blocking_input_is_waited_for() {
     // The reader never switches its input's mode; one switched by someone else returns
-    // `EAGAIN` when empty, and the reader waits for it with `poll(2)`.
+    // `EAGAIN` when empty, and the reader waits for it (epoll).
     let mut h = Harness::start_with(true);
     std::thread::sleep(Duration::from_millis(50));
     h.call(1, "where");
