@@ -70,8 +70,7 @@ async fn json_and_sse_answers_headers_and_delete() {
         )
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     init(&mut d).await;
     assert_eq!(handle.session_id().as_deref(), Some(SID));
     assert_eq!(handle.protocol_version().as_deref(), Some("2025-06-18"));
@@ -155,11 +154,7 @@ async fn server_to_client_request_travels_on_the_post_stream() {
         }
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     init(&mut d).await;
     d.send(request(7, "tools/call", json!({"name": "ask"})))
         .await;
@@ -199,11 +194,7 @@ async fn dropped_stream_resumes_with_last_event_id_after_retry() {
         status(500)
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     init(&mut d).await;
     d.send(request(5, "tools/call", json!({"name": "slow"})))
         .await;
@@ -243,11 +234,7 @@ async fn stream_without_event_ids_fails_the_request_instead_of_hanging() {
         )])
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     init(&mut d).await;
     d.send(request(9, "tools/call", json!({"name": "x"}))).await;
     assert_eq!(d.recv().await["method"], "notifications/message");
@@ -269,8 +256,7 @@ async fn session_404_surfaces_as_expiry_and_reconnecting_starts_a_new_session() 
     let client = StreamableHttpClient::builder(server.url("/mcp"))
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     init(&mut d).await;
     d.send(request(2, "tools/list", json!({}))).await;
     let err = d.recv_err().await;
@@ -283,8 +269,7 @@ async fn session_404_surfaces_as_expiry_and_reconnecting_starts_a_new_session() 
     // No DELETE for a session the server already forgot.
     assert!(server.log().iter().all(|r| r.method != Method::DELETE));
 
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     init(&mut d).await;
     let inits: Vec<_> = server
         .log()
@@ -312,11 +297,7 @@ async fn http_errors_become_error_responses_and_2026_errors_pass_through() {
         }
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     d.send(request(1, "tools/list", json!({}))).await;
     let err = d.recv().await;
     assert_eq!(err["id"], 1);
@@ -382,11 +363,7 @@ async fn standalone_stream_delivers_and_resumes() {
         }
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     init(&mut d).await;
     let first = d.recv().await;
     assert_eq!(first["params"]["_meta"]["n"], 0);
@@ -435,11 +412,7 @@ async fn falls_back_to_http_sse_on_4xx_to_initialize() {
         }
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/")).await;
     d.send(initialize(1)).await;
     let init = d.recv().await;
     assert_eq!(init["result"]["protocolVersion"], "2024-11-05");
@@ -470,8 +443,7 @@ async fn streamable_only_mode_does_not_fall_back() {
         .mode(ClientMode::StreamableHttp)
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     d.send(initialize(1)).await;
     let err = d.recv().await;
     assert_eq!(err["error"]["data"]["httpStatus"], 405);
@@ -520,8 +492,7 @@ async fn cancelled_notification_stops_reading_the_request_stream() {
         .reconnect(Reconnect::default().max_attempts(1))
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     d.send(request(4, "tools/call", json!({"name": "forever"})))
         .await;
     server
@@ -564,8 +535,7 @@ async fn speaks_http2_with_prior_knowledge() {
         .http2_prior_knowledge(true)
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     init(&mut d).await;
     d.send(request(2, "tools/list", json!({}))).await;
     assert_eq!(d.recv().await["id"], 2);
@@ -598,11 +568,7 @@ async fn the_next_post_waits_until_the_standalone_stream_is_open() {
         session_basics(&rec).await.unwrap_or_else(|| status(500))
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     init(&mut d).await;
     d.send(request(2, "tools/list", json!({}))).await;
     assert_eq!(d.recv().await["id"], 2);
@@ -653,8 +619,7 @@ async fn a_failed_standalone_get_is_retried_with_backoff() {
         .reconnect(Reconnect::default().initial_delay(Duration::from_millis(20)))
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     init(&mut d).await;
     let note = d.recv().await;
     assert_eq!(note["method"], "notifications/tools/list_changed");
@@ -683,11 +648,7 @@ async fn a_stateless_request_is_cancelled_by_closing_its_stream() {
         }
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                       "io.modelcontextprotocol/clientCapabilities": {}});
     d.send(request(

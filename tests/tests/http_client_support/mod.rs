@@ -265,6 +265,22 @@ impl Driver {
     }
 }
 
+/// Connects `client`: a driver over its connection, and its handle.
+pub async fn connect(
+    client: &mcp_transport_http::client::StreamableHttpClient,
+) -> (Driver, mcp_transport_http::client::HttpClientHandle) {
+    let (conn, handle) = client.connect().await.unwrap();
+    (Driver::new(conn), handle)
+}
+
+/// A client of `url` with the default settings, connected.
+pub async fn connect_to(url: String) -> (Driver, mcp_transport_http::client::HttpClientHandle) {
+    let client = mcp_transport_http::client::StreamableHttpClient::builder(url)
+        .build()
+        .unwrap();
+    connect(&client).await
+}
+
 pub fn request(id: i64, method: &str, params: Value) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }

@@ -217,6 +217,12 @@ impl Outcome {
             .unwrap_or_else(|| panic!("expected an error, got {}", self.response))
     }
 
+    pub fn error_message(&self) -> &str {
+        self.response["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("expected an error, got {}", self.response))
+    }
+
     pub fn text(&self) -> String {
         self.result()["content"][0]["text"]
             .as_str()
@@ -424,6 +430,13 @@ impl Http {
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let answer = self.post_raw(&message, &headers).await;
         (id, answer)
+    }
+
+    /// `tools/call` with `params` (name, arguments and anything else) and every client
+    /// capability.
+    pub async fn call_with(&mut self, params: Value) -> Outcome {
+        self.request("tools/call", with_meta(params, all_capabilities()))
+            .await
     }
 
     pub async fn request(&mut self, method: &str, params: Value) -> Outcome {
