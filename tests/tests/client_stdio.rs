@@ -7,7 +7,7 @@ mod client_support;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use client_support::call_with_progress;
+use client_support::{assert_sampling, call_with_progress};
 use mcp_client::config::HostConfig;
 use mcp_client::elicit::FieldKind;
 use mcp_client::{
@@ -191,15 +191,7 @@ async fn exercise(version: ProtocolVersion) {
     assert_eq!(logs, 3, "{version}: log notifications");
 
     // Sampling, roots and (from 2025-06-18) elicitation through our handlers.
-    let sampled = session
-        .call_tool("ask_model", json!({"question": "2+2?"}))
-        .await
-        .unwrap();
-    assert_eq!(
-        text_of(&sampled.content),
-        "test-model answered: four",
-        "{version}"
-    );
+    assert_sampling(&session, version).await;
     let roots = session.call_tool("list_roots", json!({})).await.unwrap();
     assert_eq!(text_of(&roots.content), "file:///tmp/project", "{version}");
     let asked = session.call_tool("greet", json!({})).await.unwrap();

@@ -9,7 +9,7 @@ mod client_support;
 
 use std::time::Duration;
 
-use client_support::call_with_progress;
+use client_support::{assert_sampling, call_with_progress};
 use mcp_client::{
     CallError, Client, ClientSession, ConnectError, ElicitationAnswer, ElicitationRequest,
 };
@@ -108,15 +108,7 @@ async fn exercise(version: ProtocolVersion, response_mode: ResponseMode) {
         assert_eq!(seen, [1.0, 2.0, 3.0], "{version}");
     }
     // A server-to-client request during a call.
-    let sampled = session
-        .call_tool("ask_model", json!({"question": "2+2?"}))
-        .await
-        .unwrap();
-    assert_eq!(
-        text_of(&sampled.content),
-        "test-model answered: four",
-        "{version}"
-    );
+    assert_sampling(&session, version).await;
     if version >= ProtocolVersion::V2025_06_18 {
         let asked = session.call_tool("greet", json!({})).await.unwrap();
         let expected = if version >= ProtocolVersion::V2025_11_25 {

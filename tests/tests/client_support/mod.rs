@@ -1,5 +1,8 @@
 //! What the tests of the SDK client (`mcp_client`) against servers share.
 
+// Each test binary compiles its own copy and uses only part of it.
+#![allow(dead_code)]
+
 use std::sync::{Arc, Mutex};
 
 use mcp_client::ClientSession;
@@ -22,4 +25,28 @@ pub async fn call_with_progress(
         .unwrap();
     let values = progress.lock().unwrap().clone();
     (result, values)
+}
+
+/// The names of every tool `session` lists, all pages.
+pub async fn tool_names(session: &ClientSession) -> Vec<String> {
+    session
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+/// Calls `ask_model`, which asks the client's sampling handler (the test model) for the answer.
+pub async fn assert_sampling(session: &ClientSession, version: impl std::fmt::Display) {
+    let sampled = session
+        .call_tool("ask_model", serde_json::json!({"question": "2+2?"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        mcp_tests::content::text_of(&sampled.content),
+        "test-model answered: four",
+        "{version}"
+    );
 }
