@@ -33,6 +33,31 @@ async fn session_basics(rec: &Recorded) -> Option<http::Response<Body>> {
     }
 }
 
+/// A session server (see [`session_basics`]) whose standalone GETs `get` answers, given their
+/// number (from 0); with the count of GETs so far.
+async fn with_standalone_gets<F, Fut>(get: F) -> (TestServer, Arc<AtomicUsize>)
+where
+    F: Fn(Recorded, usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = http::Response<Body>> + Send + 'static,
+{
+    let gets = Arc::new(AtomicUsize::new(0));
+    let counter = gets.clone();
+    let get = Arc::new(get);
+    let server = TestServer::start(move |rec| {
+        let gets = counter.clone();
+        let get = get.clone();
+        async move {
+            if rec.method == Method::GET {
+                let n = gets.fetch_add(1, Ordering::SeqCst);
+                return get(rec, n).await;
+            }
+            session_basics(&rec).await.unwrap_or_else(|| status(500))
+        }
+    })
+    .await;
+    (server, gets)
+}
+
 async fn init(d: &mut Driver) {
     d.send(initialize(1)).await;
     let r = d.recv().await;
@@ -332,34 +357,18 @@ async fn http_errors_become_error_responses_and_2026_errors_pass_through() {
 
 #[tokio::test]
 async fn standalone_stream_delivers_and_resumes() {
-    let gets = Arc::new(AtomicUsize::new(0));
-    let g2 = gets.clone();
-    let server = TestServer::start(move |rec| {
-        let gets = g2.clone();
-        async move {
-            if rec.method == Method::GET {
-                let n = gets.fetch_add(1, Ordering::SeqCst);
-                let note = |i: i64| {
-                    json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed",
-                           "params":{"_meta":{"n": i}}})
-                };
-                return match n {
-                    0 => sse(&["retry: 50\n\n".to_owned(), event(&note(0), Some("g1"))]),
-                    1 => {
-                        assert_eq!(rec.header("last-event-id"), Some("g1"));
-                        let (tx, resp) = sse_channel();
-                        tx.send(event(&note(1), Some("g2"))).await.unwrap();
-                        // Keep the stream open until the test ends.
-                        tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_secs(30)).await;
-                            drop(tx);
-                        });
-                        resp
-                    }
-                    _ => status(500),
-                };
+    let (server, gets) = with_standalone_gets(|rec, n| async move {
+        let note = |i: i64| {
+            json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed",
+                   "params":{"_meta":{"n": i}}})
+        };
+        match n {
+            0 => sse(&["retry: 50\n\n".to_owned(), event(&note(0), Some("g1"))]),
+            1 => {
+                assert_eq!(rec.header("last-event-id"), Some("g1"));
+                open_sse(&[event(&note(1), Some("g2"))]).await
             }
-            session_basics(&rec).await.unwrap_or_else(|| status(500))
+            _ => status(500),
         }
     })
     .await;
@@ -473,13 +482,7 @@ async fn cancelled_notification_stops_reading_the_request_stream() {
     let server = TestServer::start(|rec| async move {
         if rec.rpc_method() == Some("tools/call") {
             // A stream that never answers.
-            let (tx, resp) = sse_channel();
-            tx.send("id: c1\n\n".into()).await.unwrap();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                drop(tx);
-            });
-            return resp;
+            return open_sse(&["id: c1\n\n".into()]).await;
         }
         if rec.rpc_method() == Some("notifications/cancelled") {
             return accepted();
@@ -555,12 +558,7 @@ async fn the_next_post_waits_until_the_standalone_stream_is_open() {
     let server = TestServer::start(|rec| async move {
         if rec.method == Method::GET {
             tokio::time::sleep(Duration::from_millis(300)).await;
-            let (tx, resp) = sse_channel();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                drop(tx);
-            });
-            return resp;
+            return open_sse(&[]).await;
         }
         if rec.rpc_method() == Some("tools/list") {
             return json(result(&rec.rpc_id().unwrap(), json!({"tools": []})));
@@ -590,28 +588,13 @@ async fn the_next_post_waits_until_the_standalone_stream_is_open() {
 
 #[tokio::test]
 async fn a_failed_standalone_get_is_retried_with_backoff() {
-    let gets = Arc::new(AtomicUsize::new(0));
-    let g2 = gets.clone();
-    let server = TestServer::start(move |rec| {
-        let gets = g2.clone();
-        async move {
-            if rec.method == Method::GET {
-                return match gets.fetch_add(1, Ordering::SeqCst) {
-                    0 => status(503),
-                    _ => {
-                        let note =
-                            json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"});
-                        let (tx, resp) = sse_channel();
-                        tx.send(event(&note, Some("e1"))).await.unwrap();
-                        tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_secs(30)).await;
-                            drop(tx);
-                        });
-                        resp
-                    }
-                };
+    let (server, gets) = with_standalone_gets(|_, n| async move {
+        match n {
+            0 => status(503),
+            _ => {
+                let note = json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"});
+                open_sse(&[event(&note, Some("e1"))]).await
             }
-            session_basics(&rec).await.unwrap_or_else(|| status(500))
         }
     })
     .await;

@@ -187,6 +187,19 @@ fn tokio_stream_from(mut rx: mpsc::Receiver<String>) -> impl futures_util::Strea
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
+/// An SSE answer of `events` that stays open (30 s: longer than any test) after them.
+pub async fn open_sse(events: &[String]) -> Response<Body> {
+    let (tx, resp) = sse_channel();
+    for e in events {
+        tx.send(e.clone()).await.unwrap();
+    }
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        drop(tx);
+    });
+    resp
+}
+
 /// One SSE `message` event carrying `value`, with an optional id.
 pub fn event(value: &Value, id: Option<&str>) -> String {
     let mut s = String::new();
