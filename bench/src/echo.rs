@@ -551,6 +551,11 @@ mod tests {
         (outcome, value)
     }
 
+    /// `message` handled as a line from stdin.
+    fn stdio(server: &EchoServer, message: &str) -> (Outcome, Value) {
+        run(server, message, Transport::Stdio)
+    }
+
     fn stateless_headers<'a>(method: &'a str, name: Option<&'a str>) -> Transport<'a> {
         Transport::Http(HttpHeaders {
             protocol_version: Some(STATELESS_VERSION),
@@ -565,10 +570,9 @@ mod tests {
     #[test]
     fn initialize_negotiates_and_reports_the_version() {
         let server = EchoServer::new();
-        let (outcome, value) = run(
+        let (outcome, value) = stdio(
             &server,
             r#"{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-            Transport::Stdio,
         );
         assert_eq!(
             outcome,
@@ -581,10 +585,9 @@ mod tests {
         assert_eq!(value["id"], "a");
         assert_eq!(value["result"]["protocolVersion"], "2025-06-18");
         assert_eq!(value["result"]["serverInfo"]["name"], "limit-echo");
-        let (_, value) = run(
+        let (_, value) = stdio(
             &server,
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}"#,
-            Transport::Stdio,
         );
         assert_eq!(value["result"]["protocolVersion"], LATEST_SESSION_VERSION);
     }
@@ -592,24 +595,21 @@ mod tests {
     #[test]
     fn echo_escapes_and_reports_bad_arguments() {
         let server = EchoServer::new();
-        let (_, value) = run(
+        let (_, value) = stdio(
             &server,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a\"b\n\u00e9"}}}"#,
-            Transport::Stdio,
         );
         assert_eq!(value["result"]["content"][0]["text"], "a\"b\né");
         assert_eq!(value["result"]["isError"], false);
         assert!(value["result"].get("resultType").is_none());
-        let (_, value) = run(
+        let (_, value) = stdio(
             &server,
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":5}}}"#,
-            Transport::Stdio,
         );
         assert_eq!(value["result"]["isError"], true);
-        let (_, value) = run(
+        let (_, value) = stdio(
             &server,
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{}}}"#,
-            Transport::Stdio,
         );
         assert_eq!(value["error"]["code"], INVALID_PARAMS);
     }
@@ -617,17 +617,12 @@ mod tests {
     #[test]
     fn notifications_and_responses_get_no_reply() {
         let server = EchoServer::new();
-        let (outcome, _) = run(
+        let (outcome, _) = stdio(
             &server,
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-            Transport::Stdio,
         );
         assert_eq!(outcome, Outcome::NoReply);
-        let (outcome, _) = run(
-            &server,
-            r#"{"jsonrpc":"2.0","id":4,"result":{}}"#,
-            Transport::Stdio,
-        );
+        let (outcome, _) = stdio(&server, r#"{"jsonrpc":"2.0","id":4,"result":{}}"#);
         assert_eq!(outcome, Outcome::NoReply);
     }
 

@@ -402,6 +402,27 @@ pub struct ThroughputReport {
     pub server_peak_rss_kb: Option<u64>,
 }
 
+impl ThroughputReport {
+    /// The report of a run over `transport` (`stdio` or `http`), with the memory of the
+    /// server at its end when the driver started it.
+    pub fn new(
+        transport: &str,
+        protocol: Protocol,
+        inflight: usize,
+        summary: Summary,
+        memory: Option<crate::procfs::Memory>,
+    ) -> Self {
+        Self {
+            transport: transport.into(),
+            protocol,
+            inflight,
+            summary,
+            server_rss_kb: memory.map(|m| m.rss_kb),
+            server_peak_rss_kb: memory.map(|m| m.peak_kb),
+        }
+    }
+}
+
 /// A sessions run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionsReport {

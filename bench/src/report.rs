@@ -323,29 +323,28 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
 }
 
 fn server_table(md: &mut String, cases: &[Case]) {
-    let rows: Vec<&Case> = cases.iter().filter(|c| c.table == Table::Server).collect();
+    let rows = section(
+        md,
+        cases,
+        Table::Server,
+        "Server throughput (SDK server vs limit server, raw driver)",
+        &[
+            "mode",
+            "limit calls/s",
+            "limit p50 / p99 µs",
+            "SDK calls/s",
+            "SDK p50 / p99 µs",
+            "SDK / limit",
+            "target",
+            "peak RSS limit / SDK (MB)",
+        ],
+    );
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(
-        md,
-        "## Server throughput (SDK server vs limit server, raw driver)\n"
-    );
-    let _ = writeln!(
-        md,
-        "| mode | limit calls/s | limit p50 / p99 µs | SDK calls/s | SDK p50 / p99 µs | SDK / limit | target | peak RSS limit / SDK (MB) |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
     for case in rows {
-        let side = |i: usize| {
-            let cps = med(&case.figures(i, calls_per_s)).map(thousands);
-            let lat = med(&case.figures(i, p50))
-                .zip(med(&case.figures(i, p99)))
-                .map(|(a, b)| format!("{} / {}", us(a), us(b)));
-            (or_dash(cps), or_dash(lat))
-        };
-        let (base_cps, base_lat) = side(0);
-        let (sdk_cps, sdk_lat) = side(1);
+        let (base_cps, base_lat) = throughput(case, 0);
+        let (sdk_cps, sdk_lat) = throughput(case, 1);
         let ratio = med(&case.ratios(calls_per_s));
         let (target, pass) = goal_text(case.goal, ratio);
         let mem = match (
@@ -368,6 +367,34 @@ fn server_table(md: &mut String, cases: &[Case]) {
     let _ = writeln!(md);
 }
 
+/// The cases of `table`; when there are any, the section's heading (`title`, which may carry
+/// a paragraph after a blank line) and the head of its table with `columns`.
+fn section<'a>(
+    md: &mut String,
+    cases: &'a [Case],
+    table: Table,
+    title: &str,
+    columns: &[&str],
+) -> Vec<&'a Case> {
+    let rows: Vec<&Case> = cases.iter().filter(|c| c.table == table).collect();
+    if !rows.is_empty() {
+        let _ = writeln!(md, "## {title}\n");
+        let _ = writeln!(md, "| {} |", columns.join(" | "));
+        let _ = writeln!(md, "{}|", "|---".repeat(columns.len()));
+    }
+    rows
+}
+
+/// Side `i` (0 the baseline, 1 the SDK) of a throughput case: calls per second, and the p50 /
+/// p99 latency in µs.
+fn throughput(case: &Case, i: usize) -> (String, String) {
+    let cps = med(&case.figures(i, calls_per_s)).map(thousands);
+    let lat = med(&case.figures(i, p50))
+        .zip(med(&case.figures(i, p99)))
+        .map(|(a, b)| format!("{} / {}", us(a), us(b)));
+    (or_dash(cps), or_dash(lat))
+}
+
 fn goal_text(goal: Goal, ratio: Option<f64>) -> (String, Option<bool>) {
     match goal {
         Goal::RatioAtLeast(min) => (format!(">= {min}x"), ratio.map(|r| r >= min)),
@@ -378,23 +405,22 @@ fn goal_text(goal: Goal, ratio: Option<f64>) -> (String, Option<bool>) {
 }
 
 fn sessions_table(md: &mut String, cases: &[Case], info: &RunInfo) {
-    let rows: Vec<&Case> = cases
-        .iter()
-        .filter(|c| c.table == Table::Sessions)
-        .collect();
+    let rows = section(
+        md,
+        cases,
+        Table::Sessions,
+        &format!("Memory per idle HTTP session ({} sessions)", info.sessions),
+        &[
+            "mode",
+            "limit bytes/session",
+            "SDK bytes/session",
+            "session ids issued (limit / SDK)",
+            "target (SDK)",
+        ],
+    );
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(
-        md,
-        "## Memory per idle HTTP session ({} sessions)\n",
-        info.sessions
-    );
-    let _ = writeln!(
-        md,
-        "| mode | limit bytes/session | SDK bytes/session | session ids issued (limit / SDK) | target (SDK) |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|");
     for case in rows {
         let base = med(&case.figures(0, per_session));
         let sdk = med(&case.figures(1, per_session));
@@ -430,23 +456,20 @@ fn thousands_signed(value: f64) -> String {
 }
 
 fn cold_start_table(md: &mut String, cases: &[Case]) {
-    let rows: Vec<&Case> = cases
-        .iter()
-        .filter(|c| c.table == Table::ColdStart)
-        .collect();
+    let rows = section(
+        md,
+        cases,
+        Table::ColdStart,
+        "stdio cold start (spawn to `initialize` answer)\n\n\
+         Both servers' binaries are dropped from the page cache before the first round, so each \
+         is paged in by its own starts, as after a reboot (a binary copied or installed just \
+         before sits in larger page-cache folios, which makes every start's page faults \
+         cheaper, more so for the larger binary).",
+        &["server", "limit ms", "SDK ms", "SDK / limit", "target"],
+    );
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(md, "## stdio cold start (spawn to `initialize` answer)\n");
-    let _ = writeln!(
-        md,
-        "Both servers' binaries are dropped from the page cache before the first round, so each \
-         is paged in by its own starts, as after a reboot (a binary copied or installed just \
-         before sits in larger page-cache folios, which makes every start's page faults \
-         cheaper, more so for the larger binary).\n"
-    );
-    let _ = writeln!(md, "| server | limit ms | SDK ms | SDK / limit | target |");
-    let _ = writeln!(md, "|---|---|---|---|---|");
     for case in rows {
         let ratio = med(&case.ratios(cold_ms));
         let (target, pass) = goal_text(case.goal, ratio);
@@ -464,29 +487,26 @@ fn cold_start_table(md: &mut String, cases: &[Case]) {
 }
 
 fn client_table(md: &mut String, cases: &[Case]) {
-    let rows: Vec<&Case> = cases.iter().filter(|c| c.table == Table::Client).collect();
+    let rows = section(
+        md,
+        cases,
+        Table::Client,
+        "Client throughput (SDK client vs raw driver, against the limit servers)",
+        &[
+            "mode",
+            "raw driver calls/s",
+            "raw p50 / p99 µs",
+            "SDK client calls/s",
+            "SDK client p50 / p99 µs",
+            "SDK / raw",
+        ],
+    );
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(
-        md,
-        "## Client throughput (SDK client vs raw driver, against the limit servers)\n"
-    );
-    let _ = writeln!(
-        md,
-        "| mode | raw driver calls/s | raw p50 / p99 µs | SDK client calls/s | SDK client p50 / p99 µs | SDK / raw |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|---|");
     for case in rows {
-        let side = |i: usize| {
-            let cps = med(&case.figures(i, calls_per_s)).map(thousands);
-            let lat = med(&case.figures(i, p50))
-                .zip(med(&case.figures(i, p99)))
-                .map(|(a, b)| format!("{} / {}", us(a), us(b)));
-            (or_dash(cps), or_dash(lat))
-        };
-        let (a, b) = side(0);
-        let (c, d) = side(1);
+        let (a, b) = throughput(case, 0);
+        let (c, d) = throughput(case, 1);
         let ratio = med(&case.ratios(calls_per_s));
         let _ = writeln!(
             md,
@@ -580,6 +600,8 @@ mod tests {
             &[case],
         );
         assert!(md.contains("| stdio, sequential, pinned | 100,000 | 8.0 / 120 | 90,000 | 8.0 / 120 | 0.80x | >= 0.8x met | 3.0 / 3.0 |"), "{md}");
+        assert!(md.contains("## Server throughput (SDK server vs limit server, raw driver)\n\n| mode | limit calls/s | limit p50 / p99 µs | SDK calls/s | SDK p50 / p99 µs | SDK / limit | target | peak RSS limit / SDK (MB) |\n|---|---|---|---|---|---|---|---|\n"), "{md}");
+        assert!(!md.contains("## Client throughput"), "{md}");
     }
 
     #[test]
@@ -615,7 +637,7 @@ mod tests {
         };
         let md = markdown(&RunInfo::default(), &[case]);
         assert!(
-            md.contains("| stdio | 2.00 | 3.00 | 1.50x | <= 1.2x **missed** |"),
+            md.contains("larger binary).\n\n| server | limit ms | SDK ms | SDK / limit | target |\n|---|---|---|---|---|\n| stdio | 2.00 | 3.00 | 1.50x | <= 1.2x **missed** |"),
             "{md}"
         );
         assert!(md.contains("- stdio (SDK): sdk-echo: no"), "{md}");

@@ -39,6 +39,15 @@ fn throughput(args: &[&str]) -> ThroughputReport {
     client_throughput("driver", args)
 }
 
+/// The raw driver's report with `driver_args` (split at spaces) against the server command
+/// `server`.
+fn drive(driver_args: &str, server: &[&str]) -> ThroughputReport {
+    let mut args: Vec<&str> = driver_args.split_whitespace().collect();
+    args.push("--");
+    args.extend_from_slice(server);
+    throughput(&args)
+}
+
 fn client_throughput(name: &str, args: &[&str]) -> ThroughputReport {
     match run_driver(name, args) {
         Report::Throughput(report) => report,
@@ -61,33 +70,17 @@ fn assert_all_answered(report: &ThroughputReport, calls: u64) {
 fn stdio_limit_server_sequential_and_pipelined() {
     let limit = bin("limit-stdio");
     for inflight in ["1", "8"] {
-        let report = throughput(&[
-            "--stdio",
-            "--inflight",
-            inflight,
-            "--calls",
-            "300",
-            "--warmup",
-            "0",
-            "--",
-            &limit,
-        ]);
+        let report = drive(
+            &format!("--stdio --inflight {inflight} --calls 300 --warmup 0"),
+            &[&limit],
+        );
         assert_eq!(report.transport, "stdio");
         assert_all_answered(&report, 300);
     }
-    let report = throughput(&[
-        "--stdio",
-        "--protocol",
-        "2026-07-28",
-        "--inflight",
-        "4",
-        "--calls",
-        "100",
-        "--warmup",
-        "0",
-        "--",
-        &limit,
-    ]);
+    let report = drive(
+        "--stdio --protocol 2026-07-28 --inflight 4 --calls 100 --warmup 0",
+        &[&limit],
+    );
     assert_eq!(report.protocol, Protocol::Stateless);
     assert_all_answered(&report, 100);
 }
@@ -95,37 +88,23 @@ fn stdio_limit_server_sequential_and_pipelined() {
 #[test]
 fn http_limit_server_stateful_and_stateless() {
     let limit = bin("limit-http");
-    let report = throughput(&[
-        "--http",
-        "--inflight",
-        "4",
-        "--calls",
-        "200",
-        "--warmup",
-        "0",
-        "--",
-        &limit,
-        "--listen",
-        "{addr}",
-    ]);
+    let report = drive(
+        "--http --inflight 4 --calls 200 --warmup 0",
+        &[&limit, "--listen", "{addr}"],
+    );
     assert_eq!(report.transport, "http");
     assert_all_answered(&report, 200);
-    let report = throughput(&[
-        "--http",
-        "--protocol",
-        "2026-07-28",
-        "--calls",
-        "100",
-        "--warmup",
-        "0",
-        "--",
-        &limit,
-        "--listen",
-        "{addr}",
-        "--stateless",
-        "--threads",
-        "0",
-    ]);
+    let report = drive(
+        "--http --protocol 2026-07-28 --calls 100 --warmup 0",
+        &[
+            &limit,
+            "--listen",
+            "{addr}",
+            "--stateless",
+            "--threads",
+            "0",
+        ],
+    );
     assert_all_answered(&report, 100);
 }
 
@@ -189,18 +168,10 @@ fn cold_start_of_both_stdio_servers() {
 fn sdk_stdio_server_answers_every_call() {
     let sdk = bin("sdk-echo");
     for inflight in ["1", "16"] {
-        let report = throughput(&[
-            "--stdio",
-            "--inflight",
-            inflight,
-            "--calls",
-            "300",
-            "--warmup",
-            "0",
-            "--",
-            &sdk,
-            "--stdio",
-        ]);
+        let report = drive(
+            &format!("--stdio --inflight {inflight} --calls 300 --warmup 0"),
+            &[&sdk, "--stdio"],
+        );
         assert_all_answered(&report, 300);
     }
 }
@@ -231,19 +202,10 @@ fn a_server_that_never_answers_fails_the_run_instead_of_hanging() {
 fn wrong_answers_are_errors_not_calls() {
     // A "server" answering every line with an error.
     let script = r#"while read -r line; do echo '{"jsonrpc":"2.0","id":'"$(echo "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')"',"error":{"code":-1,"message":"no"}}'; done"#;
-    let report = throughput(&[
-        "--stdio",
-        "--protocol",
-        "2026-07-28",
-        "--calls",
-        "5",
-        "--warmup",
-        "0",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ]);
+    let report = drive(
+        "--stdio --protocol 2026-07-28 --calls 5 --warmup 0",
+        &["sh", "-c", script],
+    );
     assert_eq!(report.summary.calls, 0);
     assert_eq!(report.summary.errors, 5);
 }

@@ -3,30 +3,9 @@
 // Connects to the example server (`mcp-example`), lists and calls the `echo` and `add` tools,
 // reads `example://readme`, gets the `greeting` prompt and exits 0; any mismatch exits 1 with a
 // message on stderr.
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { check, checkOverStdio } from "./stdio_check.mjs";
 
-const [command, ...args] = process.argv.slice(2);
-if (!command) {
-  console.error("usage: node ts_client_server_smoke.mjs <server command> [args...]");
-  process.exit(2);
-}
-
-function check(condition, message) {
-  if (!condition) {
-    throw new Error(message);
-  }
-}
-
-const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
-const client = new Client({ name: "ts-interop", version: "1.0.0" });
-const timer = setTimeout(() => {
-  console.error("interop check timed out");
-  process.exit(1);
-}, 20000);
-
-try {
-  await client.connect(transport);
+await checkOverStdio("ts_client_server_smoke.mjs", async (client) => {
   const info = client.getServerVersion();
   check(info && info.name === "mcp-example", `unexpected serverInfo ${JSON.stringify(info)}`);
 
@@ -50,12 +29,4 @@ try {
   const prompt = await client.getPrompt({ name: "greeting", arguments: { name: "Ada" } });
   const text = prompt.messages[0].content.text;
   check(text.includes("Ada"), `prompt ${JSON.stringify(prompt)}`);
-
-  await client.close();
-  clearTimeout(timer);
-  console.log("interop ok");
-  process.exit(0);
-} catch (e) {
-  console.error(`interop check failed: ${e?.stack ?? e}`);
-  process.exit(1);
-}
+});

@@ -3,30 +3,9 @@
 // strings. Also calls its tool with structured output (progress is not checked: this SDK drops
 // progress notifications that arrive just before their response).
 // Usage: node ts_client_typed_prompt.mjs <weather server command> [args...]
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { check, checkOverStdio } from "./stdio_check.mjs";
 
-const [command, ...args] = process.argv.slice(2);
-if (!command) {
-  console.error("usage: node ts_client_typed_prompt.mjs <server command> [args...]");
-  process.exit(2);
-}
-
-function check(condition, message) {
-  if (!condition) {
-    throw new Error(message);
-  }
-}
-
-const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
-const client = new Client({ name: "ts-interop", version: "1.0.0" });
-const timer = setTimeout(() => {
-  console.error("interop check timed out");
-  process.exit(1);
-}, 20000);
-
-try {
-  await client.connect(transport);
+await checkOverStdio("ts_client_typed_prompt.mjs", async (client) => {
 
   const { prompts } = await client.listPrompts();
   const report = prompts.find((p) => p.name === "weekly_report");
@@ -56,12 +35,4 @@ try {
   const called = await client.callTool({ name: "get_forecast", arguments: { city: "Oslo", days: 2 } });
   check(!called.isError && called.structuredContent?.days?.length === 2,
     `get_forecast answered ${JSON.stringify(called)}`);
-
-  await client.close();
-  clearTimeout(timer);
-  console.log("interop ok");
-  process.exit(0);
-} catch (e) {
-  console.error(`interop check failed: ${e?.stack ?? e}`);
-  process.exit(1);
-}
+});

@@ -35,6 +35,11 @@ impl Served {
     /// Serves `service`.
     pub async fn start(service: StreamableHttpService) -> Served {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Served::start_on(listener, service)
+    }
+
+    /// Serves `service` on `listener` (bound by a test that needs its address first).
+    pub fn start_on(listener: TcpListener, service: StreamableHttpService) -> Served {
         let addr = listener.local_addr().expect("the bound address");
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(service.clone().serve_with_listener(listener, async {

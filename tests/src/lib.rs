@@ -1,7 +1,7 @@
 //! Shared helpers for the cross-crate tests in `tests/tests/`: reading results
 //! ([`content`]), serving and driving Streamable HTTP without the SDK's client ([`http`]),
-//! finding the npm packages of the interop tests ([`interop`]), and building and running the
-//! `mcp` command ([`cli`]).
+//! finding the npm packages of the interop tests ([`interop`]), building and running the
+//! `mcp` command ([`cli`]), and calls through a bare JSON-RPC peer ([`rpc`]).
 //!
 //! The test files under `tests/tests/` each build as their own crate; what more than one of them
 //! needs lives here, once.
@@ -10,6 +10,7 @@ pub mod cli;
 pub mod content;
 pub mod http;
 pub mod interop;
+pub mod rpc;
 
 /// The code blocks of `README.md`, compiled as doctests so the tour cannot rot.
 #[cfg(doctest)]

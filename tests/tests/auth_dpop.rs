@@ -27,6 +27,8 @@ use mcp_auth::{
 use mcp_jsonrpc::{
     CallError, Engine, ErrorObject, Handler, Peer, Request, RequestContext, RequestOptions,
 };
+use mcp_tests::http::Served;
+use mcp_tests::rpc::{call_tool, failure};
 use mcp_transport_http::client::{HttpClientHandle, StreamableHttpClient};
 use mcp_transport_http::server::{
     AuthFuture, Authenticator, HttpServerConfig, StreamableHttpService,
@@ -34,7 +36,6 @@ use mcp_transport_http::server::{
 use serde_json::{Value, json};
 use support::{AsConfig, SECRET, TestAs, verify_proof};
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
 const REDIRECT: &str = "http://127.0.0.1:1/callback";
 const VERSION: &str = "2025-11-25";
@@ -251,15 +252,8 @@ impl Authenticator for DpopResource {
 struct Mcp {
     url: String,
     log: Arc<Mutex<RsLog>>,
-    stop: Option<oneshot::Sender<()>>,
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
+    /// Stops the server when the test drops it.
+    _served: Served,
 }
 
 impl Mcp {
@@ -286,18 +280,11 @@ impl Mcp {
         .config(HttpServerConfig::default().path("/mcp"))
         .auth(rs)
         .build();
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = service
-                .serve_with_listener(listener, async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        let served = Served::start_on(listener, service);
         Mcp {
             url,
             log,
-            stop: Some(stop),
+            _served: served,
         }
     }
 
@@ -340,23 +327,6 @@ async fn initialize(peer: &Peer) -> Result<Value, CallError> {
     Ok(init)
 }
 
-async fn call_tool(peer: &Peer) -> Result<Value, CallError> {
-    peer.call(
-        "tools/call",
-        &json!({"name": "whoami", "arguments": {}}),
-        RequestOptions::new(),
-    )
-    .await
-}
-
-/// The message of a call that the transport failed locally.
-fn failure(result: Result<Value, CallError>) -> String {
-    match result {
-        Err(CallError::Rpc(e)) => e.message,
-        other => panic!("expected a failed call, got {other:?}"),
-    }
-}
-
 fn dpop_as() -> AsConfig {
     AsConfig {
         dpop: true,
@@ -372,9 +342,9 @@ async fn the_token_is_bound_and_every_request_carries_a_fresh_proof() {
     let (peer, handle) = connect(&mcp.url, oauth.clone()).await;
 
     initialize(&peer).await.unwrap();
-    let result = call_tool(&peer).await.unwrap();
+    let result = call_tool(&peer, "whoami").await.unwrap();
     assert_eq!(result["structuredContent"]["subject"], "user-1");
-    call_tool(&peer).await.unwrap();
+    call_tool(&peer, "whoami").await.unwrap();
     handle.close().await;
 
     // The token request carried a valid proof without `ath`, so the token is bound.
@@ -427,8 +397,8 @@ async fn nonces_of_the_token_endpoint_and_the_resource_are_used_after_one_retry(
     let (peer, handle) = connect(&mcp.url, oauth(DpopPolicy::WhenSupported)).await;
 
     initialize(&peer).await.unwrap();
-    call_tool(&peer).await.unwrap();
-    call_tool(&peer).await.unwrap();
+    call_tool(&peer, "whoami").await.unwrap();
+    call_tool(&peer, "whoami").await.unwrap();
     handle.close().await;
 
     // The token endpoint: one challenge, then the retry with its nonce.
@@ -476,7 +446,7 @@ async fn a_refresh_is_made_with_a_proof_of_the_same_key() {
     let (peer, _handle) = connect(&mcp.url, oauth(DpopPolicy::WhenSupported)).await;
 
     initialize(&peer).await.unwrap();
-    call_tool(&peer).await.unwrap();
+    call_tool(&peer, "whoami").await.unwrap();
 
     let log = auth.log();
     let grants: Vec<&str> = log
@@ -502,7 +472,7 @@ async fn dpop_disabled_keeps_bearer_tokens_and_sends_no_proof() {
     let (peer, _handle) = connect(&mcp.url, oauth(DpopPolicy::Disabled)).await;
 
     initialize(&peer).await.unwrap();
-    call_tool(&peer).await.unwrap();
+    call_tool(&peer, "whoami").await.unwrap();
 
     assert!(
         auth.log().dpop_proofs.is_empty(),
@@ -645,18 +615,11 @@ async fn the_sdk_resource_server_requiring_dpop_serves_the_sdk_client() {
     .config(HttpServerConfig::default().path("/mcp"))
     .auth(rs)
     .build();
-    let (_stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = service
-            .serve_with_listener(listener, async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
+    let _served = Served::start_on(listener, service);
 
     let (peer, handle) = connect(&url, oauth(DpopPolicy::WhenSupported)).await;
     initialize(&peer).await.unwrap();
-    let result = call_tool(&peer).await.unwrap();
+    let result = call_tool(&peer, "whoami").await.unwrap();
     assert_eq!(result["structuredContent"]["subject"], "user-1");
     handle.close().await;
     assert_eq!(auth.log().dpop_proofs.len(), 1);

@@ -24,12 +24,13 @@ use mcp_auth::{
 use mcp_jsonrpc::{
     CallError, Engine, ErrorObject, Handler, Peer, Request, RequestContext, RequestOptions,
 };
+use mcp_tests::http::Served;
+use mcp_tests::rpc::{call_tool, failure};
 use mcp_transport_http::client::StreamableHttpClient;
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use support::{AsConfig, SECRET, TestAs, now};
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
 const REDIRECT: &str = "http://127.0.0.1:1/callback";
 const VERSION: &str = "2025-11-25";
@@ -98,15 +99,8 @@ struct Mcp {
     url: String,
     resource: String,
     seen: Seen,
-    stop: Option<oneshot::Sender<()>>,
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
+    /// Stops the server when the test drops it.
+    _served: Served,
 }
 
 impl Mcp {
@@ -141,20 +135,13 @@ impl Mcp {
         .config(HttpServerConfig::default().path("/mcp"))
         .auth(rs)
         .build();
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = service
-                .serve_with_listener(listener, async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        let served = Served::start_on(listener, service);
         Mcp {
             base,
             url,
             resource,
             seen,
-            stop: Some(stop),
+            _served: served,
         }
     }
 
@@ -214,23 +201,6 @@ async fn initialize(peer: &Peer) -> Result<Value, CallError> {
         RequestOptions::new(),
     )
     .await
-}
-
-async fn call_tool(peer: &Peer, name: &str) -> Result<Value, CallError> {
-    peer.call(
-        "tools/call",
-        &json!({"name": name, "arguments": {}}),
-        RequestOptions::new(),
-    )
-    .await
-}
-
-/// The message of a call that the transport failed locally.
-fn failure(result: Result<Value, CallError>) -> String {
-    match result {
-        Err(CallError::Rpc(e)) => e.message,
-        other => panic!("expected a failed call, got {other:?}"),
-    }
 }
 
 #[tokio::test]

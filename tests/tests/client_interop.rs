@@ -4,9 +4,12 @@
 //!
 //! These tests fail, never skip, when `node` or the modules are missing.
 
+mod client_support;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use client_support::call_with_progress;
 use mcp_client::{
     CallError, Client, ClientSession, ElicitationAnswer, ElicitationRequest, Roots,
     ServerNotification,
@@ -104,18 +107,14 @@ async fn everything_server_from_npm() {
     assert!(weather.structured_content.is_some());
 
     // Progress.
-    let progress = Arc::new(Mutex::new(Vec::new()));
-    let seen = progress.clone();
-    let long = session
-        .with_progress(move |p| seen.lock().unwrap().push(p.progress))
-        .call_tool(
-            "trigger-long-running-operation",
-            json!({"duration": 1, "steps": 4}),
-        )
-        .await
-        .unwrap();
+    let (long, progress) = call_with_progress(
+        &session,
+        "trigger-long-running-operation",
+        json!({"duration": 1, "steps": 4}),
+    )
+    .await;
     assert!(text_of(&long.content).contains("completed"));
-    assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(progress, vec![1.0, 2.0, 3.0, 4.0]);
 
     // Sampling and elicitation requests from the server.
     let sampling = session

@@ -3,6 +3,9 @@
 //! `input_required` driver, tools with invalid `x-mcp-header` annotations, the response cache and
 //! `subscriptions/listen`.
 
+mod client_support;
+
+use client_support::tool_names;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -533,13 +536,7 @@ async fn rounds_are_bounded_and_once_leaves_the_rounds_to_the_caller() {
 async fn tools_with_invalid_x_mcp_header_annotations_are_dropped() {
     let server = stateless_server();
     let session = connect(&server, builder().build()).await.unwrap();
-    let names: Vec<String> = session
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&session).await;
     assert_eq!(names, ["ok", "plain"]);
     let page = session.list_tools(None).await.unwrap();
     assert_eq!(page.tools.len(), 2);

@@ -2,9 +2,12 @@
 //! revision (the session revisions and the stateless 2026-07-28): negotiation, every typed call,
 //! the client-side features, notifications, and what happens when the server dies mid-request.
 
+mod client_support;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use client_support::{assert_sampling, call_with_progress};
 use mcp_client::config::HostConfig;
 use mcp_client::elicit::FieldKind;
 use mcp_client::{
@@ -17,6 +20,24 @@ use mcp_types::{
     Era, Implementation, LoggingLevel, ProtocolVersion, ResourceContentsKind, SubscriptionFilter,
 };
 use serde_json::json;
+
+/// The URI of the next `notifications/resources/updated` that `$rx` (the session's
+/// notifications or a listen subscription: two types with the same `recv`) yields within 5 s.
+macro_rules! resource_update {
+    ($rx:expr, $source:literal) => {
+        tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                match $rx.recv().await {
+                    Some(ServerNotification::ResourceUpdated(p)) => break p.uri,
+                    Some(_) => continue,
+                    None => panic!(concat!($source, " ended")),
+                }
+            }
+        })
+        .await
+        .expect(concat!("resource updated notification on ", $source))
+    };
+}
 
 const SERVER: &str = env!("CARGO_BIN_EXE_everything-stdio");
 const REVISIONS: [ProtocolVersion; 4] = [
@@ -151,15 +172,10 @@ async fn exercise(version: ProtocolVersion) {
     // Progress and logging.
     session.set_logging_level(LoggingLevel::Info).await.unwrap();
     let mut notifications = session.notifications();
-    let progress = Arc::new(Mutex::new(Vec::new()));
-    let seen = progress.clone();
-    let countdown = session
-        .with_progress(move |p| seen.lock().unwrap().push(p.progress))
-        .call_tool("countdown", json!({"steps": 3, "delay_ms": 20}))
-        .await
-        .unwrap();
+    let (countdown, progress) =
+        call_with_progress(&session, "countdown", json!({"steps": 3, "delay_ms": 20})).await;
     assert_eq!(text_of(&countdown.content), "liftoff after 3 steps");
-    assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0], "{version}");
+    assert_eq!(progress, vec![1.0, 2.0, 3.0], "{version}");
     let mut logs = 0;
     let deadline = Instant::now() + Duration::from_secs(5);
     while logs < 3 && Instant::now() < deadline {
@@ -175,15 +191,7 @@ async fn exercise(version: ProtocolVersion) {
     assert_eq!(logs, 3, "{version}: log notifications");
 
     // Sampling, roots and (from 2025-06-18) elicitation through our handlers.
-    let sampled = session
-        .call_tool("ask_model", json!({"question": "2+2?"}))
-        .await
-        .unwrap();
-    assert_eq!(
-        text_of(&sampled.content),
-        "test-model answered: four",
-        "{version}"
-    );
+    assert_sampling(&session, version).await;
     let roots = session.call_tool("list_roots", json!({})).await.unwrap();
     assert_eq!(text_of(&roots.content), "file:///tmp/project", "{version}");
     let asked = session.call_tool("greet", json!({})).await.unwrap();
@@ -240,34 +248,14 @@ async fn exercise(version: ProtocolVersion) {
         };
         let mut updates = session.listen(filter).await.unwrap();
         session.call_tool("touch", json!({})).await.unwrap();
-        let updated = tokio::time::timeout(Duration::from_secs(5), async {
-            loop {
-                match updates.recv().await {
-                    Some(ServerNotification::ResourceUpdated(p)) => break p.uri,
-                    Some(_) => continue,
-                    None => panic!("subscription ended"),
-                }
-            }
-        })
-        .await
-        .expect("resource updated notification on the listen stream");
+        let updated = resource_update!(updates, "the listen stream");
         assert_eq!(updated, "example://readme");
     } else {
         match session.subscribe("example://readme").await {
             Ok(()) => {
                 let mut updates = session.notifications();
                 session.call_tool("touch", json!({})).await.unwrap();
-                let updated = tokio::time::timeout(Duration::from_secs(5), async {
-                    loop {
-                        match updates.recv().await {
-                            Some(ServerNotification::ResourceUpdated(p)) => break p.uri,
-                            Some(_) => continue,
-                            None => panic!("session closed"),
-                        }
-                    }
-                })
-                .await
-                .expect("resource updated notification");
+                let updated = resource_update!(updates, "the session's notifications");
                 assert_eq!(updated, "example://readme");
                 session.unsubscribe("example://readme").await.unwrap();
             }

@@ -5,9 +5,11 @@
 //! Each HTTP session runs `Server::serve` on the transport's connection: the server's requests
 //! and notifications for a call reach the client on the POST's own stream.
 
-use std::sync::{Arc, Mutex};
+mod client_support;
+
 use std::time::Duration;
 
+use client_support::{assert_sampling, call_with_progress};
 use mcp_client::{
     CallError, Client, ClientSession, ConnectError, ElicitationAnswer, ElicitationRequest,
 };
@@ -89,19 +91,14 @@ async fn exercise(version: ProtocolVersion, response_mode: ResponseMode) {
         .await
         .unwrap();
     assert_eq!(text_of(&echo.content), "hi");
-    let progress = Arc::new(Mutex::new(Vec::new()));
-    let seen = progress.clone();
-    let countdown = session
-        .with_progress(move |p| seen.lock().unwrap().push(p.progress))
-        .call_tool("countdown", json!({"steps": 3, "delay_ms": 50}))
-        .await
-        .unwrap();
+    let (countdown, progress) =
+        call_with_progress(&session, "countdown", json!({"steps": 3, "delay_ms": 50})).await;
     assert_eq!(text_of(&countdown.content), "liftoff after 3 steps");
     // Progress is related to the call: with SSE answers it travels on the POST's own stream,
     // before the result, so every update arrives. JSON answers cannot carry it; it goes to the
     // standalone GET stream and races the result (the client drops progress that arrives after
     // the result), so only a prefix is certain.
-    let seen = progress.lock().unwrap().clone();
+    let seen = progress;
     if response_mode == ResponseMode::Json {
         assert!(
             !seen.is_empty() && [1.0, 2.0, 3.0].starts_with(&seen),
@@ -111,15 +108,7 @@ async fn exercise(version: ProtocolVersion, response_mode: ResponseMode) {
         assert_eq!(seen, [1.0, 2.0, 3.0], "{version}");
     }
     // A server-to-client request during a call.
-    let sampled = session
-        .call_tool("ask_model", json!({"question": "2+2?"}))
-        .await
-        .unwrap();
-    assert_eq!(
-        text_of(&sampled.content),
-        "test-model answered: four",
-        "{version}"
-    );
+    assert_sampling(&session, version).await;
     if version >= ProtocolVersion::V2025_06_18 {
         let asked = session.call_tool("greet", json!({})).await.unwrap();
         let expected = if version >= ProtocolVersion::V2025_11_25 {

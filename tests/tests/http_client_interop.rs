@@ -3,10 +3,13 @@
 //! Streamable HTTP mode. Requires `node` and `npm ci --prefix tests/interop` (done by
 //! `scripts/test`); the test fails, never skips, when they are missing.
 
+mod client_support;
+
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use client_support::call_with_progress;
 use mcp_client::{CallError, Client, ClientSession};
 use mcp_tests::content::{model_reply, text_of};
 use mcp_tests::interop;
@@ -119,18 +122,14 @@ async fn our_client_talks_to_server_everything_over_streamable_http() {
     assert!(text_of(&sum.content).contains("42"), "{sum:?}");
 
     // Progress notifications arrive on the call's SSE stream, before the result.
-    let progress = Arc::new(Mutex::new(Vec::new()));
-    let seen = progress.clone();
-    let long = session
-        .with_progress(move |p| seen.lock().unwrap().push(p.progress))
-        .call_tool(
-            "trigger-long-running-operation",
-            json!({"duration": 0.3, "steps": 3}),
-        )
-        .await
-        .unwrap();
+    let (long, progress) = call_with_progress(
+        &session,
+        "trigger-long-running-operation",
+        json!({"duration": 0.3, "steps": 3}),
+    )
+    .await;
     assert!(text_of(&long.content).contains("completed"), "{long:?}");
-    assert_eq!(progress.lock().unwrap().len(), 3, "{:?}", progress.lock());
+    assert_eq!(progress.len(), 3, "{progress:?}");
 
     // A server-to-client request on the call's stream, answered with a POST.
     let result = call_late_tool(

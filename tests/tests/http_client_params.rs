@@ -5,6 +5,9 @@
 
 use crate::http_client_support;
 
+mod client_support;
+
+use client_support::tool_names;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -129,13 +132,7 @@ async fn x_mcp_header_params_become_mcp_param_headers_and_invalid_tools_are_drop
     .await;
     let (session, handle) = connect(server.url("/mcp")).await;
     assert_eq!(session.era(), Era::Stateless);
-    let names: Vec<String> = session
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&session).await;
     assert_eq!(
         names,
         [

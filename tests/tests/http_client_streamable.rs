@@ -33,6 +33,31 @@ async fn session_basics(rec: &Recorded) -> Option<http::Response<Body>> {
     }
 }
 
+/// A session server (see [`session_basics`]) whose standalone GETs `get` answers, given their
+/// number (from 0); with the count of GETs so far.
+async fn with_standalone_gets<F, Fut>(get: F) -> (TestServer, Arc<AtomicUsize>)
+where
+    F: Fn(Recorded, usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = http::Response<Body>> + Send + 'static,
+{
+    let gets = Arc::new(AtomicUsize::new(0));
+    let counter = gets.clone();
+    let get = Arc::new(get);
+    let server = TestServer::start(move |rec| {
+        let gets = counter.clone();
+        let get = get.clone();
+        async move {
+            if rec.method == Method::GET {
+                let n = gets.fetch_add(1, Ordering::SeqCst);
+                return get(rec, n).await;
+            }
+            session_basics(&rec).await.unwrap_or_else(|| status(500))
+        }
+    })
+    .await;
+    (server, gets)
+}
+
 async fn init(d: &mut Driver) {
     d.send(initialize(1)).await;
     let r = d.recv().await;
@@ -70,8 +95,7 @@ async fn json_and_sse_answers_headers_and_delete() {
         )
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     init(&mut d).await;
     assert_eq!(handle.session_id().as_deref(), Some(SID));
     assert_eq!(handle.protocol_version().as_deref(), Some("2025-06-18"));
@@ -155,11 +179,7 @@ async fn server_to_client_request_travels_on_the_post_stream() {
         }
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     init(&mut d).await;
     d.send(request(7, "tools/call", json!({"name": "ask"})))
         .await;
@@ -199,11 +219,7 @@ async fn dropped_stream_resumes_with_last_event_id_after_retry() {
         status(500)
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     init(&mut d).await;
     d.send(request(5, "tools/call", json!({"name": "slow"})))
         .await;
@@ -243,11 +259,7 @@ async fn stream_without_event_ids_fails_the_request_instead_of_hanging() {
         )])
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     init(&mut d).await;
     d.send(request(9, "tools/call", json!({"name": "x"}))).await;
     assert_eq!(d.recv().await["method"], "notifications/message");
@@ -269,8 +281,7 @@ async fn session_404_surfaces_as_expiry_and_reconnecting_starts_a_new_session() 
     let client = StreamableHttpClient::builder(server.url("/mcp"))
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     init(&mut d).await;
     d.send(request(2, "tools/list", json!({}))).await;
     let err = d.recv_err().await;
@@ -283,8 +294,7 @@ async fn session_404_surfaces_as_expiry_and_reconnecting_starts_a_new_session() 
     // No DELETE for a session the server already forgot.
     assert!(server.log().iter().all(|r| r.method != Method::DELETE));
 
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     init(&mut d).await;
     let inits: Vec<_> = server
         .log()
@@ -312,11 +322,7 @@ async fn http_errors_become_error_responses_and_2026_errors_pass_through() {
         }
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     d.send(request(1, "tools/list", json!({}))).await;
     let err = d.recv().await;
     assert_eq!(err["id"], 1);
@@ -351,42 +357,22 @@ async fn http_errors_become_error_responses_and_2026_errors_pass_through() {
 
 #[tokio::test]
 async fn standalone_stream_delivers_and_resumes() {
-    let gets = Arc::new(AtomicUsize::new(0));
-    let g2 = gets.clone();
-    let server = TestServer::start(move |rec| {
-        let gets = g2.clone();
-        async move {
-            if rec.method == Method::GET {
-                let n = gets.fetch_add(1, Ordering::SeqCst);
-                let note = |i: i64| {
-                    json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed",
-                           "params":{"_meta":{"n": i}}})
-                };
-                return match n {
-                    0 => sse(&["retry: 50\n\n".to_owned(), event(&note(0), Some("g1"))]),
-                    1 => {
-                        assert_eq!(rec.header("last-event-id"), Some("g1"));
-                        let (tx, resp) = sse_channel();
-                        tx.send(event(&note(1), Some("g2"))).await.unwrap();
-                        // Keep the stream open until the test ends.
-                        tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_secs(30)).await;
-                            drop(tx);
-                        });
-                        resp
-                    }
-                    _ => status(500),
-                };
+    let (server, gets) = with_standalone_gets(|rec, n| async move {
+        let note = |i: i64| {
+            json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed",
+                   "params":{"_meta":{"n": i}}})
+        };
+        match n {
+            0 => sse(&["retry: 50\n\n".to_owned(), event(&note(0), Some("g1"))]),
+            1 => {
+                assert_eq!(rec.header("last-event-id"), Some("g1"));
+                open_sse(&[event(&note(1), Some("g2"))]).await
             }
-            session_basics(&rec).await.unwrap_or_else(|| status(500))
+            _ => status(500),
         }
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     init(&mut d).await;
     let first = d.recv().await;
     assert_eq!(first["params"]["_meta"]["n"], 0);
@@ -435,11 +421,7 @@ async fn falls_back_to_http_sse_on_4xx_to_initialize() {
         }
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/")).await;
     d.send(initialize(1)).await;
     let init = d.recv().await;
     assert_eq!(init["result"]["protocolVersion"], "2024-11-05");
@@ -470,8 +452,7 @@ async fn streamable_only_mode_does_not_fall_back() {
         .mode(ClientMode::StreamableHttp)
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     d.send(initialize(1)).await;
     let err = d.recv().await;
     assert_eq!(err["error"]["data"]["httpStatus"], 405);
@@ -501,13 +482,7 @@ async fn cancelled_notification_stops_reading_the_request_stream() {
     let server = TestServer::start(|rec| async move {
         if rec.rpc_method() == Some("tools/call") {
             // A stream that never answers.
-            let (tx, resp) = sse_channel();
-            tx.send("id: c1\n\n".into()).await.unwrap();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                drop(tx);
-            });
-            return resp;
+            return open_sse(&["id: c1\n\n".into()]).await;
         }
         if rec.rpc_method() == Some("notifications/cancelled") {
             return accepted();
@@ -520,8 +495,7 @@ async fn cancelled_notification_stops_reading_the_request_stream() {
         .reconnect(Reconnect::default().max_attempts(1))
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     d.send(request(4, "tools/call", json!({"name": "forever"})))
         .await;
     server
@@ -564,8 +538,7 @@ async fn speaks_http2_with_prior_knowledge() {
         .http2_prior_knowledge(true)
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     init(&mut d).await;
     d.send(request(2, "tools/list", json!({}))).await;
     assert_eq!(d.recv().await["id"], 2);
@@ -585,12 +558,7 @@ async fn the_next_post_waits_until_the_standalone_stream_is_open() {
     let server = TestServer::start(|rec| async move {
         if rec.method == Method::GET {
             tokio::time::sleep(Duration::from_millis(300)).await;
-            let (tx, resp) = sse_channel();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                drop(tx);
-            });
-            return resp;
+            return open_sse(&[]).await;
         }
         if rec.rpc_method() == Some("tools/list") {
             return json(result(&rec.rpc_id().unwrap(), json!({"tools": []})));
@@ -598,11 +566,7 @@ async fn the_next_post_waits_until_the_standalone_stream_is_open() {
         session_basics(&rec).await.unwrap_or_else(|| status(500))
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     init(&mut d).await;
     d.send(request(2, "tools/list", json!({}))).await;
     assert_eq!(d.recv().await["id"], 2);
@@ -624,28 +588,13 @@ async fn the_next_post_waits_until_the_standalone_stream_is_open() {
 
 #[tokio::test]
 async fn a_failed_standalone_get_is_retried_with_backoff() {
-    let gets = Arc::new(AtomicUsize::new(0));
-    let g2 = gets.clone();
-    let server = TestServer::start(move |rec| {
-        let gets = g2.clone();
-        async move {
-            if rec.method == Method::GET {
-                return match gets.fetch_add(1, Ordering::SeqCst) {
-                    0 => status(503),
-                    _ => {
-                        let note =
-                            json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"});
-                        let (tx, resp) = sse_channel();
-                        tx.send(event(&note, Some("e1"))).await.unwrap();
-                        tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_secs(30)).await;
-                            drop(tx);
-                        });
-                        resp
-                    }
-                };
+    let (server, gets) = with_standalone_gets(|_, n| async move {
+        match n {
+            0 => status(503),
+            _ => {
+                let note = json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"});
+                open_sse(&[event(&note, Some("e1"))]).await
             }
-            session_basics(&rec).await.unwrap_or_else(|| status(500))
         }
     })
     .await;
@@ -653,8 +602,7 @@ async fn a_failed_standalone_get_is_retried_with_backoff() {
         .reconnect(Reconnect::default().initial_delay(Duration::from_millis(20)))
         .build()
         .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect(&client).await;
     init(&mut d).await;
     let note = d.recv().await;
     assert_eq!(note["method"], "notifications/tools/list_changed");
@@ -683,11 +631,7 @@ async fn a_stateless_request_is_cancelled_by_closing_its_stream() {
         }
     })
     .await;
-    let client = StreamableHttpClient::builder(server.url("/mcp"))
-        .build()
-        .unwrap();
-    let (conn, handle) = client.connect().await.unwrap();
-    let mut d = Driver::new(conn);
+    let (mut d, handle) = connect_to(server.url("/mcp")).await;
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                       "io.modelcontextprotocol/clientCapabilities": {}});
     d.send(request(

@@ -66,12 +66,7 @@ async fn tampered_state_is_refused() {
             .request("tools/call", greet(Some(alice()), Some(&bad)))
             .await;
         assert_eq!(o.error_code(), -32602, "{bad}");
-        assert!(
-            o.response["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("requestState")
-        );
+        assert!(o.error_message().contains("requestState"));
     }
     // The untouched state still works.
     let o = http
@@ -101,12 +96,7 @@ async fn expired_state_is_refused() {
         .request("tools/call", greet(Some(alice()), Some(&stale)))
         .await;
     assert_eq!(o.error_code(), -32602);
-    assert!(
-        o.response["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("expired")
-    );
+    assert!(o.error_message().contains("expired"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,12 +130,7 @@ async fn a_different_key_refuses_and_a_rotated_key_accepts() {
         .request("tools/call", greet(Some(alice()), Some(&state)))
         .await;
     assert_eq!(o.error_code(), -32602);
-    assert!(
-        o.response["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("unknown key")
-    );
+    assert!(o.error_message().contains("unknown key"));
     let mut rotated = Http::start(replica(2, Some(1))).await;
     let o = rotated
         .request("tools/call", greet(Some(alice()), Some(&state)))
@@ -164,36 +149,20 @@ async fn a_state_is_bound_to_its_call() {
     let mut http = Http::start(replica(1, None)).await;
     // Sealed for `deploy` with one argument: refused with another argument or another tool.
     let o = http
-        .request(
-            "tools/call",
-            with_meta(
-                json!({"name": "deploy", "arguments": {"text": "staging"}}),
-                all_capabilities(),
-            ),
-        )
+        .call_with(json!({"name": "deploy", "arguments": {"text": "staging"}}))
         .await;
     let state = o.result()["requestState"].as_str().unwrap().to_owned();
     let answer = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
     let o = http
-        .request(
-            "tools/call",
-            with_meta(
-                json!({"name": "deploy", "arguments": {"text": "production"},
+        .call_with(
+            json!({"name": "deploy", "arguments": {"text": "production"},
                        "inputResponses": answer, "requestState": state}),
-                all_capabilities(),
-            ),
         )
         .await;
     assert_eq!(o.error_code(), -32602, "the answer was given for staging");
     let o = http
-        .request(
-            "tools/call",
-            with_meta(
-                json!({"name": "deploy", "arguments": {"text": "staging"},
-                       "inputResponses": answer, "requestState": state}),
-                all_capabilities(),
-            ),
-        )
+        .call_with(json!({"name": "deploy", "arguments": {"text": "staging"},
+                       "inputResponses": answer, "requestState": state}))
         .await;
     assert_eq!(o.text(), r#"staging accept (state {"target":"staging"})"#);
 }
@@ -234,12 +203,7 @@ async fn a_state_is_bound_to_its_subject() {
         .request("tools/call", as_user("bob", Some(alice()), Some(&state)))
         .await;
     assert_eq!(o.error_code(), -32602);
-    assert!(
-        o.response["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("another principal")
-    );
+    assert!(o.error_message().contains("another principal"));
     let o = c
         .request("tools/call", as_user("alice", Some(alice()), Some(&state)))
         .await;

@@ -79,9 +79,7 @@ async fn the_store_holds_a_bounded_number_of_tasks() {
         let o = c.call("hold", json!({"ms": 0}), task_caps()).await;
         assert_eq!(o.error_code(), -32603, "{name}");
         assert!(
-            o.response["error"]["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("most tasks")),
+            o.error_message().contains("most tasks"),
             "{name}: {}",
             o.response
         );
@@ -206,7 +204,7 @@ async fn tasks_belong_to_their_caller() {
     ] {
         let o = as_caller(&h, "bob", method, task(&id, extra)).await;
         assert_eq!(o.error_code(), -32602, "bob {method}");
-        let message = o.response["error"]["message"].as_str().unwrap_or_default();
+        let message = o.error_message();
         assert!(
             message.ends_with(&format!("unknown task: {id}")),
             "{message}"

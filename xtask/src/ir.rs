@@ -192,7 +192,14 @@ impl Builder<'_> {
 
     /// The type of a value position; names and registers inline objects, enums and unions.
     fn ty_of(&mut self, schema: &Value, ctx: &Ctx) -> Ty {
-        match self.kind_of(schema, ctx) {
+        let kind = self.kind_of(schema, ctx);
+        self.named(kind, schema, ctx)
+    }
+
+    /// The type of `kind`: an alias stands for its type, anything else is registered under
+    /// the context's name.
+    fn named(&mut self, kind: Kind, schema: &Value, ctx: &Ctx) -> Ty {
+        match kind {
             Kind::Alias(t) => t,
             kind => {
                 self.register(Def {
@@ -307,18 +314,7 @@ impl Builder<'_> {
                 Kind::Union(prims)
             };
             if nullable {
-                let t = match inner {
-                    Kind::Alias(t) => t,
-                    kind => {
-                        self.register(Def {
-                            name: ctx.name.clone(),
-                            doc: doc_of(schema),
-                            kind,
-                            owner: ctx.owner.clone(),
-                        });
-                        Ty::Named(ctx.name.clone())
-                    }
-                };
+                let t = self.named(inner, schema, ctx);
                 return Kind::Alias(Ty::Nullable(Box::new(t)));
             }
             return inner;

@@ -178,14 +178,13 @@ fn report(
     recorder: Recorder,
     memory: Option<procfs::Memory>,
 ) -> Report {
-    Report::Throughput(ThroughputReport {
-        transport: transport.into(),
-        protocol: Protocol::Session,
-        inflight: options.inflight,
-        summary: recorder.summary(),
-        server_rss_kb: memory.map(|m| m.rss_kb),
-        server_peak_rss_kb: memory.map(|m| m.peak_kb),
-    })
+    Report::Throughput(ThroughputReport::new(
+        transport,
+        Protocol::Session,
+        options.inflight,
+        recorder.summary(),
+        memory,
+    ))
 }
 
 /// `inflight` tasks, each calling `echo` back to back on the shared session.

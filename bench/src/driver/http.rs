@@ -316,14 +316,13 @@ pub fn throughput(
         .block_on(async { tokio::time::timeout(options.timeout, run).await })
         .map_err(|_| fail!("run not over within {:?}", options.timeout))??;
     let memory = pid.and_then(|pid| procfs::memory(pid).ok());
-    Ok(ThroughputReport {
-        transport: "http".into(),
-        protocol: options.protocol,
-        inflight: options.inflight,
-        summary: recorder.summary(),
-        server_rss_kb: memory.map(|m| m.rss_kb),
-        server_peak_rss_kb: memory.map(|m| m.peak_kb),
-    })
+    Ok(ThroughputReport::new(
+        "http",
+        options.protocol,
+        options.inflight,
+        recorder.summary(),
+        memory,
+    ))
 }
 
 struct Lane {

@@ -107,14 +107,13 @@ pub fn throughput(command: &[String], options: &LoadOptions) -> Result<Throughpu
     }
     let (recorder, memory) = result?;
     server.finish(Duration::from_secs(2));
-    Ok(ThroughputReport {
-        transport: "stdio".into(),
-        protocol: options.protocol,
-        inflight: options.inflight,
-        summary: recorder.summary(),
-        server_rss_kb: memory.map(|m| m.rss_kb),
-        server_peak_rss_kb: memory.map(|m| m.peak_kb),
-    })
+    Ok(ThroughputReport::new(
+        "stdio",
+        options.protocol,
+        options.inflight,
+        recorder.summary(),
+        memory,
+    ))
 }
 
 fn sequential(

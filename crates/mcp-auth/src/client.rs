@@ -1064,20 +1064,8 @@ impl OAuthClient {
         let response = self
             .post(url, "application/json", body, HeaderMap::new())
             .await?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(Self::endpoint_error(
-                "registration",
-                status,
-                response.body(),
-            ));
-        }
         let reg: RegistrationResponse =
-            serde_json::from_slice(response.body()).map_err(|e| AuthError::InvalidResponse {
-                what: "registration response",
-                url: url.to_owned(),
-                detail: e.to_string(),
-            })?;
+            Self::endpoint_answer(&response, "registration", "registration response", url)?;
         if reg.client_id.is_empty() {
             return Err(AuthError::InvalidResponse {
                 what: "registration response",
@@ -1097,6 +1085,25 @@ impl OAuthClient {
     }
 
     // ---------------------------------------------------------------- token endpoint
+
+    /// The JSON answer of `endpoint`: an error status is [`AuthError::Endpoint`], a body that
+    /// is not a `T` an invalid `what` from `url`.
+    fn endpoint_answer<T: DeserializeOwned>(
+        response: &http::Response<Bytes>,
+        endpoint: &'static str,
+        what: &'static str,
+        url: &str,
+    ) -> Result<T, AuthError> {
+        let status = response.status();
+        if !status.is_success() {
+            return Err(Self::endpoint_error(endpoint, status, response.body()));
+        }
+        serde_json::from_slice(response.body()).map_err(|e| AuthError::InvalidResponse {
+            what,
+            url: url.to_owned(),
+            detail: e.to_string(),
+        })
+    }
 
     fn endpoint_error(endpoint: &'static str, status: StatusCode, body: &[u8]) -> AuthError {
         let parsed: Option<OAuthErrorBody> = serde_json::from_slice(body).ok();
@@ -1255,17 +1262,12 @@ impl OAuthClient {
             }
             break response;
         };
-        let status = response.status();
-        if !status.is_success() {
-            return Err(Self::endpoint_error("token", status, response.body()));
-        }
+        let tr: TokenResponse = Self::endpoint_answer(&response, "token", "token response", url)?;
         let invalid = |detail: String| AuthError::InvalidResponse {
             what: "token response",
             url: url.to_owned(),
             detail,
         };
-        let tr: TokenResponse =
-            serde_json::from_slice(response.body()).map_err(|e| invalid(e.to_string()))?;
         let dpop_jkt = match (tr.token_type.as_deref(), dpop) {
             (Some(t), Some(dpop)) if t.eq_ignore_ascii_case("dpop") => {
                 Some(dpop.key.thumbprint().to_owned())
@@ -1333,11 +1335,23 @@ impl OAuthClient {
         creds: &ClientCredentials,
         scopes: &[String],
     ) -> Result<TokenSet, AuthError> {
+        let form = vec![("grant_type", "client_credentials".to_owned())];
+        self.grant_request(d, creds, form, scopes).await
+    }
+
+    /// The token request of a grant the client makes in its own name (no user, no refresh
+    /// token): `form` with the scopes and the resource.
+    async fn grant_request(
+        &self,
+        d: &Discovered,
+        credentials: &ClientCredentials,
+        mut form: Vec<(&'static str, String)>,
+        scopes: &[String],
+    ) -> Result<TokenSet, AuthError> {
         let client = ResolvedClient {
-            credentials: creds.clone(),
+            credentials: credentials.clone(),
             assigned_method: None,
         };
-        let mut form = vec![("grant_type", "client_credentials".to_owned())];
         if !scopes.is_empty() {
             form.push(("scope", scopes.join(" ")));
         }
@@ -1356,19 +1370,12 @@ impl OAuthClient {
             AssertionSource::Fn(f) => f()?,
             AssertionSource::Enterprise(idp) => self.id_jag(d, idp, scopes).await?,
         };
-        let client = ResolvedClient {
-            credentials: grant.credentials.clone(),
-            assigned_method: None,
-        };
-        let mut form = vec![
+        let form = vec![
             ("grant_type", JWT_BEARER_GRANT.to_owned()),
             ("assertion", assertion),
         ];
-        if !scopes.is_empty() {
-            form.push(("scope", scopes.join(" ")));
-        }
-        form.push(("resource", d.resource.clone()));
-        self.token_request(d, &client, form, scopes, None).await
+        self.grant_request(d, &grant.credentials, form, scopes)
+            .await
     }
 
     /// Exchanges the user's ID token at the enterprise identity provider for an ID-JAG
@@ -1419,25 +1426,18 @@ impl OAuthClient {
                 authorization_headers(auth),
             )
             .await?;
-        if !response.status().is_success() {
-            return Err(Self::endpoint_error(
-                "token exchange",
-                response.status(),
-                response.body(),
-            ));
-        }
         #[derive(serde::Deserialize)]
         struct Exchanged {
             access_token: String,
             issued_token_type: Option<String>,
         }
+        let exchanged: Exchanged =
+            Self::endpoint_answer(&response, "token exchange", "token exchange response", url)?;
         let invalid = |detail: String| AuthError::InvalidResponse {
             what: "token exchange response",
             url: url.to_owned(),
             detail,
         };
-        let exchanged: Exchanged =
-            serde_json::from_slice(response.body()).map_err(|e| invalid(e.to_string()))?;
         match exchanged.issued_token_type.as_deref() {
             Some(ID_JAG_TOKEN_TYPE) if !exchanged.access_token.is_empty() => {
                 Ok(exchanged.access_token)
@@ -1670,6 +1670,15 @@ impl OAuthClient {
             .map(|t| t.access_token.clone());
         let refreshed_before = previous.as_ref().is_some_and(|p| p.refreshed_after_401);
         let step_up = previous.as_ref().and_then(|p| p.step_up.clone());
+        // The state once the code flow's client holds a token.
+        let authorized = |requested_scopes, tokens, refreshed_after_401| ResourceState {
+            discovered: Arc::clone(&d),
+            client: Some(client.clone()),
+            requested_scopes,
+            tokens: Some(tokens),
+            refreshed_after_401,
+            step_up: step_up.clone(),
+        };
         if let Some(saved) = stored
             .tokens
             .get(&d.resource)
@@ -1685,34 +1694,14 @@ impl OAuthClient {
                 } else {
                     saved.scopes.clone()
                 };
-                self.set_state(
-                    resource_url,
-                    ResourceState {
-                        discovered: d,
-                        client: Some(client),
-                        requested_scopes: requested,
-                        tokens: Some(saved),
-                        refreshed_after_401: false,
-                        step_up,
-                    },
-                );
+                self.set_state(resource_url, authorized(requested, saved, false));
                 return Ok(());
             }
             if saved.refresh_token.is_some() && !refreshed_before {
                 match self.refresh(&d, &client, &saved).await {
                     Ok(tokens) => {
                         self.save_tokens(&d, &mut stored, &tokens).await?;
-                        self.set_state(
-                            resource_url,
-                            ResourceState {
-                                discovered: d,
-                                client: Some(client),
-                                requested_scopes: scopes,
-                                tokens: Some(tokens),
-                                refreshed_after_401: true,
-                                step_up,
-                            },
-                        );
+                        self.set_state(resource_url, authorized(scopes, tokens, true));
                         return Ok(());
                     }
                     Err(e) => tracing::debug!(error = %e, "refresh failed; authorizing anew"),
@@ -1723,17 +1712,7 @@ impl OAuthClient {
         self.inner.store.save(&d.issuer, &stored).await?;
         let tokens = self.authorization_code(&d, &client, &scopes).await?;
         self.save_tokens(&d, &mut stored, &tokens).await?;
-        self.set_state(
-            resource_url,
-            ResourceState {
-                discovered: d,
-                client: Some(client),
-                requested_scopes: scopes,
-                tokens: Some(tokens),
-                refreshed_after_401: false,
-                step_up,
-            },
-        );
+        self.set_state(resource_url, authorized(scopes, tokens, false));
         Ok(())
     }
 
@@ -2054,22 +2033,18 @@ mod tests {
 
     #[test]
     fn application_type_inference() {
-        assert_eq!(
-            ApplicationType::infer("http://127.0.0.1:8000/cb"),
-            ApplicationType::Native
-        );
-        assert_eq!(
-            ApplicationType::infer("http://localhost/cb"),
-            ApplicationType::Native
-        );
-        assert_eq!(
-            ApplicationType::infer("com.example.app:/cb"),
-            ApplicationType::Native
-        );
-        assert_eq!(
-            ApplicationType::infer("https://app.example.com/cb"),
-            ApplicationType::Web
-        );
+        for (redirect_uri, expected) in [
+            ("http://127.0.0.1:8000/cb", ApplicationType::Native),
+            ("http://localhost/cb", ApplicationType::Native),
+            ("com.example.app:/cb", ApplicationType::Native),
+            ("https://app.example.com/cb", ApplicationType::Web),
+        ] {
+            assert_eq!(
+                ApplicationType::infer(redirect_uri),
+                expected,
+                "{redirect_uri}"
+            );
+        }
     }
 
     #[test]

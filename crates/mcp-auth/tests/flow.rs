@@ -631,6 +631,22 @@ async fn a_rejected_jwt_bearer_assertion_is_reported_without_retry_or_fallback()
     assert_eq!(auth.log().tokens.len(), before);
 }
 
+/// A client of the enterprise-managed grant: `agent` at the authorization server, `agent-at-idp`
+/// at the identity provider `idp`, which it shows `id_token`.
+fn enterprise_client(idp: &support::Served, id_token: &str) -> OAuthClient {
+    OAuthClient::builder(ClientMetadata::new("agent", REDIRECT))
+        .enterprise_grant(
+            ClientCredentials::with_secret("agent", "as-secret"),
+            EnterpriseIdp::new(
+                format!("{}/token", idp.base),
+                ClientCredentials::public("agent-at-idp"),
+                id_token,
+            ),
+        )
+        .build()
+        .unwrap()
+}
+
 /// An enterprise identity provider: exchanges `the-id-token` for an ID-JAG signed with the
 /// workload key (so the test authorization server accepts it), addressed to the `audience`.
 async fn start_idp() -> (
@@ -692,17 +708,7 @@ async fn enterprise_managed_authorization_exchanges_the_id_token_for_an_id_jag()
     )
     .await;
     let (idp, exchanges) = start_idp().await;
-    let oauth = OAuthClient::builder(ClientMetadata::new("agent", REDIRECT))
-        .enterprise_grant(
-            ClientCredentials::with_secret("agent", "as-secret"),
-            EnterpriseIdp::new(
-                format!("{}/token", idp.base),
-                ClientCredentials::public("agent-at-idp"),
-                "the-id-token",
-            ),
-        )
-        .build()
-        .unwrap();
+    let oauth = enterprise_client(&idp, "the-id-token");
     assert_eq!(call(&oauth, &rs.url, None).await.unwrap(), 200);
 
     let exchanges = exchanges.lock().unwrap().clone();
@@ -735,17 +741,7 @@ async fn enterprise_managed_authorization_exchanges_the_id_token_for_an_id_jag()
 async fn a_failed_token_exchange_is_reported_before_the_authorization_server_is_asked() {
     let (auth, rs) = pair(workload_as(), RsConfig::default()).await;
     let (idp, exchanges) = start_idp().await;
-    let oauth = OAuthClient::builder(ClientMetadata::new("agent", REDIRECT))
-        .enterprise_grant(
-            ClientCredentials::with_secret("agent", "as-secret"),
-            EnterpriseIdp::new(
-                format!("{}/token", idp.base),
-                ClientCredentials::public("agent-at-idp"),
-                "a-stale-id-token",
-            ),
-        )
-        .build()
-        .unwrap();
+    let oauth = enterprise_client(&idp, "a-stale-id-token");
     let err = call(&oauth, &rs.url, None).await.unwrap_err();
     assert!(
         matches!(&err, AuthError::Endpoint { endpoint: "token exchange", error: Some(e), .. } if e == "invalid_grant"),

@@ -882,28 +882,13 @@ fn server_line(info: Option<&Value>) -> String {
 }
 
 fn describe_initialize(init: &Value) -> String {
-    let mut table = Table::new(&["", ""]).unlimited();
-    table.row(vec!["server".into(), server_line(init.get("serverInfo"))]);
-    table.row(vec![
-        "protocol".into(),
-        str_field(init, "protocolVersion").unwrap_or("?").to_owned(),
-    ]);
-    table.row(vec!["negotiated with".into(), "initialize".into()]);
-    table.row(vec![
-        "capabilities".into(),
-        capability_names(init.get("capabilities")),
-    ]);
-    let mut text = table
-        .render()
-        .lines()
-        .skip(1)
-        .collect::<Vec<_>>()
-        .join("\n");
-    text.push('\n');
-    if let Some(instructions) = str_field(init, "instructions") {
-        text.push_str(&format!("\n{}", output::line(instructions)));
-    }
-    text
+    let protocol = str_field(init, "protocolVersion").unwrap_or("?").to_owned();
+    describe_server(
+        init,
+        init.get("serverInfo"),
+        ("protocol", protocol),
+        "initialize",
+    )
 }
 
 fn describe_discovery(result: &Value) -> String {
@@ -920,10 +905,26 @@ fn describe_discovery(result: &Value) -> String {
     let info = result
         .get("serverInfo")
         .or_else(|| result.pointer("/_meta/io.modelcontextprotocol~1serverInfo"));
+    describe_server(
+        result,
+        info,
+        ("supported revisions", versions),
+        "server/discover",
+    )
+}
+
+/// The server as `initialize` or `server/discover` (`method`) describes it in `result`: its
+/// `info`, the revisions row, its capabilities and its instructions.
+fn describe_server(
+    result: &Value,
+    info: Option<&Value>,
+    (revisions, versions): (&str, String),
+    method: &str,
+) -> String {
     let mut table = Table::new(&["", ""]).unlimited();
     table.row(vec!["server".into(), server_line(info)]);
-    table.row(vec!["supported revisions".into(), versions]);
-    table.row(vec!["negotiated with".into(), "server/discover".into()]);
+    table.row(vec![revisions.into(), versions]);
+    table.row(vec!["negotiated with".into(), method.into()]);
     table.row(vec![
         "capabilities".into(),
         capability_names(result.get("capabilities")),
@@ -987,5 +988,19 @@ mod tests {
         assert!(text.contains("2025-11-25, 2026-07-28"), "{text}");
         assert!(text.contains("logging, tools (listChanged)"), "{text}");
         assert!(text.ends_with("Be nice.\n"), "{text}");
+    }
+
+    #[test]
+    fn initialize_is_described() {
+        let text = describe_initialize(&json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"prompts": {}},
+            "serverInfo": {"name": "demo", "version": "2.0"}
+        }));
+        assert!(text.contains("server           demo 2.0"), "{text}");
+        assert!(text.contains("protocol         2025-06-18"), "{text}");
+        assert!(text.contains("negotiated with  initialize"), "{text}");
+        assert!(text.contains("capabilities     prompts"), "{text}");
+        assert!(text.ends_with("prompts\n"), "{text}");
     }
 }

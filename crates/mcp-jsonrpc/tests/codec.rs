@@ -1,6 +1,9 @@
 //! Framing codecs: unit tests for every rule and property tests over arbitrary split points.
 
+mod support;
+
 use std::io;
+use support::split;
 
 use bytes::BytesMut;
 use mcp_jsonrpc::codec::{AutoCodec, CodecConfig, ContentLengthCodec, Framing, LineCodec};
@@ -372,19 +375,6 @@ fn as_inbound(frame: &Frame) -> Inbound {
         Frame::Single(m) => Inbound::Single(m.clone()),
         Frame::Batch(b) => Inbound::Batch(b.iter().cloned().map(Ok).collect()),
     }
-}
-
-fn split(bytes: &[u8], mut points: Vec<usize>) -> Vec<&[u8]> {
-    points.iter_mut().for_each(|p| *p %= bytes.len() + 1);
-    points.sort_unstable();
-    let mut out = Vec::new();
-    let mut last = 0;
-    for p in points {
-        out.push(&bytes[last..p]);
-        last = p;
-    }
-    out.push(&bytes[last..]);
-    out
 }
 
 fn round_trip<C>(mut codec: C, frames: &[Frame], points: Vec<usize>) -> Result<(), TestCaseError>

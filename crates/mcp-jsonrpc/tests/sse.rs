@@ -1,9 +1,12 @@
 //! The Server-Sent Events codec: property tests over arbitrary streams and split points.
 
+mod support;
+
 use bytes::BytesMut;
 use mcp_jsonrpc::codec::{CodecConfig, SseCodec, SseEvent, SseFields};
 use mcp_jsonrpc::{Message, Notification};
 use proptest::prelude::*;
+use support::split;
 use tokio_util::codec::{Decoder, Encoder};
 
 /// An item with the error as text (`FrameError` has no `PartialEq`).
@@ -32,19 +35,6 @@ fn decode_chunks(codec: &mut SseCodec, chunks: &[&[u8]], bound: usize) -> Outcom
         codec.last_event_id().map(str::to_owned),
         codec.retry_ms(),
     )
-}
-
-fn split(bytes: &[u8], mut points: Vec<usize>) -> Vec<&[u8]> {
-    points.iter_mut().for_each(|p| *p %= bytes.len() + 1);
-    points.sort_unstable();
-    let mut out = Vec::new();
-    let mut last = 0;
-    for p in points {
-        out.push(&bytes[last..p]);
-        last = p;
-    }
-    out.push(&bytes[last..]);
-    out
 }
 
 /// Streams built from the pieces the parser cares about, so every rule is reached.

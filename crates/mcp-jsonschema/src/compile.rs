@@ -204,6 +204,17 @@ fn join(pointer: &str, token: &str) -> String {
     format!("{pointer}/{}", escape_token(token))
 }
 
+/// The error for a value where a schema must stand.
+fn not_a_schema(location: String, value: &Value) -> SchemaError {
+    err(
+        location,
+        format!(
+            "expected a schema (an object or a boolean), got {}",
+            show(value)
+        ),
+    )
+}
+
 fn err(location: impl Into<String>, message: impl Into<String>) -> SchemaError {
     SchemaError::new(location.into(), message.into())
 }
@@ -249,52 +260,27 @@ fn draft_of(uri: &str) -> Option<Draft> {
     })
 }
 
+/// The keywords whose values are one subschema, with the first and last draft that has each.
+const SINGLE_SCHEMA_KEYWORDS: &[(&str, Draft, Draft)] = &[
+    ("additionalItems", Draft::D4, Draft::D2019),
+    ("additionalProperties", Draft::D4, Draft::D2020),
+    ("not", Draft::D4, Draft::D2020),
+    ("contains", Draft::D6, Draft::D2020),
+    ("propertyNames", Draft::D6, Draft::D2020),
+    ("if", Draft::D7, Draft::D2020),
+    ("then", Draft::D7, Draft::D2020),
+    ("else", Draft::D7, Draft::D2020),
+    ("unevaluatedItems", Draft::D2019, Draft::D2020),
+    ("unevaluatedProperties", Draft::D2019, Draft::D2020),
+    ("items", Draft::D2020, Draft::D2020),
+];
+
 /// The keywords whose values are one subschema, in `draft`.
-fn single_schema_keywords(draft: Draft) -> &'static [&'static str] {
-    match draft {
-        Draft::D4 => &["additionalItems", "additionalProperties", "not"],
-        Draft::D6 => &[
-            "additionalItems",
-            "additionalProperties",
-            "not",
-            "contains",
-            "propertyNames",
-        ],
-        Draft::D7 => &[
-            "additionalItems",
-            "additionalProperties",
-            "not",
-            "contains",
-            "propertyNames",
-            "if",
-            "then",
-            "else",
-        ],
-        Draft::D2019 => &[
-            "additionalItems",
-            "additionalProperties",
-            "not",
-            "contains",
-            "propertyNames",
-            "if",
-            "then",
-            "else",
-            "unevaluatedItems",
-            "unevaluatedProperties",
-        ],
-        Draft::D2020 => &[
-            "additionalProperties",
-            "not",
-            "contains",
-            "propertyNames",
-            "if",
-            "then",
-            "else",
-            "unevaluatedItems",
-            "unevaluatedProperties",
-            "items",
-        ],
-    }
+fn single_schema_keywords(draft: Draft) -> impl Iterator<Item = &'static str> {
+    SINGLE_SCHEMA_KEYWORDS
+        .iter()
+        .filter(move |(_, first, last)| (*first..=*last).contains(&draft))
+        .map(|(keyword, _, _)| *keyword)
 }
 
 /// Calls `f` with the path (one or two tokens) and value of every direct subschema of `obj`.
@@ -314,7 +300,7 @@ fn for_each_subschema<'v>(
     if legacy_ref {
         return Ok(());
     }
-    for &keyword in single_schema_keywords(draft) {
+    for keyword in single_schema_keywords(draft) {
         if let Some(value) = obj.get(keyword) {
             f(&[keyword], value)?;
         }
@@ -745,15 +731,7 @@ impl<'a> Compiler<'a> {
         }
         match value {
             Value::Object(_) | Value::Bool(_) => {}
-            other => {
-                return Err(err(
-                    pointer,
-                    format!(
-                        "expected a schema (an object or a boolean), got {}",
-                        show(other)
-                    ),
-                ));
-            }
+            other => return Err(not_a_schema(pointer, other)),
         }
         if depth + 1 > MAX_SCHEMA_DEPTH {
             return Err(err(
@@ -780,15 +758,7 @@ impl<'a> Compiler<'a> {
                 });
             }
             Value::Object(obj) => obj,
-            other => {
-                return Err(err(
-                    pointer,
-                    format!(
-                        "expected a schema (an object or a boolean), got {}",
-                        show(other)
-                    ),
-                ));
-            }
+            other => return Err(not_a_schema(pointer, other)),
         };
         let draft = ctx.draft;
         let at = |keyword: &str| join(&pointer, keyword);
@@ -1056,6 +1026,12 @@ impl<'a> Compiler<'a> {
         }
 
         // Applicators.
+        let optional_child =
+            |this: &mut Self, keyword: &str| -> Result<Option<NodeId>, SchemaError> {
+                obj.get(keyword)
+                    .map(|value| this.child(&pointer, &[keyword], value, depth))
+                    .transpose()
+            };
         let schema_array = |this: &mut Self,
                             keyword: &str|
          -> Result<Option<Box<[NodeId]>>, SchemaError> {
@@ -1076,10 +1052,7 @@ impl<'a> Compiler<'a> {
         };
         let (prefix, rest) = if draft == Draft::D2020 {
             let prefix = schema_array(self, "prefixItems")?;
-            let rest = match obj.get("items") {
-                Some(items) => Some(self.child(&pointer, &["items"], items, depth)?),
-                None => None,
-            };
+            let rest = optional_child(self, "items")?;
             (prefix, rest)
         } else {
             match obj.get("items") {
@@ -1088,12 +1061,7 @@ impl<'a> Compiler<'a> {
                     for (i, item) in items.iter().enumerate() {
                         ids.push(self.child(&pointer, &["items", &i.to_string()], item, depth)?);
                     }
-                    let rest = match obj.get("additionalItems") {
-                        Some(additional) => {
-                            Some(self.child(&pointer, &["additionalItems"], additional, depth)?)
-                        }
-                        None => None,
-                    };
+                    let rest = optional_child(self, "additionalItems")?;
                     (Some(ids.into_boxed_slice()), rest)
                 }
                 Some(items) => (None, Some(self.child(&pointer, &["items"], items, depth)?)),
@@ -1123,48 +1091,30 @@ impl<'a> Compiler<'a> {
             }
         }
 
-        let named = match obj.get("properties") {
-            None => Vec::new(),
-            Some(Value::Object(map)) => {
-                let mut named = Vec::with_capacity(map.len());
-                for (name, value) in map {
-                    let node = self.child(&pointer, &["properties", name], value, depth)?;
-                    named.push((Box::<str>::from(name.as_str()), node));
-                }
-                named.sort_by(|a, b| a.0.cmp(&b.0));
-                named
-            }
-            Some(other) => {
-                return Err(err(
-                    at("properties"),
+        let object = |keyword: &str| -> Result<Option<&Map<String, Value>>, SchemaError> {
+            match obj.get(keyword) {
+                None => Ok(None),
+                Some(Value::Object(map)) => Ok(Some(map)),
+                Some(other) => Err(err(
+                    at(keyword),
                     format!("expected an object, got {}", show(other)),
-                ));
+                )),
             }
         };
-        let patterns = match obj.get("patternProperties") {
-            None => Vec::new(),
-            Some(Value::Object(map)) => {
-                let mut patterns = Vec::with_capacity(map.len());
-                for (source, value) in map {
-                    let pattern = Pattern::new(source)
-                        .map_err(|e| err(join(&at("patternProperties"), source), e))?;
-                    let node =
-                        self.child(&pointer, &["patternProperties", source], value, depth)?;
-                    patterns.push((pattern, node));
-                }
-                patterns
-            }
-            Some(other) => {
-                return Err(err(
-                    at("patternProperties"),
-                    format!("expected an object, got {}", show(other)),
-                ));
-            }
-        };
-        let additional = match obj.get("additionalProperties") {
-            Some(a) => Some(self.child(&pointer, &["additionalProperties"], a, depth)?),
-            None => None,
-        };
+        let mut named = Vec::new();
+        for (name, value) in object("properties")?.into_iter().flatten() {
+            let node = self.child(&pointer, &["properties", name], value, depth)?;
+            named.push((Box::<str>::from(name.as_str()), node));
+        }
+        named.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut patterns = Vec::new();
+        for (source, value) in object("patternProperties")?.into_iter().flatten() {
+            let pattern =
+                Pattern::new(source).map_err(|e| err(join(&at("patternProperties"), source), e))?;
+            let node = self.child(&pointer, &["patternProperties", source], value, depth)?;
+            patterns.push((pattern, node));
+        }
+        let additional = optional_child(self, "additionalProperties")?;
         if !named.is_empty() || !patterns.is_empty() || additional.is_some() {
             kws.push(Kw::Properties(Box::new(Props {
                 named: named.into_boxed_slice(),
@@ -1173,13 +1123,8 @@ impl<'a> Compiler<'a> {
             })));
         }
         if draft >= Draft::D6 {
-            if let Some(p) = obj.get("propertyNames") {
-                kws.push(Kw::PropertyNames(self.child(
-                    &pointer,
-                    &["propertyNames"],
-                    p,
-                    depth,
-                )?));
+            if let Some(node) = optional_child(self, "propertyNames")? {
+                kws.push(Kw::PropertyNames(node));
             }
         }
         if !dependent_schemas.is_empty() {
@@ -1202,14 +1147,8 @@ impl<'a> Compiler<'a> {
         if draft >= Draft::D7 {
             if let Some(condition) = obj.get("if") {
                 let condition = self.child(&pointer, &["if"], condition, depth)?;
-                let then = match obj.get("then") {
-                    Some(t) => Some(self.child(&pointer, &["then"], t, depth)?),
-                    None => None,
-                };
-                let otherwise = match obj.get("else") {
-                    Some(e) => Some(self.child(&pointer, &["else"], e, depth)?),
-                    None => None,
-                };
+                let then = optional_child(self, "then")?;
+                let otherwise = optional_child(self, "else")?;
                 // Even alone, `if` evaluates members for `unevaluated*`.
                 kws.push(Kw::If {
                     condition,
@@ -1252,22 +1191,12 @@ impl<'a> Compiler<'a> {
         }
         let mut tracks = false;
         if draft >= Draft::D2019 {
-            if let Some(u) = obj.get("unevaluatedItems") {
-                kws.push(Kw::UnevaluatedItems(self.child(
-                    &pointer,
-                    &["unevaluatedItems"],
-                    u,
-                    depth,
-                )?));
+            if let Some(node) = optional_child(self, "unevaluatedItems")? {
+                kws.push(Kw::UnevaluatedItems(node));
                 tracks = true;
             }
-            if let Some(u) = obj.get("unevaluatedProperties") {
-                kws.push(Kw::UnevaluatedProperties(self.child(
-                    &pointer,
-                    &["unevaluatedProperties"],
-                    u,
-                    depth,
-                )?));
+            if let Some(node) = optional_child(self, "unevaluatedProperties")? {
+                kws.push(Kw::UnevaluatedProperties(node));
                 tracks = true;
             }
         }

@@ -319,6 +319,14 @@ impl<'e> Cx<'e> {
         matches!(&self.errors, Some(e) if e.len() < self.max)
     }
 
+    /// `ok`, reporting `message` at `path` when it is false.
+    fn check(&mut self, path: &Path<'_>, ok: bool, message: impl FnOnce() -> String) -> bool {
+        if !ok {
+            self.report(path, message);
+        }
+        ok
+    }
+
     fn report(&mut self, path: &Path<'_>, message: impl FnOnce() -> String) {
         if let Some(errors) = &mut self.errors {
             if errors.len() < self.max {
@@ -355,6 +363,25 @@ fn quoted_list<S: AsRef<str>>(names: impl Iterator<Item = S>) -> (String, usize)
         count += 1;
     }
     (out, count)
+}
+
+/// Whether `check` holds for each of `items`: all are checked when `cx` collects every
+/// error, else the first failure ends the loop.
+fn every<'e, T>(
+    cx: &mut Cx<'e>,
+    items: impl IntoIterator<Item = T>,
+    mut check: impl FnMut(&mut Cx<'e>, T) -> bool,
+) -> bool {
+    let mut valid = true;
+    for item in items {
+        if !check(cx, item) {
+            valid = false;
+            if !cx.collecting() {
+                break;
+            }
+        }
+    }
+    valid
 }
 
 fn were(count: usize) -> &'static str {
@@ -464,16 +491,9 @@ impl Compiled {
         scope: &Scope<'_>,
         mut marks: Option<&mut Marks>,
     ) -> bool {
-        let mut valid = true;
-        for kw in keywords {
-            if !self.keyword(kw, inst, cx, path, scope, marks.as_deref_mut()) {
-                valid = false;
-                if !cx.collecting() {
-                    break;
-                }
-            }
-        }
-        valid
+        every(cx, keywords, |cx, kw| {
+            self.keyword(kw, inst, cx, path, scope, marks.as_deref_mut())
+        })
     }
 
     #[allow(clippy::too_many_lines)]
@@ -486,16 +506,6 @@ impl Compiled {
         scope: &Scope<'_>,
         mut marks: Option<&mut Marks>,
     ) -> bool {
-        macro_rules! check {
-            ($ok:expr, $message:expr) => {{
-                if $ok {
-                    true
-                } else {
-                    cx.report(path, || $message);
-                    false
-                }
-            }};
-        }
         match kw {
             Kw::Items { prefix, rest } => match inst.as_array() {
                 Some(a) => self.items(prefix, *rest, a, cx, path, scope, marks),
@@ -514,20 +524,10 @@ impl Compiled {
                 None => true,
             },
             Kw::DependentSchemas(entries) => match inst.as_object() {
-                Some(o) => {
-                    let mut valid = true;
-                    for (name, node) in entries.iter() {
-                        if o.contains_key(&**name)
-                            && !self.node(*node, inst, cx, path, scope, marks.as_deref_mut())
-                        {
-                            valid = false;
-                            if !cx.collecting() {
-                                break;
-                            }
-                        }
-                    }
-                    valid
-                }
+                Some(o) => every(cx, entries.iter(), |cx, (name, node)| {
+                    !o.contains_key(&**name)
+                        || self.node(*node, inst, cx, path, scope, marks.as_deref_mut())
+                }),
                 None => true,
             },
             Kw::Properties(props) => match inst.as_object() {
@@ -535,32 +535,14 @@ impl Compiled {
                 None => true,
             },
             Kw::PropertyNames(node) => match inst.as_object() {
-                Some(o) => {
-                    let mut valid = true;
-                    for key in o.keys() {
-                        if !self.node(*node, Inst::Key(key), cx, path, scope, None) {
-                            valid = false;
-                            if !cx.collecting() {
-                                break;
-                            }
-                        }
-                    }
-                    valid
-                }
+                Some(o) => every(cx, o.keys(), |cx, key| {
+                    self.node(*node, Inst::Key(key), cx, path, scope, None)
+                }),
                 None => true,
             },
-            Kw::AllOf(ids) => {
-                let mut valid = true;
-                for id in ids.iter() {
-                    if !self.node(*id, inst, cx, path, scope, marks.as_deref_mut()) {
-                        valid = false;
-                        if !cx.collecting() {
-                            break;
-                        }
-                    }
-                }
-                valid
-            }
+            Kw::AllOf(ids) => every(cx, ids.iter(), |cx, id| {
+                self.node(*id, inst, cx, path, scope, marks.as_deref_mut())
+            }),
             Kw::AnyOf(ids) => {
                 let mut any = false;
                 for id in ids.iter() {
@@ -581,13 +563,12 @@ impl Compiled {
                         }
                     }
                 }
-                check!(
-                    any,
+                cx.check(path, any, || {
                     format!(
                         "{} is not valid under any of the schemas listed in the 'anyOf' keyword",
                         inst.show()
                     )
-                )
+                })
             }
             Kw::OneOf(ids) => {
                 let mut valid_count = 0;
@@ -619,29 +600,22 @@ impl Compiled {
                         }
                         true
                     }
-                    0 => check!(
-                        false,
-                        format!(
+                    0 => cx.check(path, false, || format!(
                             "{} is not valid under any of the schemas listed in the 'oneOf' keyword",
                             inst.show()
-                        )
-                    ),
-                    _ => check!(
-                        false,
-                        format!(
+                        )),
+                    _ => cx.check(path, false, || format!(
                             "{} is valid under more than one of the schemas listed in the 'oneOf' keyword",
                             inst.show()
-                        )
-                    ),
+                        )),
                 }
             }
             Kw::Not(id, shown) => {
                 let mut silent = cx.silent();
                 let matched = self.node(*id, inst, &mut silent, path, scope, None);
-                check!(
-                    !matched,
+                cx.check(path, !matched, || {
                     format!("{shown} is not allowed for {}", inst.show())
-                )
+                })
             }
             Kw::If {
                 condition,
@@ -686,11 +660,17 @@ impl Compiled {
                 self.node(target, inst, cx, path, scope, marks)
             }
             Kw::UnevaluatedItems(node) => match inst.as_array() {
-                Some(a) => self.unevaluated_items(*node, a, cx, path, scope, marks),
+                Some(a) => {
+                    let items = a.iter().enumerate().map(|(i, v)| (Member::Item(i), v));
+                    self.unevaluated(*node, items, "items", cx, path, scope, marks)
+                }
                 None => true,
             },
             Kw::UnevaluatedProperties(node) => match inst.as_object() {
-                Some(o) => self.unevaluated_properties(*node, o, cx, path, scope, marks),
+                Some(o) => {
+                    let properties = o.iter().map(|(k, v)| (Member::Property(k), v));
+                    self.unevaluated(*node, properties, "properties", cx, path, scope, marks)
+                }
                 None => true,
             },
             _ => self.assertion(kw, inst, cx, path),
@@ -702,22 +682,12 @@ impl Compiled {
     #[inline(never)]
     #[allow(clippy::too_many_lines)]
     fn assertion(&self, kw: &Kw, inst: Inst<'_>, cx: &mut Cx<'_>, path: &Path<'_>) -> bool {
-        macro_rules! check {
-            ($ok:expr, $message:expr) => {{
-                if $ok {
-                    true
-                } else {
-                    cx.report(path, || $message);
-                    false
-                }
-            }};
-        }
         match kw {
             Kw::Type {
                 mask,
                 strict_integer,
                 names,
-            } => check!(inst.has_type(*mask, *strict_integer), {
+            } => cx.check(path, inst.has_type(*mask, *strict_integer), || {
                 if names.len() == 1 {
                     format!("{} is not of type \"{}\"", inst.show(), names[0])
                 } else {
@@ -725,159 +695,121 @@ impl Compiled {
                     format!("{} is not of types {}", inst.show(), list.join(", "))
                 }
             }),
-            Kw::Enum(options) => check!(
-                options.iter().any(|o| inst.equals(o)),
+            Kw::Enum(options) => cx.check(path, options.iter().any(|o| inst.equals(o)), || {
                 enum_message(inst, options)
-            ),
-            Kw::Const(expected) => check!(
-                inst.equals(expected),
+            }),
+            Kw::Const(expected) => cx.check(path, inst.equals(expected), || {
                 format!("{} was expected", crate::compile::show(expected))
-            ),
+            }),
             Kw::MultipleOf(m, shown) => match inst.as_num() {
-                Some(n) => check!(
-                    number::is_multiple_of(n, *m),
+                Some(n) => cx.check(path, number::is_multiple_of(n, *m), || {
                     format!("{} is not a multiple of {shown}", inst.show())
-                ),
+                }),
                 None => true,
             },
-            Kw::Minimum(limit, shown) => match inst.as_num() {
-                Some(n) => check!(
-                    number::compare(n, *limit) != Some(Ordering::Less),
-                    format!("{} is less than the minimum of {shown}", inst.show())
-                ),
+            Kw::Minimum(limit, shown)
+            | Kw::Maximum(limit, shown)
+            | Kw::ExclusiveMinimum(limit, shown)
+            | Kw::ExclusiveMaximum(limit, shown) => match inst.as_num() {
+                Some(n) => {
+                    // An incomparable pair (NaN) passes the inclusive bounds, fails the others.
+                    let order = number::compare(n, *limit);
+                    let (ok, relation) = match kw {
+                        Kw::Minimum(..) => (order != Some(Ordering::Less), "less than"),
+                        Kw::Maximum(..) => (order != Some(Ordering::Greater), "greater than"),
+                        Kw::ExclusiveMinimum(..) => {
+                            (order == Some(Ordering::Greater), "less than or equal to")
+                        }
+                        _ => (order == Some(Ordering::Less), "greater than or equal to"),
+                    };
+                    let bound = match kw {
+                        Kw::Minimum(..) | Kw::ExclusiveMinimum(..) => "minimum",
+                        _ => "maximum",
+                    };
+                    cx.check(path, ok, || {
+                        format!("{} is {relation} the {bound} of {shown}", inst.show())
+                    })
+                }
                 None => true,
             },
-            Kw::Maximum(limit, shown) => match inst.as_num() {
-                Some(n) => check!(
-                    number::compare(n, *limit) != Some(Ordering::Greater),
-                    format!("{} is greater than the maximum of {shown}", inst.show())
-                ),
-                None => true,
-            },
-            Kw::ExclusiveMinimum(limit, shown) => match inst.as_num() {
-                Some(n) => check!(
-                    number::compare(n, *limit) == Some(Ordering::Greater),
-                    format!(
-                        "{} is less than or equal to the minimum of {shown}",
-                        inst.show()
-                    )
-                ),
-                None => true,
-            },
-            Kw::ExclusiveMaximum(limit, shown) => match inst.as_num() {
-                Some(n) => check!(
-                    number::compare(n, *limit) == Some(Ordering::Less),
-                    format!(
-                        "{} is greater than or equal to the maximum of {shown}",
-                        inst.show()
-                    )
-                ),
-                None => true,
-            },
-            Kw::MinLength(min) => match inst.as_str() {
-                Some(s) => check!(
-                    (s.len() as u64) >= *min && s.chars().count() as u64 >= *min,
-                    format!(
-                        "{} is shorter than {}",
-                        inst.show(),
-                        plural(*min, "character", "characters")
-                    )
-                ),
-                None => true,
-            },
-            Kw::MaxLength(max) => match inst.as_str() {
-                Some(s) => check!(
-                    (s.len() as u64) <= *max || s.chars().count() as u64 <= *max,
-                    format!(
-                        "{} is longer than {}",
-                        inst.show(),
-                        plural(*max, "character", "characters")
-                    )
-                ),
+            Kw::MinLength(bound) | Kw::MaxLength(bound) => match inst.as_str() {
+                Some(s) => {
+                    let at_least = matches!(kw, Kw::MinLength(_));
+                    // The byte length is at least the character count: it settles most
+                    // strings without counting.
+                    let ok = if at_least {
+                        s.len() as u64 >= *bound && s.chars().count() as u64 >= *bound
+                    } else {
+                        s.len() as u64 <= *bound || s.chars().count() as u64 <= *bound
+                    };
+                    cx.check(path, ok, || {
+                        format!(
+                            "{} is {} than {}",
+                            inst.show(),
+                            if at_least { "shorter" } else { "longer" },
+                            plural(*bound, "character", "characters")
+                        )
+                    })
+                }
                 None => true,
             },
             Kw::Pattern(p) => match inst.as_str() {
-                Some(s) => check!(
-                    p.is_match(s),
+                Some(s) => cx.check(path, p.is_match(s), || {
                     format!("{} does not match \"{}\"", inst.show(), p.source())
-                ),
+                }),
                 None => true,
             },
             Kw::Format(format, name) => match inst.as_str() {
-                Some(s) => check!(
-                    format.is_valid(s),
+                Some(s) => cx.check(path, format.is_valid(s), || {
                     format!("{} is not a \"{name}\"", inst.show())
-                ),
-                None => true,
-            },
-            Kw::MinItems(min) => match inst.as_array() {
-                Some(a) => check!(
-                    a.len() as u64 >= *min,
-                    format!(
-                        "{} has less than {}",
-                        inst.show(),
-                        plural(*min, "item", "items")
-                    )
-                ),
-                None => true,
-            },
-            Kw::MaxItems(max) => match inst.as_array() {
-                Some(a) => check!(
-                    a.len() as u64 <= *max,
-                    format!(
-                        "{} has more than {}",
-                        inst.show(),
-                        plural(*max, "item", "items")
-                    )
-                ),
+                }),
                 None => true,
             },
             Kw::UniqueItems => match inst.as_array() {
-                Some(a) => check!(
-                    !has_duplicates(a),
+                Some(a) => cx.check(path, !has_duplicates(a), || {
                     format!("{} has non-unique elements", inst.show())
-                ),
+                }),
                 None => true,
             },
-            Kw::MinProperties(min) => match inst.as_object() {
-                Some(o) => check!(
-                    o.len() as u64 >= *min,
-                    format!(
-                        "{} has less than {}",
-                        inst.show(),
-                        plural(*min, "property", "properties")
-                    )
-                ),
-                None => true,
-            },
-            Kw::MaxProperties(max) => match inst.as_object() {
-                Some(o) => check!(
-                    o.len() as u64 <= *max,
-                    format!(
-                        "{} has more than {}",
-                        inst.show(),
-                        plural(*max, "property", "properties")
-                    )
-                ),
-                None => true,
-            },
+            Kw::MinItems(bound)
+            | Kw::MaxItems(bound)
+            | Kw::MinProperties(bound)
+            | Kw::MaxProperties(bound) => {
+                let (size, unit, units) = match kw {
+                    Kw::MinItems(_) | Kw::MaxItems(_) => {
+                        (inst.as_array().map(|a| a.len()), "item", "items")
+                    }
+                    _ => (inst.as_object().map(|o| o.len()), "property", "properties"),
+                };
+                let at_least = matches!(kw, Kw::MinItems(_) | Kw::MinProperties(_));
+                match size {
+                    Some(size) => cx.check(
+                        path,
+                        if at_least {
+                            size as u64 >= *bound
+                        } else {
+                            size as u64 <= *bound
+                        },
+                        || {
+                            format!(
+                                "{} has {} than {}",
+                                inst.show(),
+                                if at_least { "less" } else { "more" },
+                                plural(*bound, unit, units)
+                            )
+                        },
+                    ),
+                    None => true,
+                }
+            }
             Kw::Required(names) => match inst.as_object() {
                 Some(o) => self.required(names, o, cx, path),
                 None => true,
             },
             Kw::DependentRequired(entries) => match inst.as_object() {
-                Some(o) => {
-                    let mut valid = true;
-                    for (name, required) in entries.iter() {
-                        if o.contains_key(&**name) && !self.required(required, o, cx, path) {
-                            valid = false;
-                            if !cx.collecting() {
-                                break;
-                            }
-                        }
-                    }
-                    valid
-                }
+                Some(o) => every(cx, entries.iter(), |cx, (name, required)| {
+                    !o.contains_key(&**name) || self.required(required, o, cx, path)
+                }),
                 None => true,
             },
             _ => true,
@@ -1118,10 +1050,14 @@ impl Compiled {
         valid
     }
 
-    fn unevaluated_items(
+    /// `unevaluatedItems` and `unevaluatedProperties`: each member no other keyword
+    /// evaluated (`marks`) against `node`; `what` names the members in the error.
+    #[allow(clippy::too_many_arguments)]
+    fn unevaluated<'v>(
         &self,
         node: NodeId,
-        a: &[Value],
+        members: impl Iterator<Item = (Member<'v>, &'v Value)>,
+        what: &str,
         cx: &mut Cx<'_>,
         path: &Path<'_>,
         scope: &Scope<'_>,
@@ -1130,58 +1066,21 @@ impl Compiled {
         let Some(marks) = marks else {
             return true;
         };
-        let mut failed: Vec<usize> = Vec::new();
-        for (i, item) in a.iter().enumerate() {
+        let mut failed: Vec<(Member<'v>, &'v Value)> = Vec::new();
+        for (i, (member, value)) in members.enumerate() {
             if marks.is_marked(i) {
                 continue;
             }
             let mut silent = cx.silent();
-            let item_path = Path::Index(path, i);
-            if !self.node(node, Inst::Val(item), &mut silent, &item_path, scope, None) {
-                if !cx.collecting() {
-                    return false;
-                }
-                failed.push(i);
-            }
-        }
-        if failed.is_empty() {
-            marks.all = true;
-            return true;
-        }
-        cx.report(path, || {
-            let (list, count) = quoted_list(failed.iter().map(|&i| crate::compile::show(&a[i])));
-            format!(
-                "Unevaluated items are not allowed ({list} {} unexpected)",
-                were(count)
-            )
-        });
-        false
-    }
-
-    fn unevaluated_properties(
-        &self,
-        node: NodeId,
-        o: &Map<String, Value>,
-        cx: &mut Cx<'_>,
-        path: &Path<'_>,
-        scope: &Scope<'_>,
-        marks: Option<&mut Marks>,
-    ) -> bool {
-        let Some(marks) = marks else {
-            return true;
-        };
-        let mut failed: Vec<&str> = Vec::new();
-        for (i, (key, value)) in o.iter().enumerate() {
-            if marks.is_marked(i) {
-                continue;
-            }
-            let mut silent = cx.silent();
-            let p = Path::Key(path, key);
+            let p = match member {
+                Member::Item(index) => Path::Index(path, index),
+                Member::Property(key) => Path::Key(path, key),
+            };
             if !self.node(node, Inst::Val(value), &mut silent, &p, scope, None) {
                 if !cx.collecting() {
                     return false;
                 }
-                failed.push(key);
+                failed.push((member, value));
             }
         }
         if failed.is_empty() {
@@ -1189,12 +1088,22 @@ impl Compiled {
             return true;
         }
         cx.report(path, || {
-            let (list, count) = quoted_list(failed.iter().copied());
+            let (list, count) = quoted_list(failed.iter().map(|(member, value)| match member {
+                Member::Item(_) => crate::compile::show(value),
+                Member::Property(key) => (*key).to_owned(),
+            }));
             format!(
-                "Unevaluated properties are not allowed ({list} {} unexpected)",
+                "Unevaluated {what} are not allowed ({list} {} unexpected)",
                 were(count)
             )
         });
         false
     }
+}
+
+/// A member of an array or object instance: items are shown by value, properties by name.
+#[derive(Clone, Copy)]
+enum Member<'v> {
+    Item(usize),
+    Property(&'v str),
 }

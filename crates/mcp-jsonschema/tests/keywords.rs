@@ -778,12 +778,7 @@ fn schema_nesting_is_bounded() {
     }
     assert!(Validator::new(&deep).is_err());
     // serde_json drops a value this deep recursively; do it on a big stack.
-    std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(move || drop(deep))
-        .unwrap()
-        .join()
-        .unwrap();
+    on_stack(256 << 20, move || drop(deep));
 }
 
 #[test]
@@ -820,28 +815,18 @@ fn deep_instances_fail_instead_of_overflowing() {
         deep = Value::Array(vec![deep]);
     }
     // Run on half the stack a Tokio worker has (2 MiB), unoptimized builds included.
-    let result = std::thread::Builder::new()
-        .stack_size(1 << 20)
-        .spawn(move || {
-            let valid = v.is_valid(&deep);
-            let errors = v.errors(&deep, 4);
-            (valid, errors, deep)
-        })
-        .unwrap()
-        .join()
-        .unwrap();
+    let result = on_stack(1 << 20, move || {
+        let valid = v.is_valid(&deep);
+        let errors = v.errors(&deep, 4);
+        (valid, errors, deep)
+    });
     assert!(!result.0);
     assert!(
         result.1[0].message().contains("nested more than"),
         "{:?}",
         result.1
     );
-    std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(move || drop(result))
-        .unwrap()
-        .join()
-        .unwrap();
+    on_stack(256 << 20, move || drop(result));
 }
 
 #[test]
@@ -860,12 +845,7 @@ fn dynamic_reference_loops_are_bounded() {
             "allOf": [{"$dynamicRef": "#loop"}]
         }}
     }));
-    let result = std::thread::Builder::new()
-        .stack_size(2 << 20)
-        .spawn(move || v.is_valid(&json!({"a": 1})))
-        .unwrap()
-        .join()
-        .unwrap();
+    let result = on_stack(2 << 20, move || v.is_valid(&json!({"a": 1})));
     assert!(!result);
 }
 
@@ -890,4 +870,14 @@ fn malformed_keyword_values_are_errors() {
         let e = refused(schema.clone());
         assert_eq!(e.location(), location, "{schema}: {e}");
     }
+}
+
+/// Runs `f` on a thread with a stack of `size` bytes and returns its result.
+fn on_stack<R: Send + 'static>(size: usize, f: impl FnOnce() -> R + Send + 'static) -> R {
+    std::thread::Builder::new()
+        .stack_size(size)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap()
 }

@@ -144,30 +144,15 @@ pub(crate) enum Resume {
 #[derive(Debug)]
 pub(crate) struct LogThreshold(AtomicU8);
 
-/// Severity of a level, least severe first (RFC 5424 order; the enum's own order is
-/// alphabetical).
-pub(crate) fn severity(level: LoggingLevel) -> u8 {
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        LoggingLevel::Emergency => 7,
-    }
-}
-
 impl LogThreshold {
     pub(crate) fn new(level: Option<LoggingLevel>) -> Self {
-        Self(AtomicU8::new(level.map_or(u8::MAX, severity)))
+        Self(AtomicU8::new(level.map_or(u8::MAX, wire::severity)))
     }
     pub(crate) fn set(&self, level: LoggingLevel) {
-        self.0.store(severity(level), Ordering::Relaxed);
+        self.0.store(wire::severity(level), Ordering::Relaxed);
     }
     pub(crate) fn allows(&self, level: LoggingLevel) -> bool {
-        severity(level) >= self.0.load(Ordering::Relaxed)
+        wire::severity(level) >= self.0.load(Ordering::Relaxed)
     }
 }
 

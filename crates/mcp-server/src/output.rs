@@ -195,14 +195,31 @@ impl<T: Serialize + JsonSchema> IntoCallToolResult for Structured<T> {
 /// Turns an error value into the failure of a call: [`ErrorObject`] and [`ToolError::Protocol`]
 /// stay protocol errors, everything else becomes an `isError` result with the error's text.
 fn tool_failure<E: Display + 'static>(e: E) -> Result<CallToolResult, ErrorObject> {
-    let any: &dyn Any = &e;
+    match protocol_error_of(&e) {
+        Some(data) => Err(data),
+        None => Ok(CallToolResult::error(e.to_string())),
+    }
+}
+
+/// The JSON-RPC error an error value stands for, if it is one: [`ErrorObject`] itself or
+/// [`ToolError::Protocol`].
+fn protocol_error_of<E: 'static>(e: &E) -> Option<ErrorObject> {
+    let any: &dyn Any = e;
     if let Some(data) = any.downcast_ref::<ErrorObject>() {
-        return Err(data.clone());
+        return Some(data.clone());
     }
-    if let Some(ToolError::Protocol(data)) = any.downcast_ref::<ToolError>() {
-        return Err(data.clone());
+    match any.downcast_ref::<ToolError>() {
+        Some(ToolError::Protocol(data)) => Some(data.clone()),
+        _ => None,
     }
-    Ok(CallToolResult::error(e.to_string()))
+}
+
+/// The reply for a handler's error: its ask when it carries one, else `failure(e)`.
+fn error_reply<T, E: 'static>(e: E, failure: impl FnOnce(E) -> Result<T, ErrorObject>) -> Reply<T> {
+    match ask_of(&e) {
+        Some(ask) => Reply::InputRequired(ask),
+        None => Reply::Done(failure(e)),
+    }
 }
 
 impl<T: IntoCallToolResult, E: Display + 'static> IntoCallToolResult for Result<T, E> {
@@ -216,10 +233,7 @@ impl<T: IntoCallToolResult, E: Display + 'static> IntoCallToolResult for Result<
     fn into_tool_reply(self) -> Reply<CallToolResult> {
         match self {
             Ok(v) => v.into_tool_reply(),
-            Err(e) => match ask_of(&e) {
-                Some(ask) => Reply::InputRequired(ask),
-                None => Reply::Done(tool_failure(e)),
-            },
+            Err(e) => error_reply(e, tool_failure),
         }
     }
 
@@ -238,14 +252,7 @@ impl<T: IntoCallToolResult, E: Display + 'static> IntoCallToolResult for Result<
 /// Converts an error of a resource or prompt handler to a JSON-RPC error: [`ErrorObject`] is kept
 /// as it is, anything else becomes an internal error with the error's text.
 fn protocol_failure<E: Display + 'static>(e: E) -> ErrorObject {
-    let any: &dyn Any = &e;
-    if let Some(data) = any.downcast_ref::<ErrorObject>() {
-        return data.clone();
-    }
-    if let Some(ToolError::Protocol(data)) = any.downcast_ref::<ToolError>() {
-        return data.clone();
-    }
-    ErrorObject::internal_error(e.to_string())
+    protocol_error_of(&e).unwrap_or_else(|| ErrorObject::internal_error(e.to_string()))
 }
 
 /// Converts a resource handler's return value into a `resources/read` result.
@@ -383,10 +390,7 @@ impl<T: IntoReadResourceResult, E: Display + 'static> IntoReadResourceResult for
     fn into_resource_reply(self, uri: &str, mime: Option<&str>) -> Reply<ReadResourceResult> {
         match self {
             Ok(v) => v.into_resource_reply(uri, mime),
-            Err(e) => match ask_of(&e) {
-                Some(ask) => Reply::InputRequired(ask),
-                None => Reply::Done(Err(protocol_failure(e))),
-            },
+            Err(e) => error_reply(e, |e| Err(protocol_failure(e))),
         }
     }
 }
@@ -456,10 +460,7 @@ impl<T: IntoGetPromptResult, E: Display + 'static> IntoGetPromptResult for Resul
     fn into_prompt_reply(self) -> Reply<GetPromptResult> {
         match self {
             Ok(v) => v.into_prompt_reply(),
-            Err(e) => match ask_of(&e) {
-                Some(ask) => Reply::InputRequired(ask),
-                None => Reply::Done(Err(protocol_failure(e))),
-            },
+            Err(e) => error_reply(e, |e| Err(protocol_failure(e))),
         }
     }
 }

@@ -25,6 +25,28 @@ use crate::uri_template::{TemplateVars, UriTemplate};
 use crate::validate::CompiledSchema;
 use mcp_types::x_mcp_header::{self, ParamHeader};
 
+/// The setters of the listed definition (`def`) that tools, resources, templates and prompts
+/// share: description, title and icons.
+macro_rules! definition_setters {
+    () => {
+        /// Sets the description.
+        pub fn description(mut self, d: impl Into<String>) -> Self {
+            self.def.description = Some(d.into());
+            self
+        }
+        /// Sets the title (2025-06-18 and later).
+        pub fn title(mut self, t: impl Into<String>) -> Self {
+            self.def.title = Some(t.into());
+            self
+        }
+        /// Adds an icon (2025-11-25 and later).
+        pub fn icon(mut self, icon: Icon) -> Self {
+            self.def.icons.get_or_insert_with(Vec::new).push(icon);
+            self
+        }
+    };
+}
+
 /// A tool to register: its `tools/list` definition, built step by step.
 ///
 /// The input schema is generated from the handler's argument type unless one is set here; the
@@ -47,6 +69,7 @@ pub struct Tool {
 }
 
 impl Tool {
+    definition_setters!();
     /// A tool with a name; its input schema comes from the handler's argument type.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
@@ -60,16 +83,6 @@ impl Tool {
     /// The tool's name.
     pub fn name(&self) -> &str {
         &self.def.name
-    }
-    /// Sets the description.
-    pub fn description(mut self, d: impl Into<String>) -> Self {
-        self.def.description = Some(d.into());
-        self
-    }
-    /// Sets the title (2025-06-18 and later).
-    pub fn title(mut self, t: impl Into<String>) -> Self {
-        self.def.title = Some(t.into());
-        self
     }
     /// Sets an explicit input schema (it wins over the generated one).
     pub fn input_schema(mut self, schema: Value) -> Self {
@@ -93,11 +106,6 @@ impl Tool {
             .annotations
             .get_or_insert_with(Default::default)
             .read_only_hint = Some(true);
-        self
-    }
-    /// Adds an icon (2025-11-25 and later).
-    pub fn icon(mut self, icon: Icon) -> Self {
-        self.def.icons.get_or_insert_with(Vec::new).push(icon);
         self
     }
     /// Sets `_meta`.
@@ -179,6 +187,7 @@ pub struct Resource {
 }
 
 impl Resource {
+    definition_setters!();
     /// A resource with a URI and a name.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
@@ -199,16 +208,6 @@ impl Resource {
     pub fn definition(&self) -> &mcp_types::Resource {
         &self.def
     }
-    /// Sets the description.
-    pub fn description(mut self, d: impl Into<String>) -> Self {
-        self.def.description = Some(d.into());
-        self
-    }
-    /// Sets the title (2025-06-18 and later).
-    pub fn title(mut self, t: impl Into<String>) -> Self {
-        self.def.title = Some(t.into());
-        self
-    }
     /// Sets the MIME type; plain text and bytes returned by the handler carry it.
     pub fn mime_type(mut self, m: impl Into<String>) -> Self {
         self.def.mime_type = Some(m.into());
@@ -222,11 +221,6 @@ impl Resource {
     /// Sets the annotations.
     pub fn annotations(mut self, a: Annotations) -> Self {
         self.def.annotations = Some(a);
-        self
-    }
-    /// Adds an icon (2025-11-25 and later).
-    pub fn icon(mut self, icon: Icon) -> Self {
-        self.def.icons.get_or_insert_with(Vec::new).push(icon);
         self
     }
 }
@@ -244,6 +238,7 @@ pub struct ResourceTemplate {
 }
 
 impl ResourceTemplate {
+    definition_setters!();
     /// A template with a URI template and a name.
     pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
@@ -263,24 +258,9 @@ impl ResourceTemplate {
     pub fn definition(&self) -> &mcp_types::ResourceTemplate {
         &self.def
     }
-    /// Sets the description.
-    pub fn description(mut self, d: impl Into<String>) -> Self {
-        self.def.description = Some(d.into());
-        self
-    }
-    /// Sets the title (2025-06-18 and later).
-    pub fn title(mut self, t: impl Into<String>) -> Self {
-        self.def.title = Some(t.into());
-        self
-    }
     /// Sets the MIME type of the resources.
     pub fn mime_type(mut self, m: impl Into<String>) -> Self {
         self.def.mime_type = Some(m.into());
-        self
-    }
-    /// Adds an icon (2025-11-25 and later).
-    pub fn icon(mut self, icon: Icon) -> Self {
-        self.def.icons.get_or_insert_with(Vec::new).push(icon);
         self
     }
 }
@@ -298,6 +278,7 @@ pub struct Prompt {
 }
 
 impl Prompt {
+    definition_setters!();
     /// A prompt with a name; its arguments come from the handler's argument type.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
@@ -315,24 +296,9 @@ impl Prompt {
     pub fn definition(&self) -> &mcp_types::Prompt {
         &self.def
     }
-    /// Sets the description.
-    pub fn description(mut self, d: impl Into<String>) -> Self {
-        self.def.description = Some(d.into());
-        self
-    }
-    /// Sets the title (2025-06-18 and later).
-    pub fn title(mut self, t: impl Into<String>) -> Self {
-        self.def.title = Some(t.into());
-        self
-    }
     /// Sets the arguments explicitly.
     pub fn arguments(mut self, args: Vec<PromptArgument>) -> Self {
         self.def.arguments = Some(args);
-        self
-    }
-    /// Adds an icon (2025-11-25 and later).
-    pub fn icon(mut self, icon: Icon) -> Self {
-        self.def.icons.get_or_insert_with(Vec::new).push(icon);
         self
     }
 }
@@ -658,22 +624,8 @@ impl ToolEntry {
         Fut: Future<Output = O> + Send + 'static,
         O: IntoCallToolResult + 'static,
     {
-        let Tool {
-            mut def,
-            input_schema,
-            output_schema,
-            task_support,
-            defer_task,
-        } = tool;
-        def.execution = crate::tasks::execution(task_support);
-        let schemas = Self::schemas(
-            def,
-            input_schema.map_or(
-                Part::Derived(crate::schema::input_schema_for::<A> as fn() -> Value),
-                Part::Ready,
-            ),
-            output_schema.map_or(Part::Derived(O::output_schema as fn() -> _), Part::Ready),
-        )?;
+        let input = crate::schema::input_schema_for::<A> as fn() -> Value;
+        let (schemas, task_support, defer_task) = Self::prepare::<O>(tool, Some(input))?;
         // The tool's own input schema explains arguments the type refuses (the validator names
         // the offending field, serde may not).
         let typed = Arc::new((f, Arc::clone(&schemas)));
@@ -720,26 +672,7 @@ impl ToolEntry {
         Fut: Future<Output = O> + Send + 'static,
         O: IntoCallToolResult + 'static,
     {
-        let Tool {
-            mut def,
-            input_schema,
-            output_schema,
-            task_support,
-            defer_task,
-        } = tool;
-        def.execution = crate::tasks::execution(task_support);
-        let Some(input_schema) = input_schema else {
-            return Err(BuildError::InvalidSchema {
-                tool: def.name,
-                which: "inputSchema",
-                reason: "a raw tool needs an explicit input schema".to_owned(),
-            });
-        };
-        let schemas = Self::schemas(
-            def,
-            Part::Ready(input_schema),
-            output_schema.map_or(Part::Derived(O::output_schema as fn() -> _), Part::Ready),
-        )?;
+        let (schemas, task_support, defer_task) = Self::prepare::<O>(tool, None)?;
         let f = Arc::new(f);
         let handler: Arc<ToolFn> = Arc::new(move |cx, args: Arguments<'_>| {
             let f = Arc::clone(&f);
@@ -761,6 +694,38 @@ impl ToolEntry {
             }))
         });
         Ok(Self::entry(schemas, handler, task_support, defer_task))
+    }
+
+    /// The schemas and task settings of `tool`, its task level set in its definition: the
+    /// input schema is the one it sets, else the one `derived_input` makes (a tool with
+    /// neither is refused); the output schema the one it sets, else `O`'s.
+    fn prepare<O: IntoCallToolResult>(
+        tool: Tool,
+        derived_input: Option<fn() -> Value>,
+    ) -> Result<(Arc<ToolSchemas>, TaskSupport, bool), BuildError> {
+        let Tool {
+            mut def,
+            input_schema,
+            output_schema,
+            task_support,
+            defer_task,
+        } = tool;
+        def.execution = crate::tasks::execution(task_support);
+        let input = match (input_schema, derived_input) {
+            (Some(schema), _) => Part::Ready(schema),
+            (None, Some(derive)) => Part::Derived(derive),
+            (None, None) => {
+                return Err(BuildError::InvalidSchema {
+                    tool: def.name,
+                    which: "inputSchema",
+                    reason: "a raw tool needs an explicit input schema".to_owned(),
+                });
+            }
+        };
+        let output =
+            output_schema.map_or(Part::Derived(O::output_schema as fn() -> _), Part::Ready);
+        let schemas = Self::schemas(def, input, output)?;
+        Ok((schemas, task_support, defer_task))
     }
 
     /// The tool's schemas: those written by hand made now, the others when first needed.
@@ -1382,49 +1347,37 @@ impl Snapshot {
     }
 
     pub(crate) fn add_tool(&mut self, entry: ToolEntry) -> Result<(), BuildError> {
-        if self.tool(entry.name()).is_some() {
-            return Err(BuildError::Duplicate {
-                kind: "tool",
-                name: entry.name().to_owned(),
-            });
-        }
-        self.tools.push(Arc::new(entry));
-        Ok(())
+        add_unique(&mut self.tools, entry, "tool", ToolEntry::name)
     }
     pub(crate) fn add_resource(&mut self, entry: ResourceEntry) -> Result<(), BuildError> {
-        if self.resource(&entry.resource.uri).is_some() {
-            return Err(BuildError::Duplicate {
-                kind: "resource",
-                name: entry.resource.uri,
-            });
-        }
-        self.resources.push(Arc::new(entry));
-        Ok(())
+        add_unique(&mut self.resources, entry, "resource", |e| &e.resource.uri)
     }
     pub(crate) fn add_template(&mut self, entry: TemplateEntry) -> Result<(), BuildError> {
-        if self
-            .templates
-            .iter()
-            .any(|t| t.template.uri_template == entry.template.uri_template)
-        {
-            return Err(BuildError::Duplicate {
-                kind: "resource template",
-                name: entry.template.uri_template,
-            });
-        }
-        self.templates.push(Arc::new(entry));
-        Ok(())
+        add_unique(&mut self.templates, entry, "resource template", |e| {
+            &e.template.uri_template
+        })
     }
     pub(crate) fn add_prompt(&mut self, entry: PromptEntry) -> Result<(), BuildError> {
-        if self.prompt(&entry.prompt.name).is_some() {
-            return Err(BuildError::Duplicate {
-                kind: "prompt",
-                name: entry.prompt.name,
-            });
-        }
-        self.prompts.push(Arc::new(entry));
-        Ok(())
+        add_unique(&mut self.prompts, entry, "prompt", |e| &e.prompt.name)
     }
+}
+
+/// Adds `entry` to `list` unless an entry there has the same `key`, which is a
+/// [`BuildError::Duplicate`] of `kind`.
+fn add_unique<T>(
+    list: &mut Vec<Arc<T>>,
+    entry: T,
+    kind: &'static str,
+    key: impl Fn(&T) -> &str,
+) -> Result<(), BuildError> {
+    if list.iter().any(|e| key(e) == key(&entry)) {
+        return Err(BuildError::Duplicate {
+            kind,
+            name: key(&entry).to_owned(),
+        });
+    }
+    list.push(Arc::new(entry));
+    Ok(())
 }
 
 pub(crate) fn completer<F, Fut>(f: F) -> Arc<CompleteFn>

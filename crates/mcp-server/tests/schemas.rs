@@ -2,14 +2,17 @@
 //! the server is built if asked (`check_schemas_at_build`, the default in debug builds); one
 //! that breaks the rules then fails the build, or else leaves its tool out of the list.
 
+mod support;
+
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mcp_jsonrpc::{CallError, Engine, Peer, RequestOptions, memory_pair};
+use mcp_jsonrpc::{CallError, Peer};
 use mcp_server::model::Implementation;
 use mcp_server::{BuildError, Server, ServerBuilder, Tool, ToolContext};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde_json::{Value, json};
+use support::call;
 
 /// How many times each test type's schema was generated.
 static LISTED_MADE: AtomicUsize = AtomicUsize::new(0);
@@ -69,26 +72,7 @@ fn builder() -> ServerBuilder {
 }
 
 async fn start(server: Server) -> Peer {
-    let (client_side, server_side) = memory_pair(16);
-    tokio::spawn(async move { server.serve(server_side).await });
-    let (peer, _driver) = Engine::builder().spawn(client_side, ());
-    let init = call(
-        &peer,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-               "clientInfo": {"name": "t", "version": "1"}}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(init["protocolVersion"], "2025-11-25");
-    peer.notify_with("notifications/initialized", &json!({}))
-        .await
-        .unwrap();
-    peer
-}
-
-async fn call(peer: &Peer, method: &str, params: Value) -> Result<Value, CallError> {
-    peer.call(method, &params, RequestOptions::new()).await
+    support::start(server, (), json!({})).await
 }
 
 fn names(list: &Value) -> Vec<&str> {

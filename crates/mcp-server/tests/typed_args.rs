@@ -2,6 +2,8 @@
 //! fields, derived schemas in standard JSON Schema 2020-12 (no schemars-only number formats),
 //! and elicitation forms whose fields come in the order the code declares them.
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::{
@@ -11,6 +13,7 @@ use mcp_jsonrpc::{
 use mcp_server::model::Implementation;
 use mcp_server::prelude::*;
 use serde_json::{Value, json};
+use support::call;
 
 /// A client that answers `elicitation/create` by accepting `answer`, and keeps the raw text of
 /// the params it was sent.
@@ -35,26 +38,7 @@ impl Handler for FormClient {
 }
 
 async fn start(server: Server, client: FormClient) -> Peer {
-    let (client_side, server_side) = memory_pair(16);
-    tokio::spawn(async move { server.serve(server_side).await });
-    let (peer, _driver) = Engine::builder().spawn(client_side, client);
-    let init = call(
-        &peer,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
-               "clientInfo": {"name": "t", "version": "1"}}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(init["protocolVersion"], "2025-11-25");
-    peer.notify_with("notifications/initialized", &json!({}))
-        .await
-        .unwrap();
-    peer
-}
-
-async fn call(peer: &Peer, method: &str, params: Value) -> Result<Value, CallError> {
-    peer.call(method, &params, RequestOptions::new()).await
+    support::start(server, client, json!({"elicitation": {"form": {}}})).await
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]

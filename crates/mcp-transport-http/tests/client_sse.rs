@@ -6,11 +6,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
-use mcp_jsonrpc::{
-    Connection, Engine, Inbound, Message, Notification, Outbound, RequestOptions,
-    Response as RpcResponse,
-};
+use mcp_jsonrpc::{Connection, Message, Notification, Outbound, RequestOptions};
 use mcp_transport_http::client::{ClientMode, StreamableHttpClient};
 use mcp_transport_http::server::{HttpServerConfig, LegacySsePaths, StreamableHttpService};
 use serde_json::{Value, json};
@@ -18,48 +14,31 @@ use serde_json::{Value, json};
 /// Answers `initialize`; `progress` sends two related notifications with line breaks in their
 /// raw params before its result (so the answer is an SSE stream); anything else is echoed.
 async fn server(conn: Connection) {
-    let (mut inbound, sink) = conn.into_parts();
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Outbound>(64);
-    tokio::spawn(async move {
-        let mut sink = sink;
-        while let Some(o) = rx.recv().await {
-            if sink.send(o).await.is_err() {
-                break;
-            }
-        }
-    });
-    while let Some(Ok(incoming)) = inbound.next().await {
-        let Ok(Inbound::Single(Message::Request(r))) = incoming.frame else {
-            continue;
-        };
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let params: Value = r.params_as().unwrap_or(Value::Null);
-            let related = |m: Message| Outbound::related(m, Some(r.id.clone()));
-            let result = match r.method.as_str() {
-                "initialize" => json!({
-                    "protocolVersion": params["protocolVersion"],
-                    "capabilities": {},
-                    "serverInfo": {"name": "sse", "version": "1"},
-                }),
-                "progress" => {
-                    for i in 0..2 {
-                        let raw = format!("{{\"progressToken\": \"t\",\r\n \"progress\": {i}}}");
-                        let n = Notification {
-                            method: "notifications/progress".into(),
-                            params: Some(serde_json::value::RawValue::from_string(raw).unwrap()),
-                        };
-                        tx.send(related(n.into())).await.unwrap();
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                    json!({"done": true, "text": "a\nb"})
+    common::answer_requests(conn, |r, tx| async move {
+        let params: Value = r.params_as().unwrap_or(Value::Null);
+        let related = |m: Message| Outbound::related(m, Some(r.id.clone()));
+        match r.method.as_str() {
+            "initialize" => json!({
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {},
+                "serverInfo": {"name": "sse", "version": "1"},
+            }),
+            "progress" => {
+                for i in 0..2 {
+                    let raw = format!("{{\"progressToken\": \"t\",\r\n \"progress\": {i}}}");
+                    let n = Notification {
+                        method: "notifications/progress".into(),
+                        params: Some(serde_json::value::RawValue::from_string(raw).unwrap()),
+                    };
+                    tx.send(related(n.into())).await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                _ => params,
-            };
-            let response = RpcResponse::success_from(r.id.clone(), &result).unwrap();
-            let _ = tx.send(related(Message::Response(response))).await;
-        });
-    }
+                json!({"done": true, "text": "a\nb"})
+            }
+            _ => params,
+        }
+    })
+    .await;
 }
 
 async fn exercise(url: String, mode: ClientMode, version: &str) {
@@ -67,17 +46,8 @@ async fn exercise(url: String, mode: ClientMode, version: &str) {
         .mode(mode)
         .build()
         .unwrap();
-    let (connection, _handle) = transport.connect().await.unwrap();
-    let (peer, _driver) = Engine::builder().spawn(connection, ());
-    let init: Value = peer
-        .call(
-            "initialize",
-            &json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-            RequestOptions::new(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(init["protocolVersion"], version);
+    let client = common::initialize(transport, version).await;
+    let peer = &client.peer;
     peer.notify("notifications/initialized", None)
         .await
         .unwrap();

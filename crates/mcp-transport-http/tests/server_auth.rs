@@ -213,6 +213,18 @@ impl TestServer {
             .unwrap()
     }
 
+    /// POSTs the request `call(id, method)` to `/mcp` in the session `sid` with `token`.
+    async fn post_call(&self, token: &str, sid: &str, id: i64, method: &str) -> Response<Body> {
+        self.request(
+            "POST",
+            "/mcp",
+            Some(token),
+            Some(sid),
+            Some(call(id, method)),
+        )
+        .await
+    }
+
     async fn initialize(&self, token: &str) -> String {
         let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
         let resp = self
@@ -305,15 +317,7 @@ async fn every_message_carries_the_principal_and_never_the_token() {
         .request("POST", "/mcp", Some("alice-key"), Some(&sid), Some(note))
         .await;
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
-    let resp = s
-        .request(
-            "POST",
-            "/mcp",
-            Some("alice-key"),
-            Some(&sid),
-            Some(call(1, "whoami")),
-        )
-        .await;
+    let resp = s.post_call("alice-key", &sid, 1, "whoami").await;
     assert_eq!(resp.status(), StatusCode::OK);
     let v: Value = serde_json::from_str(&text(resp).await).unwrap();
     assert_eq!(v["result"]["name"], "alice");
@@ -363,15 +367,7 @@ async fn a_session_answers_only_the_principal_that_created_it() {
     let s = TestServer::start(HttpServerConfig::default()).await;
     let sid = s.initialize("alice-key").await;
     // Bob holds a valid token but not this session: every use of it is a 404.
-    let resp = s
-        .request(
-            "POST",
-            "/mcp",
-            Some("bob-key"),
-            Some(&sid),
-            Some(call(1, "whoami")),
-        )
-        .await;
+    let resp = s.post_call("bob-key", &sid, 1, "whoami").await;
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     let resp = s
         .request("GET", "/mcp", Some("bob-key"), Some(&sid), None)
@@ -382,15 +378,7 @@ async fn a_session_answers_only_the_principal_that_created_it() {
         .await;
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     // The session is intact for Alice, and Bob's attempts delivered nothing.
-    let resp = s
-        .request(
-            "POST",
-            "/mcp",
-            Some("alice-key"),
-            Some(&sid),
-            Some(call(2, "whoami")),
-        )
-        .await;
+    let resp = s.post_call("alice-key", &sid, 2, "whoami").await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert!(
         s.seen()
@@ -472,6 +460,23 @@ async fn a_connection_that_used_a_session_gets_no_more_than_a_new_one_would() {
     );
 }
 
+/// The data of the first line of the SSE stream `body` (read on into `buf`) that is `wanted`.
+async fn data_line(body: &mut Body, buf: &mut String, wanted: impl Fn(&str) -> bool) -> String {
+    loop {
+        if let Some(line) = buf.lines().find(|l| wanted(l)) {
+            return line.trim_start_matches("data: ").to_owned();
+        }
+        let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            buf.push_str(std::str::from_utf8(&data).unwrap());
+        }
+    }
+}
+
 #[tokio::test]
 async fn legacy_sessions_are_bound_too() {
     let s =
@@ -482,53 +487,24 @@ async fn legacy_sessions_are_bound_too() {
     assert_eq!(resp.status(), StatusCode::OK);
     let mut body = resp.into_body();
     let mut buf = String::new();
-    let endpoint = loop {
-        let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if let Ok(data) = frame.into_data() {
-            buf.push_str(std::str::from_utf8(&data).unwrap());
-        }
-        if let Some(line) = buf.lines().find(|l| l.starts_with("data: ")) {
-            break line.trim_start_matches("data: ").to_owned();
-        }
-    };
-    let resp = s
-        .request(
-            "POST",
-            &endpoint,
-            Some("bob-key"),
-            None,
-            Some(call(1, "whoami")),
-        )
-        .await;
-    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
-    let resp = s
-        .request(
-            "POST",
-            &endpoint,
-            Some("alice-key"),
-            None,
-            Some(call(1, "whoami")),
-        )
-        .await;
-    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let endpoint = data_line(&mut body, &mut buf, |l| l.starts_with("data: ")).await;
+    for (token, status) in [
+        ("bob-key", StatusCode::NOT_FOUND),
+        ("alice-key", StatusCode::ACCEPTED),
+    ] {
+        let resp = s
+            .request(
+                "POST",
+                &endpoint,
+                Some(token),
+                None,
+                Some(call(1, "whoami")),
+            )
+            .await;
+        assert_eq!(resp.status(), status, "{token}");
+    }
     // The answer arrives on Alice's stream.
-    let answer = loop {
-        let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if let Ok(data) = frame.into_data() {
-            buf.push_str(std::str::from_utf8(&data).unwrap());
-        }
-        if let Some(line) = buf.lines().find(|l| l.contains("\"result\"")) {
-            break line.trim_start_matches("data: ").to_owned();
-        }
-    };
+    let answer = data_line(&mut body, &mut buf, |l| l.contains("\"result\"")).await;
     let v: Value = serde_json::from_str(&answer).unwrap();
     assert_eq!(v["result"]["name"], "alice");
 }
@@ -537,15 +513,7 @@ async fn legacy_sessions_are_bound_too() {
 async fn a_refused_message_refuses_the_whole_post_before_delivery() {
     let s = TestServer::start(HttpServerConfig::default()).await;
     let sid = s.initialize("alice-key").await;
-    let resp = s
-        .request(
-            "POST",
-            "/mcp",
-            Some("alice-key"),
-            Some(&sid),
-            Some(call(1, "admin/reset")),
-        )
-        .await;
+    let resp = s.post_call("alice-key", &sid, 1, "admin/reset").await;
     assert_eq!(resp.status(), StatusCode::FORBIDDEN);
     assert_eq!(text(resp).await, "admins only");
     // A batch (2025-03-26) with one refused request delivers none of its messages.
@@ -574,14 +542,6 @@ async fn a_refused_message_refuses_the_whole_post_before_delivery() {
     assert_eq!(methods, ["initialize", "initialize"]);
     // Root may.
     let sid_root = s.initialize("root-key").await;
-    let resp = s
-        .request(
-            "POST",
-            "/mcp",
-            Some("root-key"),
-            Some(&sid_root),
-            Some(call(4, "admin/reset")),
-        )
-        .await;
+    let resp = s.post_call("root-key", &sid_root, 4, "admin/reset").await;
     assert_eq!(resp.status(), StatusCode::OK);
 }

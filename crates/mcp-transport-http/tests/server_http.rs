@@ -221,6 +221,21 @@ impl TestServer {
         sid
     }
 
+    /// The status of a `method` request to `/mcp` without a body, with `headers`.
+    async fn bodiless_status(&self, method: &str, headers: &[(&str, &str)]) -> StatusCode {
+        let mut req = Request::builder().method(method).uri(self.url("/mcp"));
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let req = req.body(Full::default()).unwrap();
+        self.client.request(req).await.unwrap().status()
+    }
+
+    /// POSTs `body` in the session `sid` of revision `version`.
+    async fn session_send(&self, sid: &str, version: &str, body: &Value) -> Response<Body> {
+        self.send(self.session_post(sid, version), body).await
+    }
+
     fn session_post(&self, sid: &str, version: &str) -> http::request::Builder {
         self.post(Value::Null)
             .header("mcp-session-id", sid)
@@ -333,33 +348,22 @@ async fn session_lifecycle_json_and_delete() {
     let sid = server.initialize("2025-06-18").await;
 
     let body = rpc(1, "echo", json!({"x": 1}));
-    let v = json_body(
-        server
-            .send(server.session_post(&sid, "2025-06-18"), &body)
-            .await,
-    )
-    .await;
+    let v = json_body(server.session_send(&sid, "2025-06-18", &body).await).await;
     assert_eq!(v, json!({"jsonrpc": "2.0", "id": 1, "result": {"x": 1}}));
 
     // Unknown method: a JSON-RPC error with HTTP 200 on the session wire.
     let body = rpc(2, "nope", json!({}));
-    let resp = server
-        .send(server.session_post(&sid, "2025-06-18"), &body)
-        .await;
+    let resp = server.session_send(&sid, "2025-06-18", &body).await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(json_body(resp).await["error"]["code"], -32601);
 
     // No session id on a non-initialize request: 400. Unknown id: 404.
     let resp = server.send(server.post(Value::Null), &body).await;
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
-    let resp = server
-        .send(server.session_post("nope", "2025-06-18"), &body)
-        .await;
+    let resp = server.session_send("nope", "2025-06-18", &body).await;
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     // Unsupported protocol version header: 400.
-    let resp = server
-        .send(server.session_post(&sid, "1999-01-01"), &body)
-        .await;
+    let resp = server.session_send(&sid, "1999-01-01", &body).await;
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
     // Another path: 404.
     let req = Request::post(server.url("/other")).header("content-type", "application/json");
@@ -368,17 +372,13 @@ async fn session_lifecycle_json_and_delete() {
         StatusCode::NOT_FOUND
     );
 
-    let delete = Request::delete(server.url("/mcp"))
-        .header("mcp-session-id", &sid)
-        .body(Full::default())
-        .unwrap();
     assert_eq!(
-        server.client.request(delete).await.unwrap().status(),
+        server
+            .bodiless_status("DELETE", &[("mcp-session-id", &sid)])
+            .await,
         StatusCode::OK
     );
-    let resp = server
-        .send(server.session_post(&sid, "2025-06-18"), &body)
-        .await;
+    let resp = server.session_send(&sid, "2025-06-18", &body).await;
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     server.shutdown().await;
 }
@@ -388,9 +388,7 @@ async fn sse_response_carries_related_messages_first() {
     let server = TestServer::start(HttpServerConfig::default()).await;
     let sid = server.initialize("2025-11-25").await;
     let body = rpc(5, "progress", json!({}));
-    let resp = server
-        .send(server.session_post(&sid, "2025-11-25"), &body)
-        .await;
+    let resp = server.session_send(&sid, "2025-11-25", &body).await;
     assert_eq!(resp.status(), StatusCode::OK);
     let mut sse = SseReader::new(resp);
     // 2025-11-25 with an event store: a priming event (id, retry, empty data) comes first.
@@ -423,16 +421,12 @@ async fn server_to_client_request_over_sse() {
     let server = TestServer::start(HttpServerConfig::default()).await;
     let sid = server.initialize("2025-06-18").await;
     let body = rpc(9, "ask", json!({}));
-    let resp = server
-        .send(server.session_post(&sid, "2025-06-18"), &body)
-        .await;
+    let resp = server.session_send(&sid, "2025-06-18", &body).await;
     let mut sse = SseReader::new(resp);
     let (_, question) = sse.message().await.unwrap();
     assert_eq!(question["method"], "sampling/createMessage");
     let answer = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"model": "m"}});
-    let resp = server
-        .send(server.session_post(&sid, "2025-06-18"), &answer)
-        .await;
+    let resp = server.session_send(&sid, "2025-06-18", &answer).await;
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
     let (_, done) = sse.message().await.unwrap();
     assert_eq!(done["id"], 9);
@@ -446,12 +440,7 @@ async fn standalone_get_stream_and_conflict() {
     let sid = server.initialize("2025-06-18").await;
     // Sent before any GET: kept in the backlog.
     let body = rpc(1, "broadcast", json!({}));
-    let v = json_body(
-        server
-            .send(server.session_post(&sid, "2025-06-18"), &body)
-            .await,
-    )
-    .await;
+    let v = json_body(server.session_send(&sid, "2025-06-18", &body).await).await;
     assert_eq!(v["id"], 1);
     let get = || {
         Request::get(server.url("/mcp"))
@@ -467,12 +456,7 @@ async fn standalone_get_stream_and_conflict() {
     assert_eq!(m["method"], "notifications/message");
     // Another one while the stream is open arrives live.
     let body = rpc(2, "broadcast", json!({}));
-    json_body(
-        server
-            .send(server.session_post(&sid, "2025-06-18"), &body)
-            .await,
-    )
-    .await;
+    json_body(server.session_send(&sid, "2025-06-18", &body).await).await;
     let (_, m) = sse.message().await.unwrap();
     assert_eq!(m["method"], "notifications/message");
     // A second GET stream is refused.
@@ -489,9 +473,7 @@ async fn resumes_a_dropped_stream_with_last_event_id() {
     let server = TestServer::start(HttpServerConfig::default()).await;
     let sid = server.initialize("2025-11-25").await;
     let body = rpc(3, "slow", json!({"ms": 300}));
-    let resp = server
-        .send(server.session_post(&sid, "2025-11-25"), &body)
-        .await;
+    let resp = server.session_send(&sid, "2025-11-25", &body).await;
     let mut sse = SseReader::new(resp);
     let _priming = sse.next().await.unwrap();
     let (last, m) = sse.message().await.unwrap();
@@ -526,9 +508,7 @@ async fn polling_pattern_closes_and_resumes() {
         TestServer::start(HttpServerConfig::default().sse_retry(Duration::from_millis(250))).await;
     let sid = server.initialize("2025-11-25").await;
     let body = rpc(4, "poll", json!({}));
-    let resp = server
-        .send(server.session_post(&sid, "2025-11-25"), &body)
-        .await;
+    let resp = server.session_send(&sid, "2025-11-25", &body).await;
     let mut sse = SseReader::new(resp);
     let mut last = None;
     let mut retry = None;
@@ -583,12 +563,10 @@ async fn origin_and_host_checks() {
         .header("mcp-protocol-version", "2025-11-25");
     assert_eq!(server.send(ok, &body).await.status(), StatusCode::OK);
     // GET and DELETE are checked too.
-    let get = Request::get(server.url("/mcp"))
-        .header("host", "evil.example.com")
-        .body(Full::default())
-        .unwrap();
     assert_eq!(
-        server.client.request(get).await.unwrap().status(),
+        server
+            .bodiless_status("GET", &[("host", "evil.example.com")])
+            .await,
         StatusCode::FORBIDDEN
     );
     server.shutdown().await;
@@ -633,9 +611,7 @@ async fn idle_sessions_expire() {
     let sid = server.initialize("2025-06-18").await;
     tokio::time::sleep(Duration::from_millis(700)).await;
     let body = rpc(1, "echo", json!({}));
-    let resp = server
-        .send(server.session_post(&sid, "2025-06-18"), &body)
-        .await;
+    let resp = server.session_send(&sid, "2025-06-18", &body).await;
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     // A new initialize works.
     server.initialize("2025-06-18").await;
@@ -720,12 +696,10 @@ async fn stateless_requests_share_one_connection() {
     assert_eq!(last["id"], 11);
     assert_eq!(server.seen.lock().unwrap().connections, 1);
     // GET has no meaning without a session.
-    let get = Request::get(server.url("/mcp"))
-        .header("accept", "text/event-stream")
-        .body(Full::default())
-        .unwrap();
     assert_eq!(
-        server.client.request(get).await.unwrap().status(),
+        server
+            .bodiless_status("GET", &[("accept", "text/event-stream")])
+            .await,
         StatusCode::BAD_REQUEST
     );
     server.shutdown().await;
@@ -769,11 +743,8 @@ async fn legacy_stateless_mode() {
     let body = rpc(1, "echo", json!({"k": 2}));
     let v = json_body(server.send(server.post(Value::Null), &body).await).await;
     assert_eq!(v["result"]["k"], 2);
-    let get = Request::get(server.url("/mcp"))
-        .body(Full::default())
-        .unwrap();
     assert_eq!(
-        server.client.request(get).await.unwrap().status(),
+        server.bodiless_status("GET", &[]).await,
         StatusCode::METHOD_NOT_ALLOWED
     );
     server.shutdown().await;
@@ -842,12 +813,7 @@ async fn batch_on_2025_03_26() {
     let server = TestServer::start(HttpServerConfig::default()).await;
     let sid = server.initialize("2025-03-26").await;
     let body = json!([rpc(1, "echo", json!({"n": 1})), rpc(2, "echo", json!({"n": 2})), {"jsonrpc": "2.0", "method": "notifications/x"}]);
-    let v = json_body(
-        server
-            .send(server.session_post(&sid, "2025-03-26"), &body)
-            .await,
-    )
-    .await;
+    let v = json_body(server.session_send(&sid, "2025-03-26", &body).await).await;
     let mut ids: Vec<i64> = v
         .as_array()
         .unwrap()
@@ -870,21 +836,19 @@ async fn batches_refused_where_the_revision_has_none() {
     ]);
     for version in ["2025-06-18", "2025-11-25"] {
         let sid = server.initialize(version).await;
-        let resp = server.send(server.session_post(&sid, version), &body).await;
+        let resp = server.session_send(&sid, version, &body).await;
         assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{version}");
         let v = json_body(resp).await;
         assert_eq!(v["error"]["code"], -32600, "{version}: {v}");
         assert_eq!(v["id"], Value::Null, "{version}: {v}");
         // The session still serves single messages.
         let one = rpc(3, "echo", json!({"n": 3}));
-        let resp = server.send(server.session_post(&sid, version), &one).await;
+        let resp = server.session_send(&sid, version, &one).await;
         assert_eq!(resp.status(), StatusCode::OK, "{version}");
     }
     // 2025-03-26 has batches: answered.
     let sid = server.initialize("2025-03-26").await;
-    let resp = server
-        .send(server.session_post(&sid, "2025-03-26"), &body)
-        .await;
+    let resp = server.session_send(&sid, "2025-03-26", &body).await;
     assert_eq!(resp.status(), StatusCode::OK);
     let v = json_body(resp).await;
     assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");

@@ -10,14 +10,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt};
 use http::{Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming as Body;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use mcp_jsonrpc::{Connection, Inbound, Message, Notification, Outbound, Response as RpcResponse};
+use mcp_jsonrpc::{Connection, Message, Notification, Outbound};
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -25,57 +24,40 @@ use tokio::sync::oneshot;
 /// Answers `initialize`; `progress` sends two related notifications before its result (so the
 /// answer is an SSE stream); `broadcast` sends an unrelated notification (standalone stream).
 async fn server(conn: Connection) {
-    let (mut inbound, sink) = conn.into_parts();
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Outbound>(64);
-    tokio::spawn(async move {
-        let mut sink = sink;
-        while let Some(o) = rx.recv().await {
-            if sink.send(o).await.is_err() {
-                break;
-            }
-        }
-    });
-    while let Some(Ok(incoming)) = inbound.next().await {
-        let Ok(Inbound::Single(Message::Request(r))) = incoming.frame else {
-            continue;
-        };
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let params: Value = r.params_as().unwrap_or(Value::Null);
-            let related = |m: Message| Outbound::related(m, Some(r.id.clone()));
-            let result = match r.method.as_str() {
-                "initialize" => json!({
-                    "protocolVersion": params["protocolVersion"],
-                    "capabilities": {},
-                    "serverInfo": {"name": "h2", "version": "1"},
-                }),
-                "progress" => {
-                    for i in 0..2 {
-                        let n = Notification::with_params(
-                            "notifications/progress",
-                            &json!({"progressToken": "t", "progress": i}),
-                        )
-                        .unwrap();
-                        tx.send(related(n.into())).await.unwrap();
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                    json!({"done": true})
-                }
-                "broadcast" => {
+    common::answer_requests(conn, |r, tx| async move {
+        let params: Value = r.params_as().unwrap_or(Value::Null);
+        let related = |m: Message| Outbound::related(m, Some(r.id.clone()));
+        match r.method.as_str() {
+            "initialize" => json!({
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {},
+                "serverInfo": {"name": "h2", "version": "1"},
+            }),
+            "progress" => {
+                for i in 0..2 {
                     let n = Notification::with_params(
-                        "notifications/message",
-                        &json!({"level": "info", "data": "to everyone"}),
+                        "notifications/progress",
+                        &json!({"progressToken": "t", "progress": i}),
                     )
                     .unwrap();
-                    tx.send(Outbound::new(Message::from(n))).await.unwrap();
-                    json!({})
+                    tx.send(related(n.into())).await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                _ => params,
-            };
-            let response = RpcResponse::success_from(r.id.clone(), &result).unwrap();
-            let _ = tx.send(related(Message::Response(response))).await;
-        });
-    }
+                json!({"done": true})
+            }
+            "broadcast" => {
+                let n = Notification::with_params(
+                    "notifications/message",
+                    &json!({"level": "info", "data": "to everyone"}),
+                )
+                .unwrap();
+                tx.send(Outbound::new(Message::from(n))).await.unwrap();
+                json!({})
+            }
+            _ => params,
+        }
+    })
+    .await;
 }
 
 struct Served {
@@ -255,7 +237,7 @@ async fn http1_and_h2c_share_the_listener() {
 #[cfg(feature = "client")]
 #[tokio::test]
 async fn the_client_transport_with_prior_knowledge() {
-    use mcp_jsonrpc::{Engine, RequestOptions};
+    use mcp_jsonrpc::RequestOptions;
     use mcp_transport_http::client::StreamableHttpClient;
 
     let s = serve().await;
@@ -263,18 +245,9 @@ async fn the_client_transport_with_prior_knowledge() {
         .http2_prior_knowledge(true)
         .build()
         .unwrap();
-    let (connection, handle) = transport.connect().await.unwrap();
-    let (peer, _driver) = Engine::builder().spawn(connection, ());
-    let init: Value = peer
-        .call(
-            "initialize",
-            &json!({"protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-            RequestOptions::new(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(init["protocolVersion"], V);
-    assert!(handle.session_id().is_some());
+    let client = common::initialize(transport, V).await;
+    assert!(client.handle.session_id().is_some());
+    let peer = &client.peer;
     let done: Value = peer
         .call("progress", &json!({}), RequestOptions::new())
         .await

@@ -4,18 +4,17 @@ use futures_util::{SinkExt, StreamExt};
 use mcp_jsonrpc::{Inbound, Message, Notification, Outbound};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-#[tokio::test]
-async fn content_length_peer_is_detected_and_answered_in_kind() {
+/// Writes `pieces` (one `hello` notification in some framing) to `io()`, checks that `hello`
+/// arrives, answers `back` and returns the bytes the peer reads of the answer.
+async fn hello_and_back(pieces: &[&[u8]]) -> Vec<u8> {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(ours);
     let (mut inbound, mut outbound) = mcp_transport_stdio::io(read, write).into_parts();
     let (mut their_read, mut their_write) = tokio::io::split(theirs);
 
-    let body = br#"{"jsonrpc":"2.0","method":"hello"}"#;
-    let frame = format!("Content-Length: {}\r\n\r\n", body.len());
-    their_write.write_all(frame.as_bytes()).await.unwrap();
-    their_write.write_all(body).await.unwrap();
-
+    for piece in pieces {
+        their_write.write_all(piece).await.unwrap();
+    }
     let got = inbound.next().await.unwrap().unwrap().frame.unwrap();
     assert_eq!(
         got,
@@ -30,7 +29,16 @@ async fn content_length_peer_is_detected_and_answered_in_kind() {
         .unwrap();
     let mut buf = vec![0u8; 256];
     let n = their_read.read(&mut buf).await.unwrap();
-    let text = std::str::from_utf8(&buf[..n]).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+#[tokio::test]
+async fn content_length_peer_is_detected_and_answered_in_kind() {
+    let body = br#"{"jsonrpc":"2.0","method":"hello"}"#;
+    let frame = format!("Content-Length: {}\r\n\r\n", body.len());
+    let answer = hello_and_back(&[frame.as_bytes(), body]).await;
+    let text = std::str::from_utf8(&answer).unwrap();
     assert!(
         text.starts_with("Content-Length: "),
         "answered with headers: {text:?}"
@@ -43,30 +51,8 @@ async fn content_length_peer_is_detected_and_answered_in_kind() {
 
 #[tokio::test]
 async fn newline_peer_gets_newline_frames() {
-    let (ours, theirs) = tokio::io::duplex(64 * 1024);
-    let (read, write) = tokio::io::split(ours);
-    let (mut inbound, mut outbound) = mcp_transport_stdio::io(read, write).into_parts();
-    let (mut their_read, mut their_write) = tokio::io::split(theirs);
-
-    their_write
-        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"hello\"}\r\n")
-        .await
-        .unwrap();
-    let got = inbound.next().await.unwrap().unwrap().frame.unwrap();
-    assert_eq!(
-        got,
-        Inbound::Single(Message::from(Notification::new("hello", None)))
-    );
-
-    outbound
-        .send(Outbound::from(Message::from(Notification::new(
-            "back", None,
-        ))))
-        .await
-        .unwrap();
-    let mut buf = vec![0u8; 256];
-    let n = their_read.read(&mut buf).await.unwrap();
-    assert_eq!(&buf[..n], b"{\"jsonrpc\":\"2.0\",\"method\":\"back\"}\n");
+    let answer = hello_and_back(&[b"{\"jsonrpc\":\"2.0\",\"method\":\"hello\"}\r\n"]).await;
+    assert_eq!(answer, b"{\"jsonrpc\":\"2.0\",\"method\":\"back\"}\n");
 }
 
 #[tokio::test]

@@ -603,21 +603,26 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The body of the block's next line that is not blank, at `indent`; `None` where the block
+    /// ends (the end of the text, or a line indented less).
+    fn next_in_block(&mut self, indent: usize) -> Result<Option<&'a str>, FrontmatterError> {
+        self.skip_blank()?;
+        let Some(line) = self.lines.get(self.pos) else {
+            return Ok(None);
+        };
+        let here = line.indent();
+        if here < indent {
+            return Ok(None);
+        }
+        if here > indent {
+            return Err(self.error(ErrorKind::Syntax("unexpected indentation")));
+        }
+        Ok(Some(line.body()))
+    }
+
     fn map(&mut self, indent: usize, depth: usize) -> Result<Value, FrontmatterError> {
         let mut map = Map::new();
-        loop {
-            self.skip_blank()?;
-            let Some(line) = self.lines.get(self.pos) else {
-                break;
-            };
-            let here = line.indent();
-            if here < indent {
-                break;
-            }
-            if here > indent {
-                return Err(self.error(ErrorKind::Syntax("unexpected indentation")));
-            }
-            let body = line.body();
+        while let Some(body) = self.next_in_block(indent)? {
             if body == "-" || body.starts_with("- ") {
                 return Err(self.error(ErrorKind::Syntax("a list item among map keys")));
             }
@@ -633,19 +638,7 @@ impl<'a> Parser<'a> {
 
     fn list(&mut self, indent: usize, depth: usize) -> Result<Value, FrontmatterError> {
         let mut items = Vec::new();
-        loop {
-            self.skip_blank()?;
-            let Some(line) = self.lines.get(self.pos) else {
-                break;
-            };
-            let here = line.indent();
-            if here < indent {
-                break;
-            }
-            if here > indent {
-                return Err(self.error(ErrorKind::Syntax("unexpected indentation")));
-            }
-            let body = line.body();
+        while let Some(body) = self.next_in_block(indent)? {
             let Some(rest) = body.strip_prefix('-') else {
                 break;
             };

@@ -58,7 +58,8 @@ fn object_rank(map: &serde_json::Map<String, Value>, shape: &ObjectShape) -> Opt
     })
 }
 
-fn kind(value: &Value) -> &'static str {
+/// What kind of JSON value `value` is, with its article ("a string"), for messages.
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

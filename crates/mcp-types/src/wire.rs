@@ -467,8 +467,9 @@ impl<'de> Deserialize<'de> for BorrowedKey<'de> {
 }
 
 /// The string a JSON value holds (borrowed when it has no escapes); `None` when it is not a
-/// string.
-fn json_string(raw: &serde_json::value::RawValue) -> Option<std::borrow::Cow<'_, str>> {
+/// string. For the transports, which read the same raw members.
+#[doc(hidden)]
+pub fn json_string(raw: &serde_json::value::RawValue) -> Option<std::borrow::Cow<'_, str>> {
     let text = raw.get().trim();
     match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
         Some(inner) if !inner.contains('\\') => Some(std::borrow::Cow::Borrowed(inner)),
@@ -1125,7 +1126,7 @@ impl InputKind {
             return Err(format!(
                 "the answer to {} must be an object, not {}",
                 self.method(),
-                json_kind(answer)
+                crate::support::kind(answer)
             ));
         }
         let parsed = match self {
@@ -1138,17 +1139,6 @@ impl InputKind {
                 .map(InputResponse::ListRoots),
         };
         parsed.map_err(|e| format!("the answer to {} is malformed: {e}", self.method()))
-    }
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -1179,7 +1169,7 @@ impl RetryInput {
             Some(other) => {
                 return Err(invalid(
                     "inputResponses",
-                    format!("must be an object, not {}", json_kind(other)),
+                    format!("must be an object, not {}", crate::support::kind(other)),
                 ));
             }
         };
@@ -1189,7 +1179,7 @@ impl RetryInput {
             Some(other) => {
                 return Err(invalid(
                     "requestState",
-                    format!("must be a string, not {}", json_kind(other)),
+                    format!("must be a string, not {}", crate::support::kind(other)),
                 ));
             }
         };
@@ -1573,22 +1563,30 @@ mod tests {
     fn error_codes_per_era() {
         let v26 = ProtocolVersion::V2026_07_28;
         let v25 = ProtocolVersion::V2025_11_25;
-        assert_eq!(
-            lower_error_code(error_codes::RESOURCE_NOT_FOUND, v26),
-            error_codes::INVALID_PARAMS
-        );
-        assert_eq!(
-            lower_error_code(error_codes::RESOURCE_NOT_FOUND, v25),
-            error_codes::RESOURCE_NOT_FOUND
-        );
-        assert_eq!(
-            lower_error_code(error_codes::URL_ELICITATION_REQUIRED, v26),
-            error_codes::INTERNAL_ERROR
-        );
-        assert_eq!(
-            lower_error_code(error_codes::INVALID_PARAMS, v26),
-            error_codes::INVALID_PARAMS
-        );
+        for (code, rev, lowered) in [
+            (
+                error_codes::RESOURCE_NOT_FOUND,
+                v26,
+                error_codes::INVALID_PARAMS,
+            ),
+            (
+                error_codes::RESOURCE_NOT_FOUND,
+                v25,
+                error_codes::RESOURCE_NOT_FOUND,
+            ),
+            (
+                error_codes::URL_ELICITATION_REQUIRED,
+                v26,
+                error_codes::INTERNAL_ERROR,
+            ),
+            (
+                error_codes::INVALID_PARAMS,
+                v26,
+                error_codes::INVALID_PARAMS,
+            ),
+        ] {
+            assert_eq!(lower_error_code(code, rev), lowered, "{code} in {rev:?}");
+        }
         let e = missing_capability(&InputKind::Sampling.required_capabilities());
         assert_eq!(e.code, -32021);
         assert_eq!(

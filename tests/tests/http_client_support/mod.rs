@@ -187,6 +187,19 @@ fn tokio_stream_from(mut rx: mpsc::Receiver<String>) -> impl futures_util::Strea
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
+/// An SSE answer of `events` that stays open (30 s: longer than any test) after them.
+pub async fn open_sse(events: &[String]) -> Response<Body> {
+    let (tx, resp) = sse_channel();
+    for e in events {
+        tx.send(e.clone()).await.unwrap();
+    }
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        drop(tx);
+    });
+    resp
+}
+
 /// One SSE `message` event carrying `value`, with an optional id.
 pub fn event(value: &Value, id: Option<&str>) -> String {
     let mut s = String::new();
@@ -263,6 +276,22 @@ impl Driver {
             .expect("timed out waiting for the end of the inbound stream");
         assert!(item.is_none(), "expected the end, got {item:?}");
     }
+}
+
+/// Connects `client`: a driver over its connection, and its handle.
+pub async fn connect(
+    client: &mcp_transport_http::client::StreamableHttpClient,
+) -> (Driver, mcp_transport_http::client::HttpClientHandle) {
+    let (conn, handle) = client.connect().await.unwrap();
+    (Driver::new(conn), handle)
+}
+
+/// A client of `url` with the default settings, connected.
+pub async fn connect_to(url: String) -> (Driver, mcp_transport_http::client::HttpClientHandle) {
+    let client = mcp_transport_http::client::StreamableHttpClient::builder(url)
+        .build()
+        .unwrap();
+    connect(&client).await
 }
 
 pub fn request(id: i64, method: &str, params: Value) -> Value {

@@ -211,9 +211,43 @@ impl Outcome {
         &self.response["result"]
     }
 
+    /// The response to the request `id` (of `method`) in `answer`, with the notifications
+    /// before it; server requests among them fail the test unless `requests_allowed`.
+    pub async fn read(
+        mut answer: Answer,
+        id: &Value,
+        method: &str,
+        requests_allowed: bool,
+    ) -> Outcome {
+        let mut notifications = Vec::new();
+        while let Some(m) = answer.next_message().await {
+            if m.get("method").is_some() {
+                assert!(
+                    requests_allowed || m.get("id").is_none(),
+                    "no request on a stateless stream: {m}"
+                );
+                notifications.push(m);
+                continue;
+            }
+            assert_eq!(m["id"], *id, "the response echoes the id");
+            return Outcome {
+                status: Some(answer.status),
+                notifications,
+                response: m,
+            };
+        }
+        panic!("no response to {method}");
+    }
+
     pub fn error_code(&self) -> i64 {
         self.response["error"]["code"]
             .as_i64()
+            .unwrap_or_else(|| panic!("expected an error, got {}", self.response))
+    }
+
+    pub fn error_message(&self) -> &str {
+        self.response["error"]["message"]
+            .as_str()
             .unwrap_or_else(|| panic!("expected an error, got {}", self.response))
     }
 
@@ -426,25 +460,15 @@ impl Http {
         (id, answer)
     }
 
+    /// `tools/call` with `params` (name, arguments and anything else) and every client
+    /// capability.
+    pub async fn call_with(&mut self, params: Value) -> Outcome {
+        self.request("tools/call", with_meta(params, all_capabilities()))
+            .await
+    }
+
     pub async fn request(&mut self, method: &str, params: Value) -> Outcome {
-        let (id, mut answer) = self.post(method, params).await;
-        let mut notifications = Vec::new();
-        while let Some(m) = answer.next_message().await {
-            if m.get("method").is_some() {
-                assert!(
-                    m.get("id").is_none(),
-                    "no request on a stateless stream: {m}"
-                );
-                notifications.push(m);
-                continue;
-            }
-            assert_eq!(m["id"], id, "the response echoes the id");
-            return Outcome {
-                status: Some(answer.status),
-                notifications,
-                response: m,
-            };
-        }
-        panic!("no response to {method}");
+        let (id, answer) = self.post(method, params).await;
+        Outcome::read(answer, &id, method, false).await
     }
 }

@@ -229,21 +229,8 @@ pub async fn http_request(
     }
     headers.extend(extra.iter().cloned());
     let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let mut answer = h.post_raw(&message, &headers).await;
-    let mut notifications = Vec::new();
-    while let Some(m) = answer.next_message().await {
-        if m.get("method").is_some() {
-            notifications.push(m);
-            continue;
-        }
-        assert_eq!(m["id"], id, "the response echoes the id");
-        return Outcome {
-            status: Some(answer.status),
-            notifications,
-            response: m,
-        };
-    }
-    panic!("no response to {method}");
+    let answer = h.post_raw(&message, &headers).await;
+    Outcome::read(answer, &id, method, true).await
 }
 
 /// `tasks/get`, `tasks/update` or `tasks/cancel` of `task_id` with `extra` params, declaring

@@ -415,6 +415,27 @@ struct Posting {
     answers: Vec<Message>,
 }
 
+/// The messages of a POST: its body read within the configured limits, parsed, and each
+/// message authorized for the grant.
+async fn read_posting<B>(
+    parts: &Parts,
+    body: B,
+    config: &HttpServerConfig,
+    granted: Option<&Granted>,
+) -> Result<Posting, Response<HttpBody>>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let bytes = read_body_within(parts, body, config).await?;
+    let posting = parse_post(&bytes, config.max_batch_len)?;
+    if let Some(g) = granted {
+        g.authorize(&posting.messages)?;
+    }
+    Ok(posting)
+}
+
 fn parse_post(bytes: &[u8], max_batch: usize) -> Result<Posting, Response<HttpBody>> {
     match Inbound::from_slice(bytes, max_batch) {
         Ok(Inbound::Single(m)) => Ok(Posting {
@@ -509,6 +530,18 @@ fn direct_session_request(
             posting.messages.extend(other);
             Err(posting)
         }
+    }
+}
+
+/// The `Mcp-Session-Id` of a GET or DELETE: a missing one is 400, an unreadable one 404.
+fn required_session_id(parts: &Parts) -> Result<String, Response<HttpBody>> {
+    match header(&parts.headers, &SESSION_ID) {
+        Ok(Some(s)) => Ok(s.to_owned()),
+        Ok(None) => Err(error_status(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: Mcp-Session-Id header is required",
+        )),
+        Err(()) => Err(session_not_found()),
     }
 }
 
@@ -953,29 +986,11 @@ impl Inner {
             tracing::debug!(session = %sid, "a stored session without its initialize params");
             return Ok(None);
         };
-        let (hub, connection) = {
-            let mut sessions = self.lock_sessions();
-            if sessions.len() >= self.config.max_sessions {
-                sessions.retain(|_, h| !h.is_closed());
-            }
-            if sessions.len() >= self.config.max_sessions {
-                tracing::warn!(limit = self.config.max_sessions, "session limit reached");
-                return Err(error_status(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "too many sessions",
-                ));
-            }
-            let (hub, connection) = Hub::new(
-                HubKind::Session {
-                    id: sid.to_owned(),
-                    store: self.event_store.clone(),
-                },
-                self.config.clone(),
-                record.owner,
-            );
-            sessions.insert(sid.to_owned(), hub.clone());
-            (hub, connection)
+        let kind = HubKind::Session {
+            id: sid.to_owned(),
+            store: self.event_store.clone(),
         };
+        let (hub, connection) = self.register_hub(sid.to_owned(), kind, record.owner)?;
         // Stream ids above every id an earlier replica of the session gave out (those count
         // from 1): microseconds since the epoch.
         let base = SystemTime::now()
@@ -1140,6 +1155,30 @@ impl Inner {
         });
     }
 
+    /// Registers a hub of `kind` under the session id `id`, or answers 503 at the session
+    /// limit (sessions already closed are dropped first).
+    fn register_hub(
+        &self,
+        id: String,
+        kind: HubKind,
+        owner: Option<String>,
+    ) -> Result<(Arc<Hub>, Connection), Response<HttpBody>> {
+        let mut sessions = self.lock_sessions();
+        if sessions.len() >= self.config.max_sessions {
+            sessions.retain(|_, h| !h.is_closed());
+        }
+        if sessions.len() >= self.config.max_sessions {
+            tracing::warn!(limit = self.config.max_sessions, "session limit reached");
+            return Err(error_status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many sessions",
+            ));
+        }
+        let (hub, connection) = Hub::new(kind, self.config.clone(), owner);
+        sessions.insert(id, hub.clone());
+        Ok((hub, connection))
+    }
+
     /// Registers a new session hub, or answers 503 at the session limit.
     fn create_session(
         self: &Arc<Self>,
@@ -1152,26 +1191,8 @@ impl Inner {
                 "no randomness for a session id",
             ));
         };
-        let (hub, connection) = {
-            let mut sessions = self.lock_sessions();
-            if sessions.len() >= self.config.max_sessions {
-                sessions.retain(|_, h| !h.is_closed());
-            }
-            if sessions.len() >= self.config.max_sessions {
-                tracing::warn!(limit = self.config.max_sessions, "session limit reached");
-                return Err(error_status(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "too many sessions",
-                ));
-            }
-            let (hub, connection) = Hub::new(
-                make(id.clone()),
-                self.config.clone(),
-                owner.map(str::to_owned),
-            );
-            sessions.insert(id.clone(), hub.clone());
-            (hub, connection)
-        };
+        let (hub, connection) =
+            self.register_hub(id.clone(), make(id.clone()), owner.map(str::to_owned))?;
         self.spawn_server(connection);
         self.ensure_reaper();
         if matches!(hub.kind, HubKind::Legacy { .. }) {
@@ -1293,19 +1314,10 @@ impl Inner {
                 "Not Acceptable: accept application/json and text/event-stream",
             );
         }
-        let bytes = match read_body_within(&parts, body, &self.config).await {
-            Ok(b) => b,
-            Err(r) => return r,
-        };
-        let posting = match parse_post(&bytes, self.config.max_batch_len) {
+        let posting = match read_posting(&parts, body, &self.config, granted.as_ref()).await {
             Ok(p) => p,
             Err(r) => return r,
         };
-        if let Some(g) = &granted {
-            if let Err(r) = g.authorize(&posting.messages) {
-                return r;
-            }
-        }
         let granted = granted.as_ref();
         let mode = self.config.response_mode;
         let dispatch = |map_status| Dispatch {
@@ -1632,15 +1644,9 @@ impl Inner {
                 "Not Acceptable: the GET stream is text/event-stream",
             );
         }
-        let sid = match header(&parts.headers, &SESSION_ID) {
-            Ok(Some(s)) => s.to_owned(),
-            Ok(None) => {
-                return error_status(
-                    StatusCode::BAD_REQUEST,
-                    "Bad Request: Mcp-Session-Id header is required",
-                );
-            }
-            Err(()) => return session_not_found(),
+        let sid = match required_session_id(&parts) {
+            Ok(sid) => sid,
+            Err(r) => return r,
         };
         let hub = match self.session(&sid, identity(granted)) {
             Some(h) if matches!(h.kind, HubKind::Session { .. }) => h,
@@ -1713,15 +1719,9 @@ impl Inner {
         if !self.config.stateful || !self.config.allow_delete {
             return method_not_allowed("GET, POST");
         }
-        let sid = match header(&parts.headers, &SESSION_ID) {
-            Ok(Some(s)) => s.to_owned(),
-            Ok(None) => {
-                return error_status(
-                    StatusCode::BAD_REQUEST,
-                    "Bad Request: Mcp-Session-Id header is required",
-                );
-            }
-            Err(()) => return session_not_found(),
+        let sid = match required_session_id(parts) {
+            Ok(sid) => sid,
+            Err(r) => return r,
         };
         let hub = {
             let mut sessions = self.lock_sessions();
@@ -1827,19 +1827,10 @@ impl Inner {
             Some(h) if matches!(h.kind, HubKind::Legacy { .. }) => h,
             _ => return session_not_found(),
         };
-        let bytes = match read_body_within(&parts, body, &self.config).await {
-            Ok(b) => b,
-            Err(r) => return r,
-        };
-        let posting = match parse_post(&bytes, self.config.max_batch_len) {
+        let posting = match read_posting(&parts, body, &self.config, granted.as_ref()).await {
             Ok(p) => p,
             Err(r) => return r,
         };
-        if let Some(g) = &granted {
-            if let Err(r) = g.authorize(&posting.messages) {
-                return r;
-            }
-        }
         let _busy = hub.busy();
         let mut base = base_extensions(granted.as_ref());
         base.insert(SessionId(sid));

@@ -81,21 +81,9 @@ fn given(raw: Option<&RawValue>) -> Option<&RawValue> {
     raw.filter(|r| r.get() != "null")
 }
 
-/// The string a JSON value holds (borrowed when it has no escapes); `None` when it is not a
-/// string.
-fn json_string(raw: &RawValue) -> Option<std::borrow::Cow<'_, str>> {
-    let text = raw.get().trim();
-    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
-        Some(inner) if !inner.contains('\\') => Some(std::borrow::Cow::Borrowed(inner)),
-        _ => serde_json::from_str::<String>(text)
-            .ok()
-            .map(std::borrow::Cow::Owned),
-    }
-}
-
 /// A raw JSON value as the string it holds, or its compact JSON text when it is not a string.
 fn raw_text(raw: &RawValue) -> Option<std::borrow::Cow<'_, str>> {
-    json_string(raw).or_else(|| {
+    wire::json_string(raw).or_else(|| {
         serde_json::from_str::<Value>(raw.get())
             .ok()
             .map(|v| std::borrow::Cow::Owned(v.to_string()))
@@ -197,7 +185,7 @@ pub(crate) fn validate(
                 )),
             ));
         }
-        let Some(body_version) = json_string(body_version) else {
+        let Some(body_version) = wire::json_string(body_version) else {
             return Err(reject(
                 message,
                 ErrorObject::invalid_params(format!("{META_PROTOCOL_VERSION} must be a string")),

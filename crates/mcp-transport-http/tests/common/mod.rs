@@ -98,3 +98,77 @@ pub async fn sse_messages(
         }
     }
 }
+
+/// Serves `conn` as a test server: each request is answered on a task of its own with the
+/// result `answer` makes of it, which may first send related messages through the sender it
+/// gets; one writer takes everything to the connection.
+pub async fn answer_requests<F, Fut>(conn: mcp_jsonrpc::Connection, answer: F)
+where
+    F: Fn(mcp_jsonrpc::Request, tokio::sync::mpsc::Sender<mcp_jsonrpc::Outbound>) -> Fut,
+    Fut: std::future::Future<Output = serde_json::Value> + Send + 'static,
+{
+    use futures_util::{SinkExt, StreamExt};
+    use mcp_jsonrpc::{Inbound, Message, Outbound};
+    let (mut inbound, mut sink) = conn.into_parts();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Outbound>(64);
+    tokio::spawn(async move {
+        while let Some(o) = rx.recv().await {
+            if sink.send(o).await.is_err() {
+                break;
+            }
+        }
+    });
+    while let Some(Ok(incoming)) = inbound.next().await {
+        let Ok(Inbound::Single(Message::Request(r))) = incoming.frame else {
+            continue;
+        };
+        let id = r.id.clone();
+        let result = answer(r, tx.clone());
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let result = result.await;
+            let response = mcp_jsonrpc::Response::success_from(id.clone(), &result).unwrap();
+            let _ = tx
+                .send(Outbound::related(Message::Response(response), Some(id)))
+                .await;
+        });
+    }
+}
+
+/// A client engine over `transport`, initialized at `version`: its peer (`driver` runs it) and
+/// the transport's handle.
+#[cfg(feature = "client")]
+pub struct Initialized {
+    /// Calls the server.
+    pub peer: mcp_jsonrpc::Peer,
+    /// The transport's handle (the session).
+    pub handle: mcp_transport_http::client::HttpClientHandle,
+    /// The engine's task.
+    pub driver: tokio::task::JoinHandle<Result<(), mcp_jsonrpc::TransportError>>,
+}
+
+/// Connects `transport` and sends `initialize` for `version`, checking the revision the
+/// server answers with.
+#[cfg(feature = "client")]
+pub async fn initialize(
+    transport: mcp_transport_http::client::StreamableHttpClient,
+    version: &str,
+) -> Initialized {
+    use mcp_jsonrpc::{Engine, RequestOptions};
+    let (connection, handle) = transport.connect().await.unwrap();
+    let (peer, driver) = Engine::builder().spawn(connection, ());
+    let init: serde_json::Value = peer
+        .call(
+            "initialize",
+            &serde_json::json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+            RequestOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(init["protocolVersion"], version);
+    Initialized {
+        peer,
+        handle,
+        driver,
+    }
+}
