@@ -13,6 +13,8 @@ pub mod driver;
 pub mod echo;
 pub mod lines;
 pub mod load;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod procfs;
 pub mod report;
 pub mod stats;

@@ -293,7 +293,19 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
          - Cold start: spawn of the stdio server to its `initialize` answer, median of {} starts per \
          round; the limit and the SDK server take turns start by start (each start after an \
          unmeasured one of the same server), so a slow spell of the machine hits both.\n\
-         - Peak RSS is the server's `VmHWM` at the end of the run.\n",
+         - Peak RSS is the server's `VmHWM` at the end of the run.\n\
+         - Telemetry (`scripts/bench --otel`): the SDK servers are built with their `otel` \
+         feature (`mcp-server/otel` and the OpenTelemetry SDK) and, after each stdio and HTTP \
+         server row, the same row runs with the server's telemetry installed (\"telemetry on\": \
+         every span sampled, processed by the SDK's batch processor and handed to an exporter \
+         that drops it, the duration histograms collected by the SDK's periodic reader for an \
+         exporter that drops them) and with \
+         a sampler that samples nothing (\"telemetry sampled out\"), chosen by `MCP_BENCH_OTEL` \
+         (`on`, `sampled-out`) in the server's environment (`bench/src/otel.rs`). The plain rows \
+         of such a run measure telemetry compiled in but not installed; compare them with a run \
+         without `--otel` for the cost of the feature alone. Each row's own `--only` key gets \
+         `-otel-on` and `-otel-sampled-out`: `scripts/bench --otel --only \
+         stdio-seq,stdio-seq-otel-on,stdio-seq-otel-sampled-out`.\n",
         cases
             .iter()
             .find(|c| c.table == Table::ColdStart)

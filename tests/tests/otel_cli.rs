@@ -318,3 +318,107 @@ async fn mcp_call_against_a_stdio_server_exports_one_trace() {
         Some("pipe")
     );
 }
+
+/// `mcp call` through `mcp proxy --http` to `mcp serve --http`: one trace, the proxy's
+/// server span (what it received) the client's child, its client span (what it forwarded) the
+/// child of that, the upstream server's span the child of the proxy's client span.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_proxy_traces_what_it_forwards() {
+    tokio::task::spawn_blocking(mcp_with_otel)
+        .await
+        .expect("build mcp with otel");
+    let (receiver, received) = receiver().await;
+    let upstream = tokio::task::spawn_blocking(move || {
+        Listening::spawn(command(receiver, "upstream").args(["serve", "--http", "127.0.0.1:0"]))
+    })
+    .await
+    .expect("serve");
+    let upstream_url = upstream.url.clone();
+    let proxy = tokio::task::spawn_blocking(move || {
+        Listening::spawn(command(receiver, "proxy").args([
+            "proxy",
+            "--http",
+            "127.0.0.1:0",
+            "--url",
+            &upstream_url,
+        ]))
+    })
+    .await
+    .expect("proxy");
+    // "a proxy of http://upstream... at http://proxy...": the last URL is the proxy's.
+    let url = proxy
+        .url
+        .rsplit(" at ")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    // A session (2025-11-25): the proxy's spans name it, and the upstream's.
+    let args = [
+        "call",
+        "echo",
+        "--arg",
+        "text=proxied",
+        "--protocol",
+        "2025-11-25",
+        "--url",
+        &url,
+    ];
+    let call = run_exporting(receiver, "agent", &args).await;
+    assert_eq!(call.stdout, "proxied\n");
+    tokio::task::spawn_blocking(move || {
+        proxy.terminate();
+        upstream.terminate();
+    })
+    .await
+    .expect("stop the proxy and the server");
+
+    let spans = spans(&received);
+    let client = one(&spans, "agent", "tools/call echo", CLIENT);
+    let received_span = one(&spans, "proxy", "tools/call echo", SERVER);
+    let forwarded = one(&spans, "proxy", "tools/call echo", CLIENT);
+    let server = one(&spans, "upstream", "tools/call echo", SERVER);
+    let tool = one(&spans, "upstream", "execute_tool echo", INTERNAL);
+    for span in [received_span, forwarded, server, tool] {
+        assert_eq!(span.trace, client.trace, "one trace: {span:?}");
+    }
+    assert_eq!(
+        received_span.parent, client.id,
+        "the proxy received the call"
+    );
+    assert_eq!(forwarded.parent, received_span.id, "and forwarded it");
+    assert_eq!(
+        server.parent, forwarded.id,
+        "the server's parent is the proxy's span"
+    );
+    assert_eq!(tool.parent, server.id);
+    assert_eq!(received_span.scope, "mcp-server");
+    assert_eq!(forwarded.scope, "mcp-client");
+    for span in [received_span, forwarded] {
+        for (key, value) in [
+            ("mcp.method.name", "tools/call"),
+            ("gen_ai.tool.name", "echo"),
+            ("network.transport", "tcp"),
+            ("mcp.protocol.version", "2025-11-25"),
+        ] {
+            assert_eq!(
+                attribute(&span.attributes, key).as_deref(),
+                Some(value),
+                "{key} of {span:?}"
+            );
+        }
+        assert_eq!(
+            attribute(&span.attributes, "jsonrpc.request.id"),
+            attribute(&server.attributes, "jsonrpc.request.id"),
+            "the proxy forwards ids as they are"
+        );
+        assert!(attribute(&span.attributes, "mcp.session.id").is_some());
+    }
+    // Its session with the upstream server is the server's session.
+    assert_eq!(
+        attribute(&forwarded.attributes, "mcp.session.id"),
+        attribute(&server.attributes, "mcp.session.id")
+    );
+    // Notifications cross with spans too.
+    one(&spans, "proxy", "notifications/initialized", SERVER);
+    one(&spans, "proxy", "notifications/initialized", CLIENT);
+}

@@ -355,19 +355,35 @@ fn check(scenario: &Scenario, expect: &Expect) {
         lacks(span, "error.type");
         assert_eq!(span.status, Status::Unset);
     }
-    has(server, "network.transport", expect.transport);
-    if expect.transport == "tcp" {
-        has(server, "network.protocol.name", "http");
+    for span in [client, server] {
+        has(span, "network.transport", expect.transport);
+        if expect.transport == "tcp" {
+            has(span, "network.protocol.name", "http");
+        } else {
+            lacks(span, "network.protocol.name");
+        }
+        assert!(
+            attribute(span, "jsonrpc.request.id").is_some(),
+            "the {:?} span names the request: {:?}",
+            span.span_kind,
+            span.attributes
+        );
     }
-    assert!(
-        attribute(server, "jsonrpc.request.id").is_some(),
-        "the server span names the request: {:?}",
-        server.attributes
-    );
+    // The id the client sent is the one the server saw (except on HTTP's shared stateless
+    // connection, which renumbers: see docs/telemetry.md, "Limits").
+    if expect.transport == "pipe" || expect.session_id {
+        assert_eq!(
+            attribute(client, "jsonrpc.request.id"),
+            attribute(server, "jsonrpc.request.id"),
+            "one id on both sides"
+        );
+    }
     if expect.session_id {
-        assert!(attribute(server, "mcp.session.id").is_some());
+        let id = attribute(server, "mcp.session.id").expect("the server's session id");
+        assert_eq!(attribute(client, "mcp.session.id"), Some(id), "one session");
     } else {
         lacks(server, "mcp.session.id");
+        lacks(client, "mcp.session.id");
     }
 
     // A tool error: the call succeeded, the tool did not.
@@ -734,6 +750,116 @@ async fn what_the_server_asks_the_client_is_traced_inside_the_tool() {
     has(asked, "mcp.protocol.version", "2025-11-25");
     has(answered, "mcp.method.name", "roots/list");
     assert!(attribute(answered, "jsonrpc.request.id").is_some());
+    assert_eq!(
+        attribute(asked, "jsonrpc.request.id"),
+        attribute(answered, "jsonrpc.request.id"),
+        "the server's span names the request it sent, as the client saw it"
+    );
     lacks(asked, "error.type");
     lacks(answered, "error.type");
+}
+
+/// What the server fans out to every session (list changes, resource updates) has one span
+/// per notification sent: kind `CLIENT` on the server, a root (it belongs to no request), the
+/// client's `SERVER` span its child through `_meta`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fanned_out_notifications_have_one_span_per_session() {
+    sdk();
+    const URI: &str = "test://fan-out";
+    let server = Server::builder(Implementation::new("otel-fan-out", "1.0.0"))
+        .resource(
+            mcp_server::Resource::new(URI, "fan-out").mime_type("text/plain"),
+            |_cx| async { "fanned" },
+        )
+        .build()
+        .expect("the server builds");
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+        let (server_read, server_write) = tokio::io::split(server_io);
+        let serving = server.clone();
+        tokio::spawn(async move {
+            let _ = serving.serve_io(server_read, server_write).await;
+        });
+        let (client_read, client_write) = tokio::io::split(client_io);
+        let session = client(ProtocolVersion::V2025_11_25)
+            .connect(mcp_transport_stdio::io(client_read, client_write))
+            .await
+            .expect("connect");
+        session.subscribe(URI).await.expect("resources/subscribe");
+        let notifications = session.notifications();
+        sessions.push((session, notifications));
+    }
+    server.notify_resource_updated(URI);
+    server
+        .add_tool(
+            Tool::new("fan-out-late").description("Added while serving"),
+            |_cx: mcp_server::RequestContext, _args: NoArgs| async { "late" },
+        )
+        .expect("the tool is added");
+    for (_, notifications) in &mut sessions {
+        let (mut updated, mut changed) = (false, false);
+        while !(updated && changed) {
+            match tokio::time::timeout(Duration::from_secs(10), notifications.recv()).await {
+                Ok(Some(mcp_client::ServerNotification::ResourceUpdated(p))) => {
+                    updated |= p.uri == URI;
+                }
+                Ok(Some(mcp_client::ServerNotification::ToolListChanged)) => changed = true,
+                Ok(Some(_)) => {}
+                other => panic!("both notifications reach each session: {other:?}"),
+            }
+        }
+    }
+    // Each notification sent: a server span, and the client's span its child.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let spans = sdk().spans.get_finished_spans().expect("spans");
+        let sent = |method: &str| -> Vec<&SpanData> {
+            spans
+                .iter()
+                .filter(|s| {
+                    s.name == method
+                        && s.span_kind == SpanKind::Client
+                        && s.instrumentation_scope.name() == "mcp-server"
+                        && (method != "notifications/resources/updated"
+                            || attribute(s, "mcp.resource.uri").map(OtelValue::as_str)
+                                == Some(URI.into()))
+                })
+                .collect()
+        };
+        let updated = sent("notifications/resources/updated");
+        let changed = sent("notifications/tools/list_changed");
+        let received = |span: &SpanData| {
+            spans.iter().any(|s| {
+                s.span_kind == SpanKind::Server
+                    && s.name == span.name
+                    && s.parent_span_id == span.span_context.span_id()
+                    && s.parent_span_is_remote
+            })
+        };
+        let complete = updated.len() == 2
+            && changed.len() == 2
+            && updated.iter().chain(&changed).all(|s| received(s));
+        if complete {
+            for span in updated.iter().chain(&changed) {
+                assert_eq!(span.parent_span_id, SpanId::INVALID, "a root");
+                has(span, "mcp.protocol.version", "2025-11-25");
+                lacks(span, "error.type");
+            }
+            assert_ne!(
+                updated[0].span_context.trace_id(),
+                updated[1].span_context.trace_id(),
+                "one trace per session's notification"
+            );
+            names_are_the_conventions(&spans);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "two updated and two list_changed spans, each with the client's child: {} and {}",
+            updated.len(),
+            changed.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -4,7 +4,12 @@
 //!
 //! Usage: `bench-run [--rounds N] [--quick] [--duration SECS] [--warmup SECS] [--sessions N]
 //! [--cold-starts N] [--no-pin] [--only KEY,KEY] [--bin-dir DIR] [--out FILE]
-//! [--command-line TEXT]`
+//! [--command-line TEXT] [--otel]`
+//!
+//! `--otel` (the SDK servers built with their `otel` feature, as `scripts/bench --otel` does):
+//! after each stdio and HTTP server row, the same row with the server's telemetry on and with
+//! it sampled out (`MCP_BENCH_OTEL`, bench/src/otel.rs); the row itself then measures the
+//! telemetry compiled in but not installed.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -28,6 +33,8 @@ struct Settings {
     bin_dir: PathBuf,
     out: Option<PathBuf>,
     command_line: String,
+    /// Rows with the servers' telemetry on and sampled out.
+    otel: bool,
 }
 
 fn settings() -> Result<Settings> {
@@ -39,6 +46,7 @@ fn settings() -> Result<Settings> {
     let sessions = args.parsed("--sessions", 1000u64)?;
     let cold_starts = args.parsed("--cold-starts", if quick { 10 } else { 20 })?;
     let pin = !args.flag("--no-pin");
+    let otel = args.flag("--otel");
     let only = args
         .value("--only")?
         .map(|list| list.split(',').map(str::to_owned).collect());
@@ -68,6 +76,7 @@ fn settings() -> Result<Settings> {
         bin_dir,
         out,
         command_line,
+        otel,
     })
 }
 
@@ -401,10 +410,73 @@ fn plans(s: &Settings, taskset: bool) -> Vec<Plan> {
             run_timeout,
         );
     }
+    if s.otel {
+        plans = with_telemetry_rows(plans);
+    }
     if let Some(only) = &s.only {
         plans.retain(|p| only.contains(&p.case.key));
     }
     plans
+}
+
+/// The server rows that get telemetry rows beside them with `--otel`.
+const TELEMETRY_ROWS: &[&str] = &[
+    "stdio-seq",
+    "stdio-32",
+    "http-seq",
+    "http-32",
+    "stateless-seq",
+    "stateless-32",
+];
+
+/// After each of [`TELEMETRY_ROWS`], the same row with the SDK server's telemetry on
+/// (`KEY-otel-on`) and sampled out (`KEY-otel-sampled-out`): the server is started through
+/// `env MCP_BENCH_OTEL=...`, the baseline unchanged.
+fn with_telemetry_rows(plans: Vec<Plan>) -> Vec<Plan> {
+    let mut out = Vec::with_capacity(plans.len() + 2 * TELEMETRY_ROWS.len());
+    for plan in plans {
+        let extra: Vec<Plan> = if TELEMETRY_ROWS.contains(&plan.case.key.as_str()) {
+            [
+                ("on", "telemetry on"),
+                ("sampled-out", "telemetry sampled out"),
+            ]
+            .into_iter()
+            .map(|(mode, what)| Plan {
+                case: Case {
+                    key: format!("{}-otel-{mode}", plan.case.key),
+                    title: format!("{}; {what}", plan.case.title),
+                    goal: Goal::None,
+                    rounds: Vec::new(),
+                    ..plan.case.clone()
+                },
+                argv: [
+                    plan.argv[0].clone(),
+                    with_server_env(&plan.argv[1], &format!("MCP_BENCH_OTEL={mode}")),
+                ],
+                timeout: plan.timeout,
+                samples: plan.samples,
+            })
+            .collect()
+        } else {
+            Vec::new()
+        };
+        out.push(plan);
+        out.extend(extra);
+    }
+    out
+}
+
+/// A driver command line whose server (the words after `--`) runs with `assignment` in its
+/// environment, through `env`.
+fn with_server_env(argv: &[String], assignment: &str) -> Vec<String> {
+    let mut argv = argv.to_vec();
+    if let Some(dashes) = argv.iter().position(|w| w == "--") {
+        argv.splice(
+            dashes + 1..dashes + 1,
+            ["env".to_owned(), assignment.to_owned()],
+        );
+    }
+    argv
 }
 
 /// Cold starts of both sides, one start at a time in turns, so the machine's drifts (these
@@ -679,7 +751,57 @@ fn run() -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::utc;
+    use super::*;
+
+    fn settings(otel: bool) -> Settings {
+        Settings {
+            rounds: 1,
+            duration: 1.0,
+            warmup: 0.1,
+            sessions: 10,
+            cold_starts: 1,
+            pin: false,
+            only: None,
+            bin_dir: PathBuf::from("/bench"),
+            out: None,
+            command_line: String::new(),
+            otel,
+        }
+    }
+
+    #[test]
+    fn telemetry_rows_follow_their_rows_and_set_only_the_servers_environment() {
+        let plain: Vec<String> = plans(&settings(false), false)
+            .into_iter()
+            .map(|p| p.case.key)
+            .collect();
+        let plans = plans(&settings(true), false);
+        let keys: Vec<&str> = plans.iter().map(|p| p.case.key.as_str()).collect();
+        assert_eq!(keys.len(), plain.len() + 2 * TELEMETRY_ROWS.len());
+        for row in TELEMETRY_ROWS {
+            let at = keys.iter().position(|k| k == row).expect("the row");
+            assert_eq!(keys[at + 1], format!("{row}-otel-on"));
+            assert_eq!(keys[at + 2], format!("{row}-otel-sampled-out"));
+            let (off, on) = (&plans[at], &plans[at + 1]);
+            assert_eq!(off.argv[0], on.argv[0], "the baseline is unchanged");
+            assert!(on.case.title.ends_with("; telemetry on"));
+            let dashes = on.argv[1].iter().position(|w| w == "--").expect("--");
+            assert_eq!(
+                on.argv[1][..dashes],
+                off.argv[1][..dashes],
+                "the driver too"
+            );
+            assert_eq!(
+                on.argv[1][dashes + 1..dashes + 3],
+                ["env", "MCP_BENCH_OTEL=on"]
+            );
+            assert_eq!(on.argv[1][dashes + 3..], off.argv[1][dashes + 1..]);
+            assert_eq!(
+                plans[at + 2].argv[1][dashes + 2],
+                "MCP_BENCH_OTEL=sampled-out"
+            );
+        }
+    }
 
     #[test]
     fn utc_dates() {

@@ -83,6 +83,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // `MCP_BENCH_OTEL` (feature `otel`): telemetry off, on or sampled out.
+    #[cfg(feature = "otel")]
+    let _telemetry = match mcp_bench::otel::Mode::from_env() {
+        Ok(mode) => mcp_bench::otel::install(mode),
+        Err(e) => {
+            eprintln!("sdk-echo: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match config.threads {
         Some(0) => tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -10,6 +10,11 @@ use std::process::ExitCode;
 use mcp_server::model::Implementation;
 use mcp_server::{Server, Tool, ToolContext};
 
+// `MCP_BENCH_OTEL` (feature `otel`): telemetry off, on or sampled out.
+#[cfg(feature = "otel")]
+#[path = "../../src/otel.rs"]
+mod otel;
+
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct EchoArgs {
     /// The text to send back
@@ -29,6 +34,14 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("{}: {e}", env!("CARGO_BIN_NAME"));
             return ExitCode::FAILURE;
+        }
+    };
+    #[cfg(feature = "otel")]
+    let _telemetry = match otel::Mode::from_env() {
+        Ok(mode) => otel::install(mode),
+        Err(e) => {
+            eprintln!("{}: {e}", env!("CARGO_BIN_NAME"));
+            return ExitCode::from(2);
         }
     };
     match server.run_stdio() {

@@ -83,6 +83,8 @@ pub async fn bridge_with(
     server: Connection,
     options: BridgeOptions,
 ) -> BridgeEnd {
+    #[cfg(feature = "otel")]
+    let spans = crate::proxy_otel::Spans::new(&client, &server, options.max_tracked_requests);
     let (client_in, client_out) = client.into_parts();
     let (server_in, server_out) = server.into_parts();
     let tracker = Mutex::new(Tracker::new(options.max_tracked_requests));
@@ -95,6 +97,8 @@ pub async fn bridge_with(
         to_client_tx,
         to_server_rx,
         &tracker,
+        #[cfg(feature = "otel")]
+        spans.as_ref(),
     );
     let downstream = pump(
         Side::Server,
@@ -103,6 +107,8 @@ pub async fn bridge_with(
         to_server_tx,
         to_client_rx,
         &tracker,
+        #[cfg(feature = "otel")]
+        spans.as_ref(),
     );
     tokio::pin!(upstream, downstream);
     tokio::select! {
@@ -143,8 +149,12 @@ async fn pump(
     answer_source: mpsc::Sender<Message>,
     mut answers_for_dest: mpsc::Receiver<Message>,
     tracker: &Mutex<Tracker>,
+    #[cfg(feature = "otel")] spans: Option<&crate::proxy_otel::Spans>,
 ) -> BridgeEnd {
     loop {
+        // The spans of the notifications forwarded, ended once passed on.
+        #[cfg(feature = "otel")]
+        let mut passed = crate::proxy_otel::Passed::new();
         let outbound = tokio::select! {
             item = inbound.next() => match item {
                 None => return from.closed(None),
@@ -153,6 +163,12 @@ async fn pump(
                     Ok(inbound) => {
                         let frame = decoded(inbound, &answer_source);
                         let Some(frame) = frame else { continue };
+                        #[cfg(feature = "otel")]
+                        let mut frame = frame;
+                        #[cfg(feature = "otel")]
+                        if let Some(spans) = spans {
+                            spans.forward(from == Side::Client, &mut frame, &incoming.extensions, &mut passed);
+                        }
                         let related = match from {
                             Side::Client => {
                                 lock(tracker).client_sent(&frame);
@@ -175,6 +191,11 @@ async fn pump(
         };
         if let Err(error) = to.send(outbound).await {
             return from.other().closed(Some(error.to_string()));
+        }
+        #[cfg(feature = "otel")]
+        for (received, sent) in passed {
+            sent.end(mcp_otel::Outcome::Done(None));
+            received.end(mcp_otel::Outcome::Done(None));
         }
     }
 }

@@ -4,3 +4,5 @@
 #![deny(missing_docs)]
 
 pub mod bridge;
+#[cfg(feature = "otel")]
+pub mod proxy_otel;

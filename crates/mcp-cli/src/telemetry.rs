@@ -84,6 +84,7 @@ pub fn start() -> Option<Exporting> {
     opentelemetry::global::set_meter_provider(meters.clone());
     let _ = mcp_server::otel::install(mcp_server::otel::Telemetry::new(&tracers, &meters));
     let _ = mcp_client::otel::install(mcp_client::otel::Telemetry::new(&tracers, &meters));
+    let _ = mcp_cli::proxy_otel::install(&tracers, &meters);
     Some(Exporting { tracers, meters })
 }
 

@@ -37,22 +37,25 @@ pub mod names {
         ERROR_TYPE, GEN_AI_OPERATION_NAME, GEN_AI_PROMPT_NAME, GEN_AI_TOOL_NAME,
         JSONRPC_REQUEST_ID, MCP_CLIENT_OPERATION_DURATION, MCP_CLIENT_SESSION_DURATION,
         MCP_METHOD_NAME, MCP_PROTOCOL_VERSION, MCP_RESOURCE_URI, MCP_SERVER_OPERATION_DURATION,
-        RPC_RESPONSE_STATUS_CODE,
+        MCP_SESSION_ID, NETWORK_PROTOCOL_NAME, NETWORK_TRANSPORT, RPC_RESPONSE_STATUS_CODE,
     };
 
     /// Every name above: attributes first, then the metrics.
     pub const ALL: &[&str] = &[
         MCP_METHOD_NAME,
+        MCP_SESSION_ID,
         MCP_PROTOCOL_VERSION,
         MCP_RESOURCE_URI,
         GEN_AI_TOOL_NAME,
         GEN_AI_PROMPT_NAME,
         GEN_AI_OPERATION_NAME,
+        JSONRPC_REQUEST_ID,
         RPC_RESPONSE_STATUS_CODE,
         ERROR_TYPE,
+        NETWORK_TRANSPORT,
+        NETWORK_PROTOCOL_NAME,
         MCP_CLIENT_OPERATION_DURATION,
         MCP_CLIENT_SESSION_DURATION,
-        JSONRPC_REQUEST_ID,
         MCP_SERVER_OPERATION_DURATION,
     ];
 }
@@ -66,10 +69,64 @@ mcp_otel::telemetry! {
     pub fn install;
 }
 
+/// What the spans say of the connection: its transport, and over HTTP the session.
+#[derive(Clone, Default)]
+pub(crate) enum Transport {
+    /// stdio, or any connection that is not the HTTP client's (`network.transport` `pipe`).
+    #[default]
+    Pipe,
+    /// The Streamable HTTP client's (`tcp`, `http`), whose handle knows the session id.
+    #[cfg(feature = "http")]
+    Http(mcp_transport_http::client::HttpClientHandle),
+}
+
+impl Transport {
+    /// What `connection`'s transport attached: the HTTP client's handle, or nothing.
+    pub(crate) fn of(connection: &mcp_jsonrpc::Connection) -> Self {
+        #[cfg(feature = "http")]
+        if let Some(handle) = connection
+            .extensions()
+            .get::<mcp_transport_http::client::HttpClientHandle>()
+        {
+            return Transport::Http(handle.clone());
+        }
+        let _ = connection;
+        Transport::Pipe
+    }
+
+    /// The low-cardinality attributes: the metric's as well as the span's.
+    fn attributes(&self, attributes: &mut Vec<KeyValue>) {
+        match self {
+            Transport::Pipe => attributes.push(KeyValue::new(names::NETWORK_TRANSPORT, "pipe")),
+            #[cfg(feature = "http")]
+            Transport::Http(_) => {
+                attributes.push(KeyValue::new(names::NETWORK_TRANSPORT, "tcp"));
+                attributes.push(KeyValue::new(names::NETWORK_PROTOCOL_NAME, "http"));
+            }
+        }
+    }
+
+    /// `mcp.session.id`, when the server gave one (stateful sessions over HTTP).
+    fn session(&self) -> Option<KeyValue> {
+        match self {
+            Transport::Pipe => None,
+            #[cfg(feature = "http")]
+            Transport::Http(handle) => handle
+                .session_id()
+                .map(|id| KeyValue::new(names::MCP_SESSION_ID, id)),
+        }
+    }
+}
+
 /// One request or notification being sent, or received from the server: its span and what
 /// its duration is recorded with. Dropped unended (the caller dropped the request), it ends
 /// with `error.type` `cancelled`.
-pub(crate) struct Operation(mcp_otel::Operation);
+pub(crate) struct Operation {
+    inner: mcp_otel::Operation,
+    /// The connection, while the span still lacks `mcp.session.id` (the session id comes with
+    /// the answer to `initialize`).
+    session: Option<Transport>,
+}
 
 impl Telemetry {
     /// Starts the span of an outgoing message, child of the caller's current context.
@@ -78,19 +135,27 @@ impl Telemetry {
         method: &str,
         params: Option<&RawValue>,
         version: Option<ProtocolVersion>,
+        transport: &Transport,
     ) -> Operation {
         let start = Instant::now();
         let peek = Peek::of(params);
-        let (attributes, target) = peek.attributes(method, version.map(ProtocolVersion::as_str));
+        let (mut attributes, target) =
+            peek.attributes(method, version.map(ProtocolVersion::as_str));
+        transport.attributes(&mut attributes);
         let mut span_attributes = attributes.clone();
         span_attributes.extend(peek.resource(method));
+        let session = transport.session();
+        let pending = session.is_none().then(|| transport.clone());
+        span_attributes.extend(session);
         let span = SpanBuilder::from_name(mcp_otel::span_name(method, target))
             .with_kind(SpanKind::Client)
             .with_attributes(span_attributes);
-        Operation(
-            self.0
+        Operation {
+            inner: self
+                .0
                 .operation(Direction::Sent, start, Context::current(), span, attributes),
-        )
+            session: pending,
+        }
     }
 
     /// Starts the span of a request or notification the server sent (kind `SERVER`, as the
@@ -114,10 +179,12 @@ impl Telemetry {
         let span = SpanBuilder::from_name(method.to_owned())
             .with_kind(SpanKind::Server)
             .with_attributes(span_attributes);
-        Operation(
-            self.0
+        Operation {
+            inner: self
+                .0
                 .operation(Direction::Received, start, parent, span, attributes),
-        )
+            session: None,
+        }
     }
 
     /// Records the duration of a session that ended.
@@ -129,12 +196,21 @@ impl Telemetry {
 impl Operation {
     /// The context the message is sent in: the span's.
     pub(crate) fn context(&self) -> Context {
-        self.0.context()
+        self.inner.context()
     }
 
     /// `params` carrying this span's context in `_meta`.
     pub(crate) fn inject(&self, params: Option<Box<RawValue>>) -> Option<Box<RawValue>> {
-        self.0.inject(params)
+        self.inner.inject(params)
+    }
+
+    /// `options` that name the request on its span (`jsonrpc.request.id`) when the engine
+    /// numbers it.
+    pub(crate) fn options(
+        &self,
+        options: mcp_jsonrpc::RequestOptions,
+    ) -> mcp_jsonrpc::RequestOptions {
+        options.on_id(self.inner.id_recorder())
     }
 
     /// Ends the span with how the message ended.
@@ -145,8 +221,11 @@ impl Operation {
             outcome,
             Outcome::Error(mcp_jsonrpc::codes::METHOD_NOT_FOUND, _)
         ) {
-            self.0.hide_method();
+            self.inner.hide_method();
         }
-        self.0.end(outcome);
+        if let Some(session) = self.session.take().and_then(|t| t.session()) {
+            self.inner.set_span_attribute(session);
+        }
+        self.inner.end(outcome);
     }
 }

@@ -95,6 +95,8 @@ pub(crate) struct Rpc {
 struct Observed {
     version: std::sync::OnceLock<mcp_types::ProtocolVersion>,
     started: std::time::Instant,
+    /// The transport, as the spans name it.
+    transport: crate::otel::Transport,
 }
 
 impl Rpc {
@@ -104,6 +106,8 @@ impl Rpc {
         handler: IncomingHandler,
         max_concurrent_requests: usize,
     ) -> Rpc {
+        #[cfg(feature = "otel")]
+        let transport = crate::otel::Transport::of(&connection);
         let (peer, _driver) = Engine::builder()
             .max_in_flight(max_concurrent_requests)
             .spawn(connection, EngineHandler(handler));
@@ -113,6 +117,7 @@ impl Rpc {
             observed: Observed {
                 version: std::sync::OnceLock::new(),
                 started: std::time::Instant::now(),
+                transport,
             },
         }
     }
@@ -165,8 +170,10 @@ impl Rpc {
         if let Some(telemetry) = crate::otel::installed() {
             use opentelemetry::trace::FutureExt;
             let version = self.observed.version.get().copied();
-            let operation = telemetry.start(method, params.as_deref(), version);
+            let operation =
+                telemetry.start(method, params.as_deref(), version, &self.observed.transport);
             let params = operation.inject(params);
+            let options = operation.options(options);
             let result = self
                 .peer
                 .request(method, params, options)
@@ -191,7 +198,8 @@ impl Rpc {
         #[cfg(feature = "otel")]
         if let Some(telemetry) = crate::otel::installed() {
             let version = self.observed.version.get().copied();
-            let operation = telemetry.start(method, params.as_deref(), version);
+            let operation =
+                telemetry.start(method, params.as_deref(), version, &self.observed.transport);
             let params = operation.inject(params);
             let result = self.peer.notify(method, params).await;
             operation.end(match &result {

@@ -27,3 +27,5 @@
 pub mod client;
 pub mod fixture;
 pub mod skills;
+#[cfg(feature = "otel")]
+pub mod telemetry;

@@ -269,6 +269,31 @@ async fn timeout_wire_format_and_no_late_response() {
     assert_eq!(p["reason"], "request timed out");
 }
 
+#[tokio::test]
+async fn on_id_sees_the_id_the_request_is_sent_with() {
+    let (peer, mut rx, _tx) = raw_peer(Engine::builder(), TestHandler::default());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let call = tokio::spawn({
+        let peer = peer.clone();
+        let seen = Arc::clone(&seen);
+        async move {
+            let options = RequestOptions::new()
+                .timeout(Some(Duration::from_secs(5)))
+                .on_id(move |id| seen.lock().unwrap().push(id.clone()));
+            peer.request("slow", None, options).await
+        }
+    });
+    let Message::Request(req) = next_message(&mut rx).await else {
+        panic!()
+    };
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![req.id.clone()],
+        "once, before it is sent"
+    );
+    call.abort();
+}
+
 #[tokio::test(start_paused = true)]
 async fn progress_resets_the_timeout_up_to_the_cap() {
     let (client, _server) = pair(TestHandler::default(), TestHandler::default());

@@ -47,6 +47,14 @@ pub mod names {
     pub const GEN_AI_OPERATION_NAME: &str = "gen_ai.operation.name";
     /// The JSON-RPC id of a request.
     pub const JSONRPC_REQUEST_ID: &str = "jsonrpc.request.id";
+    /// The session (stateful sessions over HTTP: `Mcp-Session-Id`).
+    pub const MCP_SESSION_ID: &str = "mcp.session.id";
+    /// `pipe` (stdio and other byte streams) or `tcp` (HTTP).
+    pub const NETWORK_TRANSPORT: &str = "network.transport";
+    /// `http` over HTTP.
+    pub const NETWORK_PROTOCOL_NAME: &str = "network.protocol.name";
+    /// The HTTP version over HTTP.
+    pub const NETWORK_PROTOCOL_VERSION: &str = "network.protocol.version";
     /// The JSON-RPC error code of an error answer.
     pub const RPC_RESPONSE_STATUS_CODE: &str = "rpc.response.status_code";
     /// The class of error: the JSON-RPC error code, `tool_error`, `timeout`, `cancelled`,
@@ -462,6 +470,19 @@ impl Operation {
     /// The attributes its duration will be recorded with.
     pub fn attributes(&self) -> &[KeyValue] {
         &self.attributes
+    }
+
+    /// Sets `attribute` on the span (not on the metric).
+    pub fn set_span_attribute(&self, attribute: KeyValue) {
+        self.cx.span().set_attribute(attribute);
+    }
+
+    /// What names the request on its span (`jsonrpc.request.id`) once its id is known: for
+    /// `mcp_jsonrpc::RequestOptions::on_id`, which the engine calls when it numbers the
+    /// request.
+    pub fn id_recorder(&self) -> impl Fn(&Id) + Send + Sync + 'static {
+        let cx = self.cx.clone();
+        move |id| cx.span().set_attribute(request_id(id))
     }
 
     /// `params` carrying this span's context in `_meta`.

@@ -42,17 +42,9 @@ pub mod names {
         ERROR_TYPE, GEN_AI_OPERATION_NAME, GEN_AI_PROMPT_NAME, GEN_AI_TOOL_NAME,
         JSONRPC_REQUEST_ID, MCP_CLIENT_OPERATION_DURATION, MCP_METHOD_NAME, MCP_PROTOCOL_VERSION,
         MCP_RESOURCE_URI, MCP_SERVER_OPERATION_DURATION, MCP_SERVER_SESSION_DURATION,
+        MCP_SESSION_ID, NETWORK_PROTOCOL_NAME, NETWORK_PROTOCOL_VERSION, NETWORK_TRANSPORT,
         RPC_RESPONSE_STATUS_CODE,
     };
-
-    /// The session (stateful sessions over HTTP).
-    pub const MCP_SESSION_ID: &str = "mcp.session.id";
-    /// `pipe` (stdio and other byte streams) or `tcp` (HTTP).
-    pub const NETWORK_TRANSPORT: &str = "network.transport";
-    /// `http` over HTTP.
-    pub const NETWORK_PROTOCOL_NAME: &str = "network.protocol.name";
-    /// The HTTP version over HTTP.
-    pub const NETWORK_PROTOCOL_VERSION: &str = "network.protocol.version";
     /// Every name above: attributes first, then the metrics.
     pub const ALL: &[&str] = &[
         MCP_METHOD_NAME,
@@ -188,20 +180,27 @@ impl Telemetry {
 
     /// Starts the span of a request or notification the server sends (kind `CLIENT`, as the
     /// conventions have the sender's span), child of the current context: the span of the
-    /// request whose handler sends it.
+    /// request whose handler sends it; a root for the list-changed and resource-updated
+    /// notifications each session's fan-out sends, which belong to no request. `params` give
+    /// `notifications/resources/updated` its `mcp.resource.uri`.
     pub(crate) fn start_sent(
         &'static self,
         method: &str,
         version: Option<ProtocolVersion>,
+        params: Option<&RawValue>,
     ) -> Operation {
         let start = Instant::now();
         let mut attributes = vec![KeyValue::new(MCP_METHOD_NAME, method.to_owned())];
         if let Some(version) = version {
             attributes.push(KeyValue::new(MCP_PROTOCOL_VERSION, version.as_str()));
         }
+        let mut span_attributes = attributes.clone();
+        if method == "notifications/resources/updated" {
+            span_attributes.extend(Peek::of(params).uri());
+        }
         let span = SpanBuilder::from_name(method.to_owned())
             .with_kind(SpanKind::Client)
-            .with_attributes(attributes.clone());
+            .with_attributes(span_attributes);
         Operation(
             self.0
                 .operation(Direction::Sent, start, Context::current(), span, attributes),
@@ -224,6 +223,15 @@ impl Operation {
     /// `params` carrying this span's context in `_meta` (what the server sends).
     pub(crate) fn inject(&self, params: Option<Box<RawValue>>) -> Option<Box<RawValue>> {
         self.0.inject(params)
+    }
+
+    /// `options` that name a request the server sends on its span (`jsonrpc.request.id`)
+    /// when the engine numbers it.
+    pub(crate) fn options(
+        &self,
+        options: mcp_jsonrpc::RequestOptions,
+    ) -> mcp_jsonrpc::RequestOptions {
+        options.on_id(self.0.id_recorder())
     }
 
     /// Ends the span with the answer (`None` for a notification, which has none).

@@ -147,14 +147,20 @@ impl ClientChannel for SessionChannel {
         #[cfg(feature = "otel")]
         let (params, operation) = match crate::otel::installed() {
             Some(telemetry) => {
-                let operation = telemetry.start_sent(method, Some(self.version));
+                let operation = telemetry.start_sent(method, Some(self.version), params.as_deref());
                 (operation.inject(params), Some(operation))
             }
             None => (params, None),
         };
         // The engine applies the timeout and the limit on pending requests; dropping the call
         // (the handler's request was cancelled) sends `notifications/cancelled`.
-        let call = self.peer.request(method, params, RequestOptions::new());
+        let options = RequestOptions::new();
+        #[cfg(feature = "otel")]
+        let options = match &operation {
+            Some(operation) => operation.options(options),
+            None => options,
+        };
+        let call = self.peer.request(method, params, options);
         let cancel = cancel.clone();
         Box::pin(async move {
             tokio::select! {
@@ -174,7 +180,7 @@ impl ClientChannel for SessionChannel {
         #[cfg(feature = "otel")]
         let (params, operation) = match crate::otel::installed() {
             Some(telemetry) => {
-                let operation = telemetry.start_sent(method, Some(self.version));
+                let operation = telemetry.start_sent(method, Some(self.version), Some(&params));
                 let params = operation.inject(Some(params.clone())).unwrap_or(params);
                 (params, Some(operation))
             }
@@ -606,15 +612,22 @@ async fn fan_out(session: Arc<Session>, peer: Peer) {
         };
         let exists =
             |method: &str| methods::lookup(method).is_some_and(|m| m.available_in(scope.version));
+        let version = scope.version;
         let sent = match &event {
             ServerEvent::ToolsChanged => {
-                list_changed(&peer, "notifications/tools/list_changed", exists).await
+                list_changed(&peer, "notifications/tools/list_changed", exists, version).await
             }
             ServerEvent::ResourcesChanged => {
-                list_changed(&peer, "notifications/resources/list_changed", exists).await
+                list_changed(
+                    &peer,
+                    "notifications/resources/list_changed",
+                    exists,
+                    version,
+                )
+                .await
             }
             ServerEvent::PromptsChanged => {
-                list_changed(&peer, "notifications/prompts/list_changed", exists).await
+                list_changed(&peer, "notifications/prompts/list_changed", exists, version).await
             }
             ServerEvent::ResourceUpdated(uri) => {
                 let subscribed = session
@@ -630,10 +643,9 @@ async fn fan_out(session: Arc<Session>, peer: Peer) {
                     uri: uri.clone(),
                 };
                 match encode_params(params, scope.version) {
-                    Ok(raw) => peer
-                        .notify("notifications/resources/updated", Some(raw))
-                        .await
-                        .is_ok(),
+                    Ok(raw) => {
+                        fanned(&peer, "notifications/resources/updated", Some(raw), version).await
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "resource update not sent");
                         true
@@ -647,11 +659,41 @@ async fn fan_out(session: Arc<Session>, peer: Peer) {
     }
 }
 
-async fn list_changed(peer: &Peer, method: &'static str, exists: impl Fn(&str) -> bool) -> bool {
+async fn list_changed(
+    peer: &Peer,
+    method: &'static str,
+    exists: impl Fn(&str) -> bool,
+    version: ProtocolVersion,
+) -> bool {
     if !exists(method) {
         return true;
     }
-    peer.notify(method, None).await.is_ok()
+    fanned(peer, method, None, version).await
+}
+
+/// Sends one notification of the fan-out; whether the connection took it. With telemetry,
+/// each is a span of its own (kind `CLIENT`, a root: it belongs to no request), its context
+/// in the notification's `_meta`.
+async fn fanned(
+    peer: &Peer,
+    method: &'static str,
+    params: Option<Box<RawValue>>,
+    version: ProtocolVersion,
+) -> bool {
+    #[cfg(feature = "otel")]
+    if let Some(telemetry) = crate::otel::installed() {
+        let operation = telemetry.start_sent(method, Some(version), params.as_deref());
+        let params = operation.inject(params);
+        let sent = peer
+            .notify(method, params)
+            .await
+            .map(|()| RawValue::NULL.to_owned());
+        operation.end_sent(&sent);
+        return sent.is_ok();
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = version;
+    peer.notify(method, params).await.is_ok()
 }
 
 impl Server {

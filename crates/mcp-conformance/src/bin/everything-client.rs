@@ -22,8 +22,22 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // With the `otel` feature and `MCP_CONFORMANCE_OTEL=on`: through the instrumented path.
+    #[cfg(feature = "otel")]
+    let telemetry = match mcp_conformance::telemetry::install_from_env() {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start");
+            return ExitCode::from(2);
+        }
+    };
     let scenario = run.scenario.clone();
-    match tokio::time::timeout(std::time::Duration::from_secs(25), client::run(run)).await {
+    let ran = tokio::time::timeout(std::time::Duration::from_secs(25), client::run(run)).await;
+    #[cfg(feature = "otel")]
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown_blocking().await;
+    }
+    match ran {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
             tracing::error!(scenario, error = %e, "scenario failed");

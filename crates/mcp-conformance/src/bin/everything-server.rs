@@ -112,6 +112,10 @@ async fn main() -> std::io::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
     let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+    // With the `otel` feature and `MCP_CONFORMANCE_OTEL=on`: through the instrumented path,
+    // for as long as the server runs.
+    #[cfg(feature = "otel")]
+    let _telemetry = mcp_conformance::telemetry::install_from_env().map_err(invalid)?;
     let options = options().map_err(invalid)?;
     let port = port(&options).map_err(invalid)?;
     let store = match &options.redis {

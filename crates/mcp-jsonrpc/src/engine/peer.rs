@@ -52,7 +52,11 @@ pub struct RequestOptions {
     progress: Option<ProgressFn>,
     related: Option<Id>,
     no_cancel: bool,
+    on_id: Option<IdFn>,
 }
+
+/// What [`RequestOptions::on_id`] is given.
+type IdFn = Arc<dyn Fn(&Id) + Send + Sync>;
 
 impl fmt::Debug for RequestOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -62,6 +66,7 @@ impl fmt::Debug for RequestOptions {
             .field("progress", &self.progress.is_some())
             .field("related", &self.related)
             .field("no_cancel", &self.no_cancel)
+            .field("on_id", &self.on_id.is_some())
             .finish()
     }
 }
@@ -95,6 +100,13 @@ impl RequestOptions {
     /// Tags the request as belonging to the inbound request `id` (see [`Outbound::related`]).
     pub fn related(mut self, id: Option<Id>) -> Self {
         self.related = id;
+        self
+    }
+
+    /// Calls `f` with the id the engine gives the request, once, before the request is sent
+    /// (for example to name it in the caller's telemetry).
+    pub fn on_id(mut self, f: impl Fn(&Id) + Send + Sync + 'static) -> Self {
+        self.on_id = Some(Arc::new(f));
         self
     }
 
@@ -322,6 +334,9 @@ async fn run_request(
         () = shared.shutdown.cancelled() => return Err(shared.closed_error()),
     };
     let id = Id::Number(shared.next_id.fetch_add(1, Ordering::Relaxed));
+    if let Some(on_id) = &options.on_id {
+        on_id(&id);
+    }
     let params = match &options.progress {
         Some(_) => Some(with_progress_token(params.as_deref(), &id).map_err(CallError::Decode)?),
         None => params,

@@ -402,7 +402,8 @@ impl StreamableHttpClient {
 
     /// Starts a connection. With Streamable HTTP nothing is sent until the first frame; with
     /// [`ClientMode::HttpSse`] the SSE stream is opened and its `endpoint` event awaited here.
-    /// Must be called within a Tokio runtime.
+    /// Must be called within a Tokio runtime. The connection's
+    /// [`extensions`](Connection::extensions) hold a clone of the handle.
     pub async fn connect(&self) -> Result<(Connection, HttpClientHandle), HttpError> {
         let cap = self.inner.config.channel_capacity;
         let (in_tx, in_rx) = mpsc::channel::<InboundItem>(cap);
@@ -420,14 +421,18 @@ impl StreamableHttpClient {
             }
         }
         tokio::spawn(shared.clone().run(out_rx));
+        let handle = HttpClientHandle { shared };
+        // Among the connection's extensions, for what a client reads of its transport (the
+        // session id and the transport in its telemetry).
         let connection = Connection::new(
             InboundReader { rx: in_rx },
             OutboundWriter {
                 tx: PollSender::new(out_tx),
-                shared: shared.clone(),
+                shared: handle.shared.clone(),
             },
-        );
-        Ok((connection, HttpClientHandle { shared }))
+        )
+        .with_extension(handle.clone());
+        Ok((connection, handle))
     }
 }
 
