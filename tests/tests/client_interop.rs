@@ -4,7 +4,7 @@
 //!
 //! These tests fail, never skip, when `node` or the modules are missing.
 
-mod client_support;
+use crate::client_support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

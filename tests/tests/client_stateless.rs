@@ -3,7 +3,7 @@
 //! `input_required` driver, tools with invalid `x-mcp-header` annotations, the response cache and
 //! `subscriptions/listen`.
 
-mod client_support;
+use crate::client_support;
 
 use client_support::tool_names;
 use std::future::Future;

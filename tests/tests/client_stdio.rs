@@ -2,7 +2,7 @@
 //! revision (the session revisions and the stateless 2026-07-28): negotiation, every typed call,
 //! the client-side features, notifications, and what happens when the server dies mid-request.
 
-mod client_support;
+use crate::client_support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

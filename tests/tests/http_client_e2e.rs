@@ -5,7 +5,7 @@
 //! Each HTTP session runs `Server::serve` on the transport's connection: the server's requests
 //! and notifications for a call reach the client on the POST's own stream.
 
-mod client_support;
+use crate::client_support;
 
 use std::time::Duration;
 

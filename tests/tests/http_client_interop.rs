@@ -3,7 +3,7 @@
 //! Streamable HTTP mode. Requires `node` and `npm ci --prefix tests/interop` (done by
 //! `scripts/test`); the test fails, never skips, when they are missing.
 
-mod client_support;
+use crate::client_support;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 
 use crate::http_client_support;
 
-mod client_support;
+use crate::client_support;
 
 use client_support::tool_names;
 use std::sync::Arc;

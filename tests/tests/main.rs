@@ -3,6 +3,7 @@
 //! once it is declared here as `mod NAME;` (see the check at the end).
 
 // Shared by several test modules.
+mod client_support;
 mod http_client_support;
 mod stateless_support;
 #[path = "../../crates/mcp-auth/tests/support/mod.rs"]

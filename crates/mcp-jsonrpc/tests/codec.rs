@@ -1,6 +1,6 @@
 //! Framing codecs: unit tests for every rule and property tests over arbitrary split points.
 
-mod support;
+use crate::support;
 
 use std::io;
 use support::split;

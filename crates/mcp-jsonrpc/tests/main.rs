@@ -2,6 +2,10 @@
 //! (one link of the dependencies instead of one per file). A new file `tests/NAME.rs` runs
 //! once it is declared here as `mod NAME;` (see the check at the end).
 
+// Shared by several test modules.
+mod support;
+
+// One module per test file.
 mod codec;
 mod engine;
 mod sse;

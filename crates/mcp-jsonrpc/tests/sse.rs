@@ -1,6 +1,6 @@
 //! The Server-Sent Events codec: property tests over arbitrary streams and split points.
 
-mod support;
+use crate::support;
 
 use bytes::BytesMut;
 use mcp_jsonrpc::codec::{CodecConfig, SseCodec, SseEvent, SseFields};

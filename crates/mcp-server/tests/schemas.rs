@@ -2,7 +2,7 @@
 //! the server is built if asked (`check_schemas_at_build`, the default in debug builds); one
 //! that breaks the rules then fails the build, or else leaves its tool out of the list.
 
-mod support;
+use crate::support;
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};

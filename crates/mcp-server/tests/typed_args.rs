@@ -2,7 +2,7 @@
 //! fields, derived schemas in standard JSON Schema 2020-12 (no schemars-only number formats),
 //! and elicitation forms whose fields come in the order the code declares them.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 
