@@ -1,6 +1,7 @@
 //! OpenTelemetry export of the command's MCP spans and metrics (feature `otel`, see
 //! `docs/telemetry.md`): on when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces endpoint
-//! variable) is set, for `serve`, `proxy` and the client commands alike.
+//! variable) is set, for `serve`, `proxy` and the client commands alike; `proxy` also records
+//! what it forwards (`mcp_cli::proxy_otel`).
 //!
 //! OTLP over HTTP, configured by the standard variables, which the exporter and the SDK read
 //! themselves: `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`, the default, or `http/json`),
