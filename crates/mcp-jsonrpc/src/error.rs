@@ -9,7 +9,9 @@ use serde_json::value::RawValue;
 use crate::Id;
 use crate::message::Response;
 
-/// JSON-RPC and MCP error codes.
+/// The JSON-RPC 2.0 error codes, which the engine itself answers with. MCP's own codes, and
+/// these again as the MCP schemas fix them, are `mcp_types::error_codes` (this crate does not
+/// depend on `mcp-types`, whose build it would then wait for).
 pub mod codes {
     /// Invalid JSON was received (JSON-RPC 2.0).
     pub const PARSE_ERROR: i64 = -32700;
@@ -21,17 +23,6 @@ pub mod codes {
     pub const INVALID_PARAMS: i64 = -32602;
     /// Internal JSON-RPC error (JSON-RPC 2.0).
     pub const INTERNAL_ERROR: i64 = -32603;
-    /// Resource not found (MCP revisions up to 2025-11-25; later revisions use
-    /// [`INVALID_PARAMS`]).
-    pub const RESOURCE_NOT_FOUND: i64 = -32002;
-    /// URL mode elicitation is required before the request can proceed (MCP 2025-11-25 on).
-    pub const URL_ELICITATION_REQUIRED: i64 = -32042;
-    /// An HTTP header does not match the request body (MCP 2026-07-28).
-    pub const HEADER_MISMATCH: i64 = -32020;
-    /// The client lacks a capability the request needs (MCP 2026-07-28).
-    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
-    /// The requested protocol version is not supported (MCP 2026-07-28).
-    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// The `error` member of a JSON-RPC error response.

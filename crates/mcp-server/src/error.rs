@@ -4,7 +4,8 @@
 
 use std::fmt;
 
-use mcp_jsonrpc::{ErrorObject, TransportError, codes};
+use mcp_jsonrpc::{ErrorObject, TransportError};
+use mcp_types::error_codes as codes;
 use serde::Serialize;
 
 /// The code of the error answering a request that arrived before `initialize` (`-32002`, in the

@@ -87,8 +87,10 @@ pub use ext::{
 };
 pub use handler::{Middleware, Next, Request, ServerHandler, completion};
 pub use input::InputRequired;
-pub use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Id, RawJson, codes};
+pub use mcp_jsonrpc::{Connection, ErrorObject, Extensions, Id, RawJson};
 pub use mcp_types::ProtocolVersion;
+/// The JSON-RPC and MCP error codes (`mcp_types::error_codes`).
+pub use mcp_types::error_codes as codes;
 pub use mcp_types::wire::CacheHint;
 pub use output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult, Structured};
 pub use registry::{NoArgs, Prompt, Resource, ResourceTemplate, Tool};

@@ -792,7 +792,7 @@ impl ToolEntry {
                     _ => "does not match the argument".to_owned(),
                 };
                 return Err(ErrorObject::new(
-                    mcp_jsonrpc::codes::HEADER_MISMATCH,
+                    mcp_types::error_codes::HEADER_MISMATCH,
                     format!("header {} {detail}", param.header_name()),
                 ));
             }
@@ -1600,7 +1600,7 @@ mod tests {
         let done = only_run(Reply::Done(Ok(CallToolResult::text("ok")))).unwrap();
         assert_eq!(done, CallToolResult::text("ok"));
         let err = only_run(Reply::InputRequired(crate::InputRequired::new())).unwrap_err();
-        assert_eq!(err.code, mcp_jsonrpc::codes::INTERNAL_ERROR);
+        assert_eq!(err.code, mcp_types::error_codes::INTERNAL_ERROR);
     }
 
     #[test]

@@ -441,7 +441,7 @@ mod tests {
         let e = eligible(&s, "tools/call", p["name"].as_str(), &without).unwrap_err();
         assert_eq!(
             e.code,
-            mcp_jsonrpc::codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+            mcp_types::error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY
         );
         for p in [call("plain"), call("unknown"), json!({})] {
             assert_eq!(
@@ -485,6 +485,6 @@ mod tests {
     async fn a_panicking_handler_fails_the_call() {
         let job: JoinHandle<JobResult> = tokio::spawn(async { panic!("on purpose") });
         let e = joined(job.await).unwrap_err();
-        assert_eq!(e.code, mcp_jsonrpc::codes::INTERNAL_ERROR);
+        assert_eq!(e.code, mcp_types::error_codes::INTERNAL_ERROR);
     }
 }

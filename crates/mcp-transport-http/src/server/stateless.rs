@@ -4,7 +4,8 @@
 use base64::Engine as _;
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, Response, StatusCode};
-use mcp_jsonrpc::{ErrorObject, Id, Message, codes};
+use mcp_jsonrpc::{ErrorObject, Id, Message};
+use mcp_types::error_codes as codes;
 use mcp_types::wire::{
     self, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID, StatelessParams,
 };
