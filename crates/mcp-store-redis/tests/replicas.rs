@@ -2,12 +2,15 @@
 //! other, a stream is resumed on the other, and Redis going away gives 503 within the store's
 //! timeout.
 
+#[path = "support/http.rs"]
+mod http;
 mod support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use http::{read_until, send};
 use mcp_store_redis::{RedisConfig, RedisStore};
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use support::RedisServer;
@@ -46,73 +49,6 @@ async fn replica(url: &str, timeout: Duration) -> SocketAddr {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(service.serve_with_listener(listener, std::future::pending()));
     addr
-}
-
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.eq_ignore_ascii_case(name).then(|| v.trim())
-        })
-    }
-
-    /// The `id:` lines of an SSE body, in order.
-    fn event_ids(&self) -> Vec<String> {
-        self.body
-            .lines()
-            .filter_map(|l| l.strip_prefix("id: ").or_else(|| l.strip_prefix("id:")))
-            .map(|s| s.trim().to_owned())
-            .collect()
-    }
-}
-
-/// One HTTP/1.1 exchange with `Connection: close`, read to the end (at most 10 s).
-async fn send(
-    addr: SocketAddr,
-    method: &str,
-    headers: &[(&str, &str)],
-    body: Option<&str>,
-) -> Answer {
-    let mut request = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nAccept: application/json, text/event-stream\r\n",
-        addr.port()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    if let Some(body) = body {
-        request.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            body.len()
-        ));
-    }
-    request.push_str("\r\n");
-    request.push_str(body.unwrap_or_default());
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
-        .await
-        .expect("the answer within 10 s")
-        .unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Answer {
-        status,
-        head: head.to_owned(),
-        body: body.to_owned(),
-    }
 }
 
 async fn initialize(addr: SocketAddr) -> Answer {
@@ -254,21 +190,6 @@ async fn redis_down_gives_503_within_the_timeout_and_the_replica_recovers() {
     // The restarted Redis lost the old session: 404, as for any expired session.
     let lost = post(a, &sid, r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#).await;
     assert_eq!(lost.status, 404, "{}", lost.body);
-}
-
-/// Reads an open stream until `needle` shows up (at most 10 s); returns everything read.
-async fn read_until(stream: &mut TcpStream, seen: &mut String, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut buf = [0u8; 4096];
-    while !seen.contains(needle) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let n = tokio::time::timeout(left, stream.read(&mut buf))
-            .await
-            .unwrap_or_else(|_| panic!("no {needle:?} within 10 s in {seen}"))
-            .unwrap();
-        assert!(n > 0, "the stream ended before {needle:?}: {seen}");
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -192,6 +192,7 @@ async fn start(
             let placement = Placement {
                 session: Some(scope),
                 ttl,
+                shared: false,
             };
             let limits = input_limits(server);
             let Ok(task) =
@@ -427,6 +428,7 @@ mod tests {
         let placement = Placement {
             session: Some(Arc::clone(scope)),
             ttl: Some(Duration::from_secs(60)),
+            shared: false,
         };
         server
             .inner

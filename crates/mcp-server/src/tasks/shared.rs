@@ -1,0 +1,483 @@
+//! Tasks of the extension shared by every replica of a server: a [`TaskBackend`] holds their
+//! records, so that a task created through one replica is read, updated and cancelled through
+//! any other.
+//!
+//! The replica that runs a task keeps its live state (the handler, its cancellation token, the
+//! answers it waits for) in its own [`TaskStore`]; every change of that state is written to the
+//! backend by a background loop, which also renews the task's lease. Every other replica reads
+//! the record from the backend and reaches the running replica through signals: a cancellation
+//! stops the handler, answers of `tasks/update` reach the asks it waits on. A task whose lease
+//! ran out while it had not ended (its replica died) is ended `failed` by the first replica that
+//! reads it; its handler is not run again.
+
+use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime};
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::wire::InputKind;
+use mcp_types::wire::tasks::{DetailedTask, TaskStatus};
+use mcp_types::{RpcError, error_codes};
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use super::store::{TaskRecord, TaskStore};
+use super::time::rfc3339;
+
+/// What the methods of a [`TaskBackend`] return.
+pub type TaskFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A task as every replica sees it: its caller and what `tasks/get` answers.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SharedTask {
+    /// The caller that created it (`None`: requests that name no caller).
+    pub owner: Option<String>,
+    /// The task, with its input requests, result or error.
+    pub detailed: DetailedTask,
+}
+
+impl SharedTask {
+    /// A task of `owner`.
+    pub fn new(owner: Option<String>, detailed: DetailedTask) -> Self {
+        Self { owner, detailed }
+    }
+
+    /// The task id.
+    pub fn id(&self) -> &str {
+        &self.detailed.task.task_id
+    }
+
+    /// The status.
+    pub fn status(&self) -> TaskStatus {
+        self.detailed.task.status
+    }
+}
+
+/// A task read from a [`TaskBackend`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LoadedTask {
+    /// The record.
+    pub task: SharedTask,
+    /// The task has not ended and its lease ran out: the replica running it is gone.
+    pub orphaned: bool,
+}
+
+impl LoadedTask {
+    /// A task read from the store; `orphaned` when it has not ended and its lease ran out.
+    pub fn new(task: SharedTask, orphaned: bool) -> Self {
+        Self { task, orphaned }
+    }
+}
+
+/// What replicas tell each other about tasks.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum TaskSignal {
+    /// Stop the handler of this task (`tasks/cancel` through another replica).
+    Cancel {
+        /// The task.
+        id: String,
+    },
+    /// Answers for this task's outstanding input requests (`tasks/update` through another
+    /// replica).
+    Update {
+        /// The task.
+        id: String,
+        /// The answers, by input key.
+        responses: BTreeMap<String, Value>,
+    },
+    /// The record of this task changed.
+    Changed {
+        /// The task.
+        id: String,
+    },
+}
+
+/// What a [`TaskBackend`] hands each signal to.
+pub type TaskSignalHandler = Arc<dyn Fn(TaskSignal) + Send + Sync>;
+
+/// Why a [`TaskBackend`] call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskBackendError {
+    /// The caller holds the most tasks it may, over every replica.
+    #[error("the caller holds the most tasks it may ({0}); try again later")]
+    CallerFull(usize),
+    /// The store holds the most tasks it may.
+    #[error("the task store holds the most tasks it may ({0}); try again later")]
+    Full(usize),
+    /// The store is unreachable, did not answer in time, or holds something unreadable.
+    #[error("the task store is unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Where the tasks of the extension are kept when several replicas serve them
+/// ([`ServerBuilder::task_backend`](crate::ServerBuilder::task_backend)).
+///
+/// The replica that runs a task writes its record ([`create`](Self::create), then
+/// [`save`](Self::save) at every change) and renews its lease ([`renew`](Self::renew)); any
+/// replica reads it ([`load`](Self::load)). A record that has ended is never written over by
+/// [`save`](Self::save) or [`end`](Self::end): the first end wins (a cancellation through one
+/// replica against the handler finishing on another, say). Every call is bounded by the
+/// backend's own timeout.
+pub trait TaskBackend: Send + Sync + 'static {
+    /// Stores a new task, kept for `ttl` and leased for [`lease`](Self::lease). Refused when
+    /// the task's caller holds `max_per_caller` live tasks already ([`TaskBackendError::CallerFull`];
+    /// requests that name no caller are not counted).
+    fn create<'a>(
+        &'a self,
+        task: &'a SharedTask,
+        ttl: Duration,
+        max_per_caller: usize,
+    ) -> TaskFuture<'a, Result<(), TaskBackendError>>;
+
+    /// Writes a task this replica runs, renews its lease and tells the other replicas
+    /// ([`TaskSignal::Changed`]). `false` when nothing was written: the stored task has ended
+    /// already, or is gone.
+    fn save<'a>(&'a self, task: &'a SharedTask) -> TaskFuture<'a, Result<bool, TaskBackendError>>;
+
+    /// Writes the end of a task (`task` has a terminal status) unless the stored task has ended
+    /// already, and tells the other replicas. With `orphaned`, only while its lease has run
+    /// out. `false` when nothing was written.
+    fn end<'a>(
+        &'a self,
+        task: &'a SharedTask,
+        orphaned: bool,
+    ) -> TaskFuture<'a, Result<bool, TaskBackendError>>;
+
+    /// The task `id`, if it is stored and has not expired.
+    fn load<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> TaskFuture<'a, Result<Option<LoadedTask>, TaskBackendError>>;
+
+    /// Renews the leases of tasks this replica runs.
+    fn renew<'a>(&'a self, ids: &'a [Arc<str>]) -> TaskFuture<'a, Result<(), TaskBackendError>>;
+
+    /// Sends a signal to every replica (this one included).
+    fn signal<'a>(&'a self, signal: TaskSignal) -> TaskFuture<'a, Result<(), TaskBackendError>>;
+
+    /// Starts handing every replica's signals to `deliver` (called once, when the server is
+    /// built).
+    fn subscribe(&self, deliver: TaskSignalHandler);
+
+    /// How long a lease lasts: a task not renewed for that long is orphaned. The running
+    /// replica renews it three times as often.
+    fn lease(&self) -> Duration;
+
+    /// The longest one call waits for the store; also the longest `tasks/update` through
+    /// another replica waits for the running one to record the answers.
+    fn timeout(&self) -> Duration;
+}
+
+/// How many remote task changes a waiter may fall behind before it skips ahead.
+const REMOTE_CAPACITY: usize = 64;
+
+/// The backend of a store whose extension tasks are shared.
+pub(crate) struct Shared {
+    pub(crate) backend: Arc<dyn TaskBackend>,
+    /// Ids of tasks whose record changed, as every replica's signals report them.
+    remote: broadcast::Sender<Arc<str>>,
+    /// The mirror loop runs (started with the first shared task).
+    mirroring: std::sync::OnceLock<()>,
+}
+
+impl Shared {
+    pub(crate) fn new(backend: Arc<dyn TaskBackend>) -> Self {
+        Self {
+            backend,
+            remote: broadcast::channel(REMOTE_CAPACITY).0,
+            mirroring: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+/// The record of a task this replica runs.
+pub(crate) fn snapshot(task: &TaskRecord) -> SharedTask {
+    SharedTask::new(task.owner().map(str::to_owned), task.detailed())
+}
+
+/// Subscribes `store` to the backend's signals: cancellations and answers for the tasks this
+/// replica runs, changes of every task for the requests waiting on one.
+pub(crate) fn subscribe(store: &Arc<TaskStore>) {
+    let Some(shared) = store.shared() else {
+        return;
+    };
+    let weak = Arc::downgrade(store);
+    shared.backend.subscribe(Arc::new(move |signal| {
+        let Some(store) = weak.upgrade() else {
+            return;
+        };
+        match signal {
+            TaskSignal::Cancel { id } => {
+                if let Some(task) = store.local(&id) {
+                    tracing::debug!(task = %id, "cancelled through another replica");
+                    task.cancel();
+                }
+            }
+            TaskSignal::Update { id, responses } => {
+                let Some(task) = store.local(&id) else {
+                    return;
+                };
+                if let Err(e) = task.update(responses) {
+                    tracing::debug!(task = %id, error = %e.message, "answers from another replica refused");
+                }
+            }
+            TaskSignal::Changed { id } => {
+                if let Some(shared) = store.shared() {
+                    let _ = shared.remote.send(Arc::from(id));
+                }
+            }
+        }
+    }));
+}
+
+/// Stores a task this replica just created and starts mirroring its changes.
+pub(crate) async fn publish(store: &Arc<TaskStore>, task: &TaskRecord) -> Result<(), String> {
+    let Some(shared) = store.shared() else {
+        return Ok(());
+    };
+    shared.mirroring.get_or_init(|| {
+        tokio::spawn(mirror(
+            Arc::downgrade(store),
+            store.closed(),
+            store.changes(),
+            Arc::clone(&shared.backend),
+        ));
+    });
+    shared
+        .backend
+        .create(
+            &snapshot(task),
+            task.ttl(),
+            store.options().max_tasks_per_caller,
+        )
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Writes every change of the tasks this replica runs to the backend (retrying failed writes
+/// at the next renewal) and renews their leases.
+async fn mirror(
+    store: Weak<TaskStore>,
+    closed: CancellationToken,
+    mut changes: broadcast::Receiver<Arc<str>>,
+    backend: Arc<dyn TaskBackend>,
+) {
+    let every = (backend.lease() / 3).max(Duration::from_millis(10));
+    let mut renewal = tokio::time::interval(every);
+    renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut dirty: HashSet<Arc<str>> = HashSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            () = closed.cancelled() => return,
+            changed = changes.recv() => match changed {
+                Ok(id) => {
+                    dirty.insert(id);
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let Some(store) = store.upgrade() else { return };
+                    dirty.extend(store.shared_ids(false));
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            _ = renewal.tick() => {
+                let Some(store) = store.upgrade() else { return };
+                let running = store.shared_ids(true);
+                drop(store);
+                if !running.is_empty() {
+                    if let Err(e) = backend.renew(&running).await {
+                        tracing::warn!(error = %e, tasks = running.len(), "task leases not renewed");
+                    }
+                }
+            }
+        }
+        // Everything changed meanwhile is written together.
+        while let Ok(id) = changes.try_recv() {
+            dirty.insert(id);
+        }
+        let Some(current) = store.upgrade() else {
+            return;
+        };
+        let pending: Vec<Arc<TaskRecord>> = dirty
+            .iter()
+            .filter_map(|id| current.local(id))
+            .filter(|t| t.is_shared())
+            .collect();
+        drop(current);
+        dirty.clear();
+        for task in pending {
+            if let Err(e) = backend.save(&snapshot(&task)).await {
+                tracing::warn!(task = %task.id, error = %e, "task state not stored; retrying");
+                dirty.insert(Arc::clone(&task.id));
+            }
+        }
+    }
+}
+
+fn unavailable(e: TaskBackendError) -> ErrorObject {
+    ErrorObject::internal_error(e)
+}
+
+fn unknown(id: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format!("unknown task: {id}"))
+}
+
+/// The message of a task whose replica stopped before it ended.
+pub(crate) const ORPHANED: &str =
+    "the server replica running this task stopped before the task finished";
+
+/// `task` ended with `status` now (a cancellation, or a failure for want of its replica).
+fn ended(task: &SharedTask, status: TaskStatus, error: Option<RpcError>) -> SharedTask {
+    let mut detailed = task.detailed.clone();
+    detailed.task.status = status;
+    detailed.task.last_updated_at = rfc3339(SystemTime::now());
+    detailed.input_requests = None;
+    detailed.result = None;
+    if let Some(error) = &error {
+        detailed.task.status_message = Some(error.message.clone());
+    }
+    detailed.error = error;
+    SharedTask::new(task.owner.clone(), detailed)
+}
+
+/// The task `id` of `owner` as the backend has it; an orphaned one is ended `failed` first.
+pub(crate) async fn find(
+    backend: &dyn TaskBackend,
+    id: &str,
+    owner: Option<&str>,
+) -> Result<SharedTask, ErrorObject> {
+    let loaded = backend
+        .load(id)
+        .await
+        .map_err(unavailable)?
+        .filter(|l| l.task.owner.as_deref() == owner)
+        .ok_or_else(|| unknown(id))?;
+    if !loaded.orphaned {
+        return Ok(loaded.task);
+    }
+    let failed = ended(
+        &loaded.task,
+        TaskStatus::Failed,
+        Some(RpcError {
+            code: error_codes::INTERNAL_ERROR,
+            message: ORPHANED.to_owned(),
+            data: None,
+        }),
+    );
+    if backend.end(&failed, true).await.map_err(unavailable)? {
+        tracing::warn!(task = id, "task orphaned by its replica: ended failed");
+        return Ok(failed);
+    }
+    // Renewed or ended meanwhile: what is stored now.
+    backend
+        .load(id)
+        .await
+        .map_err(unavailable)?
+        .map(|l| l.task)
+        .ok_or_else(|| unknown(id))
+}
+
+/// `tasks/get`: the stored task.
+pub(crate) async fn get(
+    store: &TaskStore,
+    id: &str,
+    owner: Option<&str>,
+) -> Result<DetailedTask, ErrorObject> {
+    let shared = store.shared().ok_or_else(|| unknown(id))?;
+    Ok(find(shared.backend.as_ref(), id, owner).await?.detailed)
+}
+
+/// `tasks/cancel`: the stored task ends `cancelled` unless it ended, and the replica running it
+/// stops its handler.
+pub(crate) async fn cancel(
+    store: &TaskStore,
+    id: &str,
+    owner: Option<&str>,
+) -> Result<(), ErrorObject> {
+    let shared = store.shared().ok_or_else(|| unknown(id))?;
+    let backend = shared.backend.as_ref();
+    let task = find(backend, id, owner).await?;
+    if task.status().is_terminal() {
+        return Ok(());
+    }
+    backend
+        .end(&ended(&task, TaskStatus::Cancelled, None), false)
+        .await
+        .map_err(unavailable)?;
+    match store.local(id) {
+        Some(local) => local.cancel(),
+        None => backend
+            .signal(TaskSignal::Cancel { id: id.to_owned() })
+            .await
+            .map_err(unavailable)?,
+    }
+    Ok(())
+}
+
+/// `tasks/update`: the answers reach the replica running the task. Through another replica,
+/// they are checked against the stored input requests first, and the request waits (at most
+/// the backend's timeout) for the running replica to record them.
+pub(crate) async fn update(
+    store: &TaskStore,
+    id: &str,
+    owner: Option<&str>,
+    responses: BTreeMap<String, Value>,
+) -> Result<(), ErrorObject> {
+    let shared = store.shared().ok_or_else(|| unknown(id))?;
+    let backend = shared.backend.as_ref();
+    let task = find(backend, id, owner).await?;
+    if let Some(local) = store.local(id) {
+        local.update(responses).map_err(crate::error::rpc_error)?;
+        // Recorded before the answer, so that the next `tasks/get` anywhere sees it.
+        backend.save(&snapshot(&local)).await.map_err(unavailable)?;
+        return Ok(());
+    }
+    let pending = task.detailed.input_requests.as_ref();
+    let mut relevant = false;
+    for (key, value) in &responses {
+        let Some(request) = pending.and_then(|p| p.get(key)) else {
+            continue;
+        };
+        InputKind::of(request)
+            .parse_response(value)
+            .map_err(|e| ErrorObject::invalid_params(format!("inputResponses.{key}: {e}")))?;
+        relevant = true;
+    }
+    if !relevant || task.status().is_terminal() {
+        return Ok(());
+    }
+    let mut changes = shared.remote.subscribe();
+    backend
+        .signal(TaskSignal::Update {
+            id: id.to_owned(),
+            responses,
+        })
+        .await
+        .map_err(unavailable)?;
+    let recorded = async {
+        loop {
+            match changes.recv().await {
+                Ok(changed) if &*changed == id => return,
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    };
+    if tokio::time::timeout(backend.timeout(), recorded)
+        .await
+        .is_err()
+    {
+        tracing::debug!(
+            task = id,
+            "answers forwarded; their recording was not seen in time"
+        );
+    }
+    Ok(())
+}
