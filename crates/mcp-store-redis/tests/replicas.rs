@@ -10,11 +10,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http::{read_until, send};
+use http::{Answer, read_until, send};
 use mcp_store_redis::{RedisConfig, RedisStore};
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use support::RedisServer;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 const VERSION: &str = "2025-11-25";
