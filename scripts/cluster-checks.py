@@ -158,18 +158,13 @@ def check_session(target, replicas):
     )
 
 
-def read_events(response, count):
-    """Reads `count` SSE events that carry data; returns [(id, data)]."""
-    events = []
+def sse_events(lines):
+    """The SSE events that carry data, from an iterable of lines: (id, data) each."""
     event_id, data = None, []
-    while len(events) < count:
-        line = response.readline()
-        if not line:
-            break
-        line = line.decode("utf-8", "replace").rstrip("\r\n")
+    for line in lines:
         if line == "":
             if data:
-                events.append((event_id, "\n".join(data)))
+                yield event_id, "\n".join(data)
             event_id, data = None, []
         elif line.startswith("id:"):
             event_id = line[3:].strip()
@@ -177,24 +172,31 @@ def read_events(response, count):
             value = line[5:].strip()
             if value:
                 data.append(value)
+
+
+def response_lines(response):
+    """The lines of a streaming response, as they arrive, until it ends."""
+    while True:
+        line = response.readline()
+        if not line:
+            return
+        yield line.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def read_events(response, count):
+    """Reads `count` SSE events that carry data (fewer if the stream ends); returns [(id, data)]."""
+    events = []
+    if count <= 0:
+        return events
+    for event in sse_events(response_lines(response)):
+        events.append(event)
+        if len(events) >= count:
+            break
     return events
 
 
 def parse_sse(text):
-    events = []
-    event_id, data = None, []
-    for line in text.splitlines() + [""]:
-        if line == "":
-            if data:
-                events.append((event_id, "\n".join(data)))
-            event_id, data = None, []
-        elif line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            value = line[5:].strip()
-            if value:
-                data.append(value)
-    return events
+    return list(sse_events(text.splitlines() + [""]))
 
 
 def check_resume(target, replicas, redis_cli):

@@ -10,12 +10,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http::{Answer, read_until, send};
+use http::{Answer, read_until, send, serve};
 use mcp_store_redis::{RedisConfig, RedisStore};
-use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
+use mcp_transport_http::server::HttpServerConfig;
 use support::RedisServer;
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 const VERSION: &str = "2025-11-25";
 
@@ -35,27 +35,36 @@ async fn replica(url: &str, timeout: Duration) -> SocketAddr {
         .change_bus(store.clone())
         .build()
         .unwrap();
-    let service = StreamableHttpService::builder(server.connection_handler())
-        .config(
-            HttpServerConfig::default()
-                .path("/mcp")
-                .store_touch_interval(Duration::ZERO),
-        )
-        .session_store(store.clone())
-        .event_store(store.clone())
-        .message_bus(store)
-        .build();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(service.serve_with_listener(listener, std::future::pending()));
-    addr
+    let config = HttpServerConfig::default().store_touch_interval(Duration::ZERO);
+    serve(&server, store, config).await
 }
 
 async fn initialize(addr: SocketAddr) -> Answer {
+    initialize_with(addr, "{}").await
+}
+
+/// `initialize` with these client capabilities (JSON).
+async fn initialize_with(addr: SocketAddr, capabilities: &str) -> Answer {
     let body = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{VERSION}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{VERSION}","capabilities":{capabilities},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
     );
     send(addr, "POST", &[], Some(&body)).await
+}
+
+/// A session opened on `a` with these client capabilities and initialized through `b`: its
+/// id.
+async fn open_session(a: SocketAddr, b: SocketAddr, capabilities: &str) -> String {
+    let init = initialize_with(a, capabilities).await;
+    assert_eq!(init.status, 200, "{}", init.body);
+    let sid = init.header("mcp-session-id").unwrap().to_owned();
+    let done = post(
+        b,
+        &sid,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(done.status, 202, "{}", done.body);
+    sid
 }
 
 async fn post(addr: SocketAddr, sid: &str, body: &str) -> Answer {
@@ -76,16 +85,7 @@ async fn a_session_and_its_streams_move_between_replicas() {
     let a = replica(&redis.url(), Duration::from_secs(1)).await;
     let b = replica(&redis.url(), Duration::from_secs(1)).await;
 
-    let init = initialize(a).await;
-    assert_eq!(init.status, 200, "{}", init.body);
-    let sid = init.header("mcp-session-id").unwrap().to_owned();
-    let done = post(
-        b,
-        &sid,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .await;
-    assert_eq!(done.status, 202, "{}", done.body);
+    let sid = open_session(a, b, "{}").await;
     let tools = post(b, &sid, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#).await;
     assert_eq!(tools.status, 200, "{}", tools.body);
     assert!(tools.body.contains("countdown"), "{}", tools.body);
@@ -199,19 +199,7 @@ async fn an_elicitation_is_answered_through_another_replica() {
     };
     let a = replica(&redis.url(), Duration::from_secs(1)).await;
     let b = replica(&redis.url(), Duration::from_secs(1)).await;
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{VERSION}","capabilities":{{"elicitation":{{}}}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
-    );
-    let init = send(a, "POST", &[], Some(&body)).await;
-    assert_eq!(init.status, 200, "{}", init.body);
-    let sid = init.header("mcp-session-id").unwrap().to_owned();
-    let done = post(
-        b,
-        &sid,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .await;
-    assert_eq!(done.status, 202);
+    let sid = open_session(a, b, r#"{"elicitation":{}}"#).await;
 
     // The tool runs on A and asks; the answer is POSTed to B.
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greet","arguments":{}}}"#;

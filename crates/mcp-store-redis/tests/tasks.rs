@@ -12,13 +12,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use http::send;
+use http::{send, serve};
 use mcp_server::{Elicitation, RequestContext, Server, TaskSupport, Tool};
 use mcp_store_redis::{RedisConfig, RedisStore};
-use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
+use mcp_transport_http::server::HttpServerConfig;
 use serde_json::{Value, json};
 use support::RedisServer;
-use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
@@ -126,16 +125,7 @@ async fn replica(url: &str, lease: Duration) -> Replica {
             };
             let store = Arc::new(RedisStore::connect(&url, config).await.unwrap());
             let server = server(s, f, Arc::clone(&store));
-            let service = StreamableHttpService::builder(server.connection_handler())
-                .config(HttpServerConfig::default().path("/mcp"))
-                .session_store(store.clone())
-                .event_store(store.clone())
-                .message_bus(store)
-                .build();
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            tokio::spawn(service.serve_with_listener(listener, std::future::pending()));
-            addr
+            serve(&server, store, HttpServerConfig::default()).await
         })
         .await
         .unwrap();
@@ -182,6 +172,12 @@ async fn rpc(addr: SocketAddr, method: &str, name: &str, mut params: Value) -> V
             .to_owned()
     };
     serde_json::from_str(&json).unwrap()
+}
+
+/// `sleep` called through `addr`: the JSON-RPC answer.
+async fn call_sleep(addr: SocketAddr, ms: u64) -> Value {
+    let params = json!({"name": "sleep", "arguments": {"ms": ms}});
+    rpc(addr, "tools/call", "sleep", params).await
 }
 
 /// Starts `tool` as a task through `addr`: its id.
@@ -352,13 +348,7 @@ async fn redis_down_fails_the_tasks_methods_within_the_timeout_then_they_recover
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("task store is unavailable"), "{refused}");
-    let call = rpc(
-        a.addr,
-        "tools/call",
-        "sleep",
-        json!({"name": "sleep", "arguments": {"ms": 1}}),
-    )
-    .await;
+    let call = call_sleep(a.addr, 1).await;
     assert_eq!(call["error"]["code"], -32603, "{call}");
     assert!(
         started.elapsed() < Duration::from_secs(4),
@@ -370,13 +360,7 @@ async fn redis_down_fails_the_tasks_methods_within_the_timeout_then_they_recover
     redis.restart();
     let back = Instant::now();
     let id = loop {
-        let call = rpc(
-            a.addr,
-            "tools/call",
-            "sleep",
-            json!({"name": "sleep", "arguments": {"ms": 1}}),
-        )
-        .await;
+        let call = call_sleep(a.addr, 1).await;
         if call["result"]["resultType"] == "task" {
             break call["result"]["taskId"].as_str().unwrap().to_owned();
         }

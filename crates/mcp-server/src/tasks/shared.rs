@@ -481,3 +481,198 @@ pub(crate) async fn update(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::TaskOptions;
+    use mcp_types::wire::tasks::Task;
+    use serde_json::json;
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    /// A backend in memory: records, whether each lease ran out, the signals sent.
+    #[derive(Default)]
+    struct Memory {
+        records: Mutex<HashMap<String, (SharedTask, bool)>>,
+        signals: Mutex<Vec<TaskSignal>>,
+    }
+
+    impl Memory {
+        fn put(&self, task: SharedTask, lease_ran_out: bool) {
+            let id = task.id().to_owned();
+            self.records
+                .lock()
+                .unwrap()
+                .insert(id, (task, lease_ran_out));
+        }
+
+        fn stored(&self, id: &str) -> SharedTask {
+            self.records.lock().unwrap()[id].0.clone()
+        }
+
+        fn write(&self, task: &SharedTask, orphaned: bool) -> bool {
+            let mut records = self.records.lock().unwrap();
+            let Some((stored, ran_out)) = records.get_mut(task.id()) else {
+                return false;
+            };
+            if stored.status().is_terminal() || (orphaned && !*ran_out) {
+                return false;
+            }
+            *stored = task.clone();
+            true
+        }
+    }
+
+    impl TaskBackend for Memory {
+        fn create<'a>(
+            &'a self,
+            task: &'a SharedTask,
+            _ttl: Duration,
+            _max: usize,
+        ) -> TaskFuture<'a, Result<(), TaskBackendError>> {
+            self.put(task.clone(), false);
+            Box::pin(async { Ok(()) })
+        }
+        fn save<'a>(
+            &'a self,
+            task: &'a SharedTask,
+        ) -> TaskFuture<'a, Result<bool, TaskBackendError>> {
+            let written = self.write(task, false);
+            Box::pin(async move { Ok(written) })
+        }
+        fn end<'a>(
+            &'a self,
+            task: &'a SharedTask,
+            orphaned: bool,
+        ) -> TaskFuture<'a, Result<bool, TaskBackendError>> {
+            let written = self.write(task, orphaned);
+            Box::pin(async move { Ok(written) })
+        }
+        fn load<'a>(
+            &'a self,
+            id: &'a str,
+        ) -> TaskFuture<'a, Result<Option<LoadedTask>, TaskBackendError>> {
+            let found = self.records.lock().unwrap().get(id).map(|(t, ran_out)| {
+                LoadedTask::new(t.clone(), *ran_out && !t.status().is_terminal())
+            });
+            Box::pin(async move { Ok(found) })
+        }
+        fn renew<'a>(
+            &'a self,
+            _ids: &'a [Arc<str>],
+        ) -> TaskFuture<'a, Result<(), TaskBackendError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn signal<'a>(
+            &'a self,
+            signal: TaskSignal,
+        ) -> TaskFuture<'a, Result<(), TaskBackendError>> {
+            self.signals.lock().unwrap().push(signal);
+            Box::pin(async { Ok(()) })
+        }
+        fn subscribe(&self, _deliver: TaskSignalHandler) {}
+        fn lease(&self) -> Duration {
+            Duration::from_secs(5)
+        }
+        fn timeout(&self) -> Duration {
+            Duration::from_millis(50)
+        }
+    }
+
+    fn stored(id: &str, status: TaskStatus, owner: Option<&str>) -> SharedTask {
+        let task = Task::new(id, status, "2026-07-28T10:30:00.000Z", Some(60_000));
+        SharedTask::new(owner.map(str::to_owned), DetailedTask::from(task))
+    }
+
+    fn store(memory: &Arc<Memory>) -> TaskStore {
+        TaskStore::with_backend(
+            TaskOptions::default(),
+            Arc::clone(memory) as Arc<dyn TaskBackend>,
+        )
+    }
+
+    #[tokio::test]
+    async fn an_orphaned_task_ends_failed_once_and_reads_the_same_after() {
+        let memory = Arc::new(Memory::default());
+        memory.put(stored("t1", TaskStatus::Working, Some("alice")), true);
+        let s = store(&memory);
+        // Another caller does not find it, and does not end it.
+        let e = get(&s, "t1", Some("bob")).await.unwrap_err();
+        assert_eq!(e.code, mcp_jsonrpc::codes::INVALID_PARAMS);
+        assert_eq!(memory.stored("t1").status(), TaskStatus::Working);
+
+        let failed = get(&s, "t1", Some("alice")).await.unwrap();
+        assert_eq!(failed.task.status, TaskStatus::Failed);
+        let error = failed.error.clone().unwrap();
+        assert_eq!(error.code, error_codes::INTERNAL_ERROR);
+        assert_eq!(error.message, ORPHANED);
+        assert_eq!(failed.task.status_message.as_deref(), Some(ORPHANED));
+        assert_eq!(memory.stored("t1").detailed, failed);
+        assert_eq!(get(&s, "t1", Some("alice")).await.unwrap(), failed);
+        // Ended: a cancellation changes nothing and tells nobody.
+        cancel(&s, "t1", Some("alice")).await.unwrap();
+        assert_eq!(memory.stored("t1").status(), TaskStatus::Failed);
+        assert!(memory.signals.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_task_renewed_meanwhile_is_not_ended() {
+        let memory = Arc::new(Memory::default());
+        // The lease ran out when read, but the write finds it renewed: what is stored stands.
+        memory.put(stored("t2", TaskStatus::Working, None), false);
+        let loaded = LoadedTask::new(stored("t2", TaskStatus::Working, None), true);
+        assert!(loaded.orphaned);
+        let failed = ended(&loaded.task, TaskStatus::Failed, None);
+        assert!(!memory.end(&failed, true).await.unwrap());
+        assert_eq!(
+            get(&store(&memory), "t2", None).await.unwrap().task.status,
+            TaskStatus::Working
+        );
+    }
+
+    #[tokio::test]
+    async fn cancel_and_answers_through_a_replica_that_does_not_run_the_task() {
+        let memory = Arc::new(Memory::default());
+        let s = store(&memory);
+        memory.put(stored("t3", TaskStatus::Working, None), false);
+        cancel(&s, "t3", None).await.unwrap();
+        assert_eq!(memory.stored("t3").status(), TaskStatus::Cancelled);
+        assert_eq!(
+            memory.signals.lock().unwrap().as_slice(),
+            [TaskSignal::Cancel { id: "t3".into() }]
+        );
+
+        let mut asking = stored("t4", TaskStatus::InputRequired, None);
+        let request: mcp_types::InputRequest = serde_json::from_value(json!({
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": "Name?",
+                       "requestedSchema": {"type": "object", "properties": {}}}
+        }))
+        .unwrap();
+        asking.detailed.input_requests = Some([("name".to_owned(), request)].into());
+        memory.put(asking, false);
+        memory.signals.lock().unwrap().clear();
+        // A malformed answer is refused here; an unknown key alone is ignored; neither is sent.
+        let e = update(&s, "t4", None, [("name".to_owned(), json!(5))].into())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, mcp_jsonrpc::codes::INVALID_PARAMS);
+        update(&s, "t4", None, [("other".to_owned(), json!({}))].into())
+            .await
+            .unwrap();
+        assert!(memory.signals.lock().unwrap().is_empty());
+        // A good one goes to the running replica (the wait for its write is bounded).
+        let answer = json!({"action": "accept", "content": {}});
+        update(&s, "t4", None, [("name".to_owned(), answer.clone())].into())
+            .await
+            .unwrap();
+        assert_eq!(
+            memory.signals.lock().unwrap().as_slice(),
+            [TaskSignal::Update {
+                id: "t4".into(),
+                responses: [("name".to_owned(), answer)].into()
+            }]
+        );
+    }
+}

@@ -1,13 +1,36 @@
-//! Plain HTTP/1.1 exchanges with a replica for the tests: one request read to the end, or an
-//! open stream read until some text shows up.
+//! Replicas over HTTP for the tests: a server served on a free loopback port with the Redis
+//! stores, and plain HTTP/1.1 exchanges with it (one request read to the end, or an open stream
+//! read until some text shows up).
 
 #![allow(dead_code)] // each test file uses some of these
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mcp_store_redis::RedisStore;
+use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
+
+/// Serves `server` at `/mcp` with `config` on sessions, events and answers in `store`; its
+/// address.
+pub async fn serve(
+    server: &mcp_server::Server,
+    store: Arc<RedisStore>,
+    config: HttpServerConfig,
+) -> SocketAddr {
+    let service = StreamableHttpService::builder(server.connection_handler())
+        .config(config.path("/mcp"))
+        .session_store(store.clone())
+        .event_store(store.clone())
+        .message_bus(store)
+        .build();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(service.serve_with_listener(listener, std::future::pending()));
+    addr
+}
 
 pub struct Answer {
     pub status: u16,
