@@ -2,12 +2,14 @@
 //! `server`).
 //!
 //! * a task is one hash, `<prefix>:task:<id>`: `status`, `data` (what `tasks/get` answers, as
-//!   JSON), `owner` (the caller, when requests name one) and `lease` (milliseconds of the Redis
-//!   clock until which the running replica vouches for it); it expires with the task's time to
-//!   live, counted from its creation;
+//!   JSON), `owner` (the caller, when requests name one), `session` (of a 2025-11-25 task),
+//!   `created` (nanoseconds since the epoch) and `lease` (milliseconds of the Redis clock until
+//!   which the running replica vouches for it); it expires with the task's time to live,
+//!   counted from its creation;
 //! * `<prefix>:tasks` and `<prefix>:tasks:owner:<caller>` are sorted sets of live task ids
 //!   (scored by expiry) that bound the tasks of the deployment
 //!   ([`RedisConfig::max_tasks`](crate::RedisConfig::max_tasks)) and of one caller;
+//!   `<prefix>:tasks:session:<session>` lists a session's tasks (scored by creation);
 //! * signals travel on the pub/sub channel `<prefix>:tasks`: `cancel\n<id>`, `changed\n<id>` and
 //!   `update\n<id>\n<answers as JSON>`.
 //!
@@ -17,7 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcp_server::model::wire::tasks::DetailedTask;
 use mcp_server::{
@@ -36,27 +38,42 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function ended(s)
   return s == 'completed' or s == 'failed' or s == 'cancelled'
 end
+-- A task's hash as [data, owner, has owner, orphaned, session, has session, created], or nil.
+local function record(key)
+  local v = redis.call('HMGET', key, 'status', 'data', 'owner', 'lease', 'session', 'created')
+  if not v[1] or not v[2] then return nil end
+  local orphaned = 0
+  if not ended(v[1]) and tonumber(v[4] or '0') < now then orphaned = 1 end
+  return {v[2], v[3] or '', v[3] and 1 or 0, orphaned, v[5] or '', v[5] and 1 or 0, v[6] or '0'}
+end
 ";
 
-/// KEYS: task, deployment index, [caller index]. ARGV: ttl ms, lease ms, status, data, owner
-/// (`=` and the caller, or empty), most tasks, most per caller, id.
-/// Answers 1, or -1 (the deployment is full), -2 (the caller is), -3 (the id is taken).
+/// KEYS: task, deployment index, caller index, session index. ARGV: ttl ms, lease ms, status,
+/// data, owner (`=` and the caller, or empty), most tasks, most per caller, id, session (`=`
+/// and the id, or empty), created ns. Answers 1, or -1 (the deployment is full), -2 (the
+/// caller is), -3 (the id is taken).
 const CREATE: &str = r"
 local ttl = tonumber(ARGV[1])
+local owned, in_session = ARGV[5] ~= '', ARGV[9] ~= ''
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[6]) then return -1 end
-if KEYS[3] then
+if owned then
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
   if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[7]) then return -2 end
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then return -3 end
-redis.call('HSET', KEYS[1], 'status', ARGV[3], 'data', ARGV[4], 'lease', now + tonumber(ARGV[2]))
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'owner', string.sub(ARGV[5], 2)) end
+redis.call('HSET', KEYS[1], 'status', ARGV[3], 'data', ARGV[4], 'lease', now + tonumber(ARGV[2]),
+  'created', ARGV[10])
+if owned then redis.call('HSET', KEYS[1], 'owner', string.sub(ARGV[5], 2)) end
+if in_session then redis.call('HSET', KEYS[1], 'session', string.sub(ARGV[9], 2)) end
 redis.call('PEXPIRE', KEYS[1], ttl)
-for i = 2, #KEYS do
-  redis.call('ZADD', KEYS[i], now + ttl, ARGV[8])
-  if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
+local function index(key, score)
+  redis.call('ZADD', key, score, ARGV[8])
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
 end
+index(KEYS[2], now + ttl)
+if owned then index(KEYS[3], now + ttl) end
+if in_session then index(KEYS[4], now) end
 return 1
 ";
 
@@ -82,16 +99,24 @@ end
 return 0
 ";
 
-/// KEYS: task. Answers nil, or [data, owner, has owner, orphaned].
+/// KEYS: task. Answers nil, or the task's record.
 const LOAD: &str = r"
-local v = redis.call('HMGET', KEYS[1], 'status', 'data', 'owner', 'lease')
-if not v[1] or not v[2] then return false end
-local orphaned = 0
-if not ended(v[1]) and tonumber(v[4] or '0') < now then orphaned = 1 end
-local has_owner = 0
-if v[3] then has_owner = 1 end
-return {v[2], v[3] or '', has_owner, orphaned}
+return record(KEYS[1]) or false
 ";
+
+/// KEYS: session index. ARGV: task key prefix, most listed. Answers the records of the
+/// session's live tasks, oldest first (the ids of expired ones are dropped from the index).
+const LIST: &str = r"
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1)) do
+  local found = record(ARGV[1] .. id)
+  if found then out[#out + 1] = found else redis.call('ZREM', KEYS[1], id) end
+end
+return out
+";
+
+/// The most tasks one `tasks/list` reads for a session.
+const MAX_LISTED: usize = 10_000;
 
 /// Leases renewed per script call.
 const RENEW_BATCH: usize = 256;
@@ -162,35 +187,49 @@ fn int(value: &Value) -> Option<i64> {
     }
 }
 
-/// The answer of [`LOAD`] for task `id`.
+/// A record as the scripts answer it (see `record` in [`PRELUDE`]), of task `id`.
 fn decode_loaded(id: &str, value: Value) -> Result<Option<LoadedTask>, TaskBackendError> {
     let malformed = |what: &str| TaskBackendError::Unavailable(format!("task {id}: {what}"));
     let parts = match value {
         Value::Nil => return Ok(None),
-        Value::Array(parts) if parts.len() == 4 => parts,
+        Value::Array(parts) if parts.len() == 7 => parts,
         other => return Err(malformed(&format!("the store answered {other:?}"))),
+    };
+    let text = |i: usize, flag: usize| -> Result<Option<String>, TaskBackendError> {
+        if int(&parts[flag]) != Some(1) {
+            return Ok(None);
+        }
+        std::str::from_utf8(bulk(&parts[i]).unwrap_or_default())
+            .map(|s| Some(s.to_owned()))
+            .map_err(|e| malformed(&e.to_string()))
     };
     let data = bulk(&parts[0]).ok_or_else(|| malformed("no data"))?;
     let detailed: DetailedTask =
         serde_json::from_slice(data).map_err(|e| malformed(&e.to_string()))?;
-    let owner = match int(&parts[2]) {
-        Some(1) => Some(
-            std::str::from_utf8(bulk(&parts[1]).unwrap_or_default())
-                .map_err(|e| malformed(&e.to_string()))?
-                .to_owned(),
-        ),
-        _ => None,
-    };
+    let owner = text(1, 2)?;
     let orphaned = int(&parts[3]) == Some(1);
-    Ok(Some(LoadedTask::new(
-        SharedTask::new(owner, detailed),
-        orphaned,
-    )))
+    let session = text(4, 5)?;
+    let created = bulk(&parts[6])
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .and_then(|s| s.parse::<u64>().ok())
+        .map_or(UNIX_EPOCH, |nanos| UNIX_EPOCH + Duration::from_nanos(nanos));
+    let task = SharedTask::new(owner, session, created, detailed);
+    Ok(Some(LoadedTask::new(task, orphaned)))
+}
+
+fn unix_nanos(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
 }
 
 impl RedisStore {
     fn task_key(&self, id: &str) -> String {
         format!("{}:task:{id}", self.config.prefix)
+    }
+
+    fn session_tasks_key(&self, session: &str) -> String {
+        format!("{}:tasks:session:{session}", self.config.prefix)
     }
 
     fn task_channel(&self) -> String {
@@ -234,18 +273,20 @@ impl TaskBackend for RedisStore {
         max_per_caller: usize,
     ) -> TaskFuture<'a, Result<(), TaskBackendError>> {
         Box::pin(async move {
-            let mut keys = vec![
+            let prefix = &self.config.prefix;
+            let keys = [
                 self.task_key(task.id()),
-                format!("{}:tasks", self.config.prefix),
+                format!("{prefix}:tasks"),
+                format!(
+                    "{prefix}:tasks:owner:{}",
+                    task.owner.as_deref().unwrap_or("")
+                ),
+                self.session_tasks_key(task.session.as_deref().unwrap_or("")),
             ];
-            if let Some(owner) = &task.owner {
-                keys.push(format!("{}:tasks:owner:{owner}", self.config.prefix));
-            }
             let data = encode(task)?;
-            let owner = task
-                .owner
-                .as_ref()
-                .map_or_else(String::new, |o| format!("={o}"));
+            let flagged =
+                |v: &Option<String>| v.as_ref().map_or_else(String::new, |v| format!("={v}"));
+            let (owner, session) = (flagged(&task.owner), flagged(&task.session));
             let (created,): (i64,) = self
                 .run("task create", |p| {
                     p.cmd("EVAL")
@@ -259,7 +300,9 @@ impl TaskBackend for RedisStore {
                         .arg(owner)
                         .arg(self.config.max_tasks)
                         .arg(max_per_caller)
-                        .arg(task.id());
+                        .arg(task.id())
+                        .arg(session)
+                        .arg(unix_nanos(task.created));
                 })
                 .await
                 .map_err(unavailable)?;
@@ -300,6 +343,37 @@ impl TaskBackend for RedisStore {
                 .await
                 .map_err(unavailable)?;
             decode_loaded(id, value)
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> TaskFuture<'a, Result<Vec<LoadedTask>, TaskBackendError>> {
+        Box::pin(async move {
+            let index = self.session_tasks_key(session);
+            let prefix = self.task_key("");
+            let (value,): (Value,) = self
+                .run("task list", |p| {
+                    p.cmd("EVAL")
+                        .arg(script(LIST))
+                        .arg(1)
+                        .arg(&index)
+                        .arg(&prefix)
+                        .arg(MAX_LISTED);
+                })
+                .await
+                .map_err(unavailable)?;
+            let Value::Array(records) = value else {
+                return Err(TaskBackendError::Unavailable(format!(
+                    "the tasks of session {session}: the store answered {value:?}"
+                )));
+            };
+            let mut found = Vec::with_capacity(records.len());
+            for record in records {
+                found.extend(decode_loaded(session, record)?);
+            }
+            Ok(found)
         })
     }
 
@@ -390,12 +464,15 @@ mod tests {
         assert!(matches!(decode_loaded("x", Value::Nil), Ok(None)));
         for bad in [
             Value::Int(3),
-            Value::Array(vec![Value::Nil; 4]),
+            Value::Array(vec![Value::Nil; 7]),
             Value::Array(vec![
                 Value::BulkString(b"{}".to_vec()),
                 Value::BulkString(Vec::new()),
                 Value::Int(0),
                 Value::Int(0),
+                Value::BulkString(Vec::new()),
+                Value::Int(0),
+                Value::BulkString(b"0".to_vec()),
             ]),
         ] {
             assert!(decode_loaded("x", bad).is_err());

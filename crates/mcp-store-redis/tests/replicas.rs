@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http::{Answer, read_until, send, serve};
+use http::{Answer, read_until, read_within, send, serve};
 use mcp_store_redis::{RedisConfig, RedisStore};
 use mcp_transport_http::server::HttpServerConfig;
 use support::RedisServer;
@@ -258,17 +258,26 @@ async fn a_change_through_one_replica_reaches_a_listen_stream_on_another() {
     let call = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"touch","arguments":{{}},"_meta":{meta}}}}}"#
     );
-    let touched = send(
-        a,
-        "POST",
-        &[
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", "touch"),
-        ],
-        Some(&call),
-    )
-    .await;
-    assert_eq!(touched.status, 200, "{}", touched.body);
-    read_until(&mut stream, &mut seen, "notifications/resources/updated").await;
+    // B subscribes to the change bus in the background as it starts: a change made before
+    // that is not heard, so A touches again until B hears one (at most 10 s).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let touched = send(
+            a,
+            "POST",
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "touch"),
+            ],
+            Some(&call),
+        )
+        .await;
+        assert_eq!(touched.status, 200, "{}", touched.body);
+        let needle = "notifications/resources/updated";
+        if read_within(&mut stream, &mut seen, needle, Duration::from_millis(500)).await {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no update within 10 s: {seen}");
+    }
 }

@@ -160,18 +160,24 @@ async fn rpc(addr: SocketAddr, method: &str, name: &str, mut params: Value) -> V
     )
     .await;
     assert_eq!(answer.status, 200, "{method}: {}", answer.body);
-    let text = answer.body.trim();
-    let json = if text.starts_with('{') {
-        text.to_owned()
+    response(method, &answer.body)
+}
+
+/// The JSON-RPC response in a JSON or SSE body (the last message with a result or an error).
+fn response(method: &str, body: &str) -> Value {
+    let text = body.trim();
+    let messages: Vec<Value> = if text.starts_with('{') {
+        vec![serde_json::from_str(text).unwrap()]
     } else {
         text.lines()
             .filter_map(|l| l.strip_prefix("data:"))
-            .map(str::trim)
-            .rfind(|d| d.starts_with('{'))
-            .unwrap_or_else(|| panic!("{method}: no message in {text}"))
-            .to_owned()
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect()
     };
-    serde_json::from_str(&json).unwrap()
+    messages
+        .into_iter()
+        .rfind(|m: &Value| m.get("result").is_some() || m.get("error").is_some())
+        .unwrap_or_else(|| panic!("{method}: no response in {text}"))
 }
 
 /// `sleep` called through `addr`: the JSON-RPC answer.
@@ -368,4 +374,123 @@ async fn redis_down_fails_the_tasks_methods_within_the_timeout_then_they_recover
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     until(&[a.addr], &id, "completed", Duration::from_secs(5)).await;
+}
+
+/// A 2025-11-25 session opened on `addr`: its id.
+async fn open_session(addr: SocketAddr) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let init = send(addr, "POST", &[], Some(&body.to_string())).await;
+    assert_eq!(init.status, 200, "{}", init.body);
+    let sid = init.header("mcp-session-id").unwrap().to_owned();
+    let done = send(
+        addr,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        Some(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+    )
+    .await;
+    assert_eq!(done.status, 202, "{}", done.body);
+    sid
+}
+
+/// A request on session `sid` through `addr`: the JSON-RPC answer.
+async fn on_session(addr: SocketAddr, sid: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params});
+    let answer = send(
+        addr,
+        "POST",
+        &[
+            ("Mcp-Session-Id", sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        Some(&body.to_string()),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{method}: {}", answer.body);
+    response(method, &answer.body)
+}
+
+/// `sleep` as a task of session `sid` through `addr`: the task id.
+async fn session_task(addr: SocketAddr, sid: &str, ms: u64) -> String {
+    let params = json!({"name": "sleep", "arguments": {"ms": ms}, "task": {"ttl": 60_000}});
+    let created = on_session(addr, sid, "tools/call", params).await;
+    created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {created}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_task_is_read_listed_cancelled_and_its_result_waited_for_on_another_replica() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let lease = Duration::from_millis(600);
+    let mut a = replica(&redis.url(), lease).await;
+    let b = replica(&redis.url(), lease).await;
+    let sid = open_session(a.addr).await;
+
+    let quick = session_task(a.addr, &sid, 300).await;
+    let got = on_session(b.addr, &sid, "tasks/get", json!({"taskId": quick})).await;
+    assert_eq!(got["result"]["status"], "working", "{got}");
+    // tasks/result on B waits for the end written by A.
+    let result = on_session(b.addr, &sid, "tasks/result", json!({"taskId": quick})).await;
+    assert_eq!(
+        result["result"]["content"][0]["text"], "slept 300 ms",
+        "{result}"
+    );
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        quick.as_str()
+    );
+
+    let long = session_task(a.addr, &sid, 60_000).await;
+    let listed = on_session(b.addr, &sid, "tasks/list", json!({})).await;
+    let ids: Vec<&str> = listed["result"]["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .filter_map(|t| t["taskId"].as_str())
+        .collect();
+    assert_eq!(ids, [quick.as_str(), long.as_str()], "oldest first");
+    // Another session sees none of them.
+    let other = open_session(b.addr).await;
+    let theirs = on_session(a.addr, &other, "tasks/list", json!({})).await;
+    assert_eq!(theirs["result"]["tasks"], json!([]), "{theirs}");
+    let hidden = on_session(b.addr, &other, "tasks/get", json!({"taskId": quick})).await;
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
+
+    let cancelled = on_session(b.addr, &sid, "tasks/cancel", json!({"taskId": long})).await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    let again = on_session(a.addr, &sid, "tasks/cancel", json!({"taskId": long})).await;
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while a.stopped.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the handler on A was not stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The replica running a task dies: tasks/result on B ends with the reason.
+    let orphan = session_task(a.addr, &sid, 60_000).await;
+    a.kill();
+    let started = Instant::now();
+    let ended = on_session(b.addr, &sid, "tasks/result", json!({"taskId": orphan})).await;
+    assert_eq!(ended["error"]["code"], -32603, "{ended}");
+    assert!(
+        ended["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("stopped before the task finished")),
+        "{ended}"
+    );
+    assert!(started.elapsed() < lease * 4, "{:?}", started.elapsed());
+    let got = on_session(b.addr, &sid, "tasks/get", json!({"taskId": orphan})).await;
+    assert_eq!(got["result"]["status"], "failed", "{got}");
 }

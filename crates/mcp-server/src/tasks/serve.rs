@@ -102,13 +102,17 @@ pub(crate) enum Ran {
 }
 
 /// Which form of task a call may become.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) enum Form {
     /// The extension of 2026-07-28: asks park the task until `tasks/update`.
     Extension,
     /// 2025-11-25: the task belongs to its session, which its asks and notifications reach;
-    /// it lives for `ttl` at most (the store's time to live when longer or absent).
-    Session { ttl: Option<std::time::Duration> },
+    /// it lives for `ttl` at most (the store's time to live when longer or absent). With `key`
+    /// (the session's id, when the store is shared) other replicas find it too.
+    Session {
+        ttl: Option<std::time::Duration>,
+        key: Option<Arc<str>>,
+    },
 }
 
 /// The limits on the input one task may ask for.
@@ -149,11 +153,12 @@ pub(crate) async fn run_as(
             },
             None,
         ),
-        Form::Session { ttl } => (
+        Form::Session { ttl, key } => (
             Placement {
                 session: Some(Arc::clone(&scope)),
                 ttl,
-                shared: false,
+                shared: key.is_some(),
+                session_key: key,
             },
             Some(channel.detached().unwrap_or_else(|| Arc::clone(&channel))),
         ),
@@ -430,16 +435,22 @@ pub(crate) async fn handle_shared(
 ) -> Result<RawJson, ErrorObject> {
     let store = &server.inner.tasks;
     let (id, responses) = parse(server, method, params, capabilities)?;
+    let finder = super::shared::Finder {
+        owner,
+        session: None,
+    };
     let value = match (method, responses) {
         (METHOD_GET, _) => {
-            serde_json::to_value(super::shared::get(store, &id, owner).await?).map_err(internal)?
+            let task = super::shared::get(store, &id, finder).await?;
+            serde_json::to_value(task.detailed).map_err(internal)?
         }
         (METHOD_UPDATE, Some(responses)) => {
             super::shared::update(store, &id, owner, responses).await?;
             Value::Object(JsonObject::new())
         }
         (METHOD_CANCEL, _) => {
-            super::shared::cancel(store, &id, owner).await?;
+            // Cancelling a task that ended is acknowledged too.
+            let _ = super::shared::cancel(store, &id, finder, None).await?;
             Value::Object(JsonObject::new())
         }
         _ => return Err(ErrorObject::method_not_found(method)),

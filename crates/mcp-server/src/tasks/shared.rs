@@ -1,6 +1,7 @@
-//! Tasks of the extension shared by every replica of a server: a [`TaskBackend`] holds their
-//! records, so that a task created through one replica is read, updated and cancelled through
-//! any other.
+//! Tasks shared by every replica of a server: a [`TaskBackend`] holds their records, so that a
+//! task created through one replica is read, updated, cancelled, listed and its result read
+//! through any other (the tasks of the extension, and those of 2025-11-25 sessions when the
+//! transport names the session).
 //!
 //! The replica that runs a task keeps its live state (the handler, its cancellation token, the
 //! answers it waits for) in its own [`TaskStore`]; every change of that state is written to the
@@ -30,20 +31,36 @@ use super::time::rfc3339;
 /// What the methods of a [`TaskBackend`] return.
 pub type TaskFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A task as every replica sees it: its caller and what `tasks/get` answers.
+/// A task as every replica sees it: its caller, its session, when it was created and what
+/// `tasks/get` answers.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct SharedTask {
     /// The caller that created it (`None`: requests that name no caller).
     pub owner: Option<String>,
-    /// The task, with its input requests, result or error.
+    /// The session of a 2025-11-25 task (`None`: a task of the extension).
+    pub session: Option<String>,
+    /// When it was created (orders `tasks/list`).
+    pub created: SystemTime,
+    /// The task, with its input requests, result (of a completed task, or of one that failed
+    /// on a tool error) or error.
     pub detailed: DetailedTask,
 }
 
 impl SharedTask {
-    /// A task of `owner`.
-    pub fn new(owner: Option<String>, detailed: DetailedTask) -> Self {
-        Self { owner, detailed }
+    /// A task of `owner`, in `session` (2025-11-25), created at `created`.
+    pub fn new(
+        owner: Option<String>,
+        session: Option<String>,
+        created: SystemTime,
+        detailed: DetailedTask,
+    ) -> Self {
+        Self {
+            owner,
+            session,
+            created,
+            detailed,
+        }
     }
 
     /// The task id.
@@ -156,6 +173,12 @@ pub trait TaskBackend: Send + Sync + 'static {
         id: &'a str,
     ) -> TaskFuture<'a, Result<Option<LoadedTask>, TaskBackendError>>;
 
+    /// The live tasks of a 2025-11-25 session, oldest first (a bounded number).
+    fn list<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> TaskFuture<'a, Result<Vec<LoadedTask>, TaskBackendError>>;
+
     /// Renews the leases of tasks this replica runs.
     fn renew<'a>(&'a self, ids: &'a [Arc<str>]) -> TaskFuture<'a, Result<(), TaskBackendError>>;
 
@@ -199,7 +222,12 @@ impl Shared {
 
 /// The record of a task this replica runs.
 pub(crate) fn snapshot(task: &TaskRecord) -> SharedTask {
-    SharedTask::new(task.owner().map(str::to_owned), task.detailed())
+    SharedTask::new(
+        task.owner().map(str::to_owned),
+        task.session_key().map(str::to_owned),
+        task.created(),
+        task.shared_view(),
+    )
 }
 
 /// Subscribes `store` to the backend's signals: cancellations and answers for the tasks this
@@ -333,38 +361,50 @@ fn unknown(id: &str) -> ErrorObject {
 pub(crate) const ORPHANED: &str =
     "the server replica running this task stopped before the task finished";
 
-/// `task` ended with `status` now (a cancellation, or a failure for want of its replica).
-fn ended(task: &SharedTask, status: TaskStatus, error: Option<RpcError>) -> SharedTask {
-    let mut detailed = task.detailed.clone();
+/// `task` ended with `status` now (a cancellation, or a failure for want of its replica), with
+/// `message` as its status message.
+fn ended(
+    task: &SharedTask,
+    status: TaskStatus,
+    message: Option<&str>,
+    error: Option<RpcError>,
+) -> SharedTask {
+    let mut ended = task.clone();
+    let detailed = &mut ended.detailed;
     detailed.task.status = status;
     detailed.task.last_updated_at = rfc3339(SystemTime::now());
     detailed.input_requests = None;
     detailed.result = None;
-    if let Some(error) = &error {
-        detailed.task.status_message = Some(error.message.clone());
+    if let Some(message) = message {
+        detailed.task.status_message = Some(message.to_owned());
     }
     detailed.error = error;
-    SharedTask::new(task.owner.clone(), detailed)
+    ended
 }
 
-/// The task `id` of `owner` as the backend has it; an orphaned one is ended `failed` first.
-pub(crate) async fn find(
-    backend: &dyn TaskBackend,
-    id: &str,
-    owner: Option<&str>,
-) -> Result<SharedTask, ErrorObject> {
-    let loaded = backend
-        .load(id)
-        .await
-        .map_err(unavailable)?
-        .filter(|l| l.task.owner.as_deref() == owner)
-        .ok_or_else(|| unknown(id))?;
+/// Where a request looks for a task: its caller and, for a 2025-11-25 session, the session.
+#[derive(Clone, Copy)]
+pub(crate) struct Finder<'a> {
+    pub(crate) owner: Option<&'a str>,
+    pub(crate) session: Option<&'a str>,
+}
+
+impl Finder<'_> {
+    fn sees(&self, task: &SharedTask) -> bool {
+        task.owner.as_deref() == self.owner && task.session.as_deref() == self.session
+    }
+}
+
+/// An orphaned task ended `failed` (unless it was renewed or ended meanwhile): what is stored.
+async fn settle(backend: &dyn TaskBackend, loaded: LoadedTask) -> Result<SharedTask, ErrorObject> {
     if !loaded.orphaned {
         return Ok(loaded.task);
     }
+    let id = loaded.task.id().to_owned();
     let failed = ended(
         &loaded.task,
         TaskStatus::Failed,
+        Some(ORPHANED),
         Some(RpcError {
             code: error_codes::INTERNAL_ERROR,
             message: ORPHANED.to_owned(),
@@ -372,53 +412,136 @@ pub(crate) async fn find(
         }),
     );
     if backend.end(&failed, true).await.map_err(unavailable)? {
-        tracing::warn!(task = id, "task orphaned by its replica: ended failed");
+        tracing::warn!(task = %id, "task orphaned by its replica: ended failed");
         return Ok(failed);
     }
-    // Renewed or ended meanwhile: what is stored now.
     backend
-        .load(id)
+        .load(&id)
         .await
         .map_err(unavailable)?
         .map(|l| l.task)
-        .ok_or_else(|| unknown(id))
+        .ok_or_else(|| unknown(&id))
+}
+
+/// The task `id` as the backend has it, if `finder` sees it; an orphaned one is ended `failed`
+/// first.
+pub(crate) async fn find(
+    backend: &dyn TaskBackend,
+    id: &str,
+    finder: Finder<'_>,
+) -> Result<SharedTask, ErrorObject> {
+    let loaded = backend
+        .load(id)
+        .await
+        .map_err(unavailable)?
+        .filter(|l| finder.sees(&l.task))
+        .ok_or_else(|| unknown(id))?;
+    settle(backend, loaded).await
+}
+
+fn backend<'a>(store: &'a TaskStore, id: &str) -> Result<&'a Shared, ErrorObject> {
+    store.shared().ok_or_else(|| unknown(id))
 }
 
 /// `tasks/get`: the stored task.
 pub(crate) async fn get(
     store: &TaskStore,
     id: &str,
-    owner: Option<&str>,
-) -> Result<DetailedTask, ErrorObject> {
-    let shared = store.shared().ok_or_else(|| unknown(id))?;
-    Ok(find(shared.backend.as_ref(), id, owner).await?.detailed)
+    finder: Finder<'_>,
+) -> Result<SharedTask, ErrorObject> {
+    find(backend(store, id)?.backend.as_ref(), id, finder).await
 }
 
-/// `tasks/cancel`: the stored task ends `cancelled` unless it ended, and the replica running it
-/// stops its handler.
+/// `tasks/cancel`: the stored task ends `cancelled` (with `message`) unless it had ended, and
+/// the replica running it stops its handler. `Err` with the stored task when it had ended.
 pub(crate) async fn cancel(
     store: &TaskStore,
     id: &str,
-    owner: Option<&str>,
-) -> Result<(), ErrorObject> {
-    let shared = store.shared().ok_or_else(|| unknown(id))?;
-    let backend = shared.backend.as_ref();
-    let task = find(backend, id, owner).await?;
+    finder: Finder<'_>,
+    message: Option<&str>,
+) -> Result<Result<SharedTask, SharedTask>, ErrorObject> {
+    let backend = backend(store, id)?.backend.as_ref();
+    let task = find(backend, id, finder).await?;
     if task.status().is_terminal() {
-        return Ok(());
+        return Ok(Err(task));
     }
-    backend
-        .end(&ended(&task, TaskStatus::Cancelled, None), false)
-        .await
-        .map_err(unavailable)?;
+    let cancelled = ended(&task, TaskStatus::Cancelled, message, None);
+    if !backend.end(&cancelled, false).await.map_err(unavailable)? {
+        // Ended meanwhile, elsewhere.
+        return Ok(Err(find(backend, id, finder).await?));
+    }
     match store.local(id) {
-        Some(local) => local.cancel(),
+        Some(local) => match message {
+            Some(message) => {
+                let _ = local.cancel_running(message);
+            }
+            None => local.cancel(),
+        },
         None => backend
             .signal(TaskSignal::Cancel { id: id.to_owned() })
             .await
             .map_err(unavailable)?,
     }
-    Ok(())
+    Ok(Ok(cancelled))
+}
+
+/// `tasks/result` (2025-11-25): the task once it has ended. Waits for a change signalled by the
+/// running replica, reading again at least every poll interval (which also finds a task whose
+/// replica died), and at most the store's time to live.
+pub(crate) async fn until_ended(
+    store: &TaskStore,
+    id: &str,
+    finder: Finder<'_>,
+) -> Result<SharedTask, ErrorObject> {
+    let shared = backend(store, id)?;
+    let backend = shared.backend.as_ref();
+    // Subscribed before the first read: no change is missed in between.
+    let mut changes = shared.remote.subscribe();
+    let deadline = tokio::time::Instant::now() + store.options().ttl;
+    let poll = store.options().poll_interval.min(backend.lease());
+    loop {
+        let task = find(backend, id, finder).await?;
+        if task.status().is_terminal() {
+            return Ok(task);
+        }
+        let changed = async {
+            loop {
+                match changes.recv().await {
+                    Ok(changed) if &*changed == id => return,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => {
+                        std::future::pending::<()>().await;
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            () = changed => {}
+            () = tokio::time::sleep(poll) => {}
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(ErrorObject::internal_error(format!("task {id} did not end in time")));
+            }
+        }
+    }
+}
+
+/// `tasks/list` (2025-11-25): the live tasks `finder` sees in its session, oldest first.
+pub(crate) async fn list(
+    store: &TaskStore,
+    finder: Finder<'_>,
+) -> Result<Vec<SharedTask>, ErrorObject> {
+    let Some(session) = finder.session else {
+        return Ok(Vec::new());
+    };
+    let backend = backend(store, session)?.backend.as_ref();
+    let mut found = Vec::new();
+    for loaded in backend.list(session).await.map_err(unavailable)? {
+        if finder.sees(&loaded.task) {
+            found.push(settle(backend, loaded).await?);
+        }
+    }
+    found.sort_by(|a, b| (a.created, a.id()).cmp(&(b.created, b.id())));
+    Ok(found)
 }
 
 /// `tasks/update`: the answers reach the replica running the task. Through another replica,
@@ -430,9 +553,17 @@ pub(crate) async fn update(
     owner: Option<&str>,
     responses: BTreeMap<String, Value>,
 ) -> Result<(), ErrorObject> {
-    let shared = store.shared().ok_or_else(|| unknown(id))?;
+    let shared = backend(store, id)?;
     let backend = shared.backend.as_ref();
-    let task = find(backend, id, owner).await?;
+    let task = find(
+        backend,
+        id,
+        Finder {
+            owner,
+            session: None,
+        },
+    )
+    .await?;
     if let Some(local) = store.local(id) {
         local.update(responses).map_err(crate::error::rpc_error)?;
         // Recorded before the answer, so that the next `tasks/get` anywhere sees it.
@@ -558,6 +689,22 @@ mod tests {
             });
             Box::pin(async move { Ok(found) })
         }
+        fn list<'a>(
+            &'a self,
+            session: &'a str,
+        ) -> TaskFuture<'a, Result<Vec<LoadedTask>, TaskBackendError>> {
+            let found = self
+                .records
+                .lock()
+                .unwrap()
+                .values()
+                .filter(|(t, _)| t.session.as_deref() == Some(session))
+                .map(|(t, ran_out)| {
+                    LoadedTask::new(t.clone(), *ran_out && !t.status().is_terminal())
+                })
+                .collect();
+            Box::pin(async move { Ok(found) })
+        }
         fn renew<'a>(
             &'a self,
             _ids: &'a [Arc<str>],
@@ -582,8 +729,18 @@ mod tests {
 
     fn stored(id: &str, status: TaskStatus, owner: Option<&str>) -> SharedTask {
         let task = Task::new(id, status, "2026-07-28T10:30:00.000Z", Some(60_000));
-        SharedTask::new(owner.map(str::to_owned), DetailedTask::from(task))
+        SharedTask::new(
+            owner.map(str::to_owned),
+            None,
+            SystemTime::UNIX_EPOCH,
+            DetailedTask::from(task),
+        )
     }
+
+    const ANYONE: Finder<'static> = Finder {
+        owner: None,
+        session: None,
+    };
 
     fn store(memory: &Arc<Memory>) -> TaskStore {
         TaskStore::with_backend(
@@ -598,20 +755,29 @@ mod tests {
         memory.put(stored("t1", TaskStatus::Working, Some("alice")), true);
         let s = store(&memory);
         // Another caller does not find it, and does not end it.
-        let e = get(&s, "t1", Some("bob")).await.unwrap_err();
+        let alice = Finder {
+            owner: Some("alice"),
+            session: None,
+        };
+        let bob = Finder {
+            owner: Some("bob"),
+            ..alice
+        };
+        let e = get(&s, "t1", bob).await.unwrap_err();
         assert_eq!(e.code, mcp_jsonrpc::codes::INVALID_PARAMS);
         assert_eq!(memory.stored("t1").status(), TaskStatus::Working);
 
-        let failed = get(&s, "t1", Some("alice")).await.unwrap();
+        let failed = get(&s, "t1", alice).await.unwrap().detailed;
         assert_eq!(failed.task.status, TaskStatus::Failed);
         let error = failed.error.clone().unwrap();
         assert_eq!(error.code, error_codes::INTERNAL_ERROR);
         assert_eq!(error.message, ORPHANED);
         assert_eq!(failed.task.status_message.as_deref(), Some(ORPHANED));
         assert_eq!(memory.stored("t1").detailed, failed);
-        assert_eq!(get(&s, "t1", Some("alice")).await.unwrap(), failed);
+        assert_eq!(get(&s, "t1", alice).await.unwrap().detailed, failed);
         // Ended: a cancellation changes nothing and tells nobody.
-        cancel(&s, "t1", Some("alice")).await.unwrap();
+        let refused = cancel(&s, "t1", alice, None).await.unwrap().unwrap_err();
+        assert_eq!(refused.status(), TaskStatus::Failed);
         assert_eq!(memory.stored("t1").status(), TaskStatus::Failed);
         assert!(memory.signals.lock().unwrap().is_empty());
     }
@@ -623,10 +789,10 @@ mod tests {
         memory.put(stored("t2", TaskStatus::Working, None), false);
         let loaded = LoadedTask::new(stored("t2", TaskStatus::Working, None), true);
         assert!(loaded.orphaned);
-        let failed = ended(&loaded.task, TaskStatus::Failed, None);
+        let failed = ended(&loaded.task, TaskStatus::Failed, None, None);
         assert!(!memory.end(&failed, true).await.unwrap());
         assert_eq!(
-            get(&store(&memory), "t2", None).await.unwrap().task.status,
+            get(&store(&memory), "t2", ANYONE).await.unwrap().status(),
             TaskStatus::Working
         );
     }
@@ -636,7 +802,8 @@ mod tests {
         let memory = Arc::new(Memory::default());
         let s = store(&memory);
         memory.put(stored("t3", TaskStatus::Working, None), false);
-        cancel(&s, "t3", None).await.unwrap();
+        let cancelled = cancel(&s, "t3", ANYONE, None).await.unwrap().unwrap();
+        assert_eq!(cancelled.status(), TaskStatus::Cancelled);
         assert_eq!(memory.stored("t3").status(), TaskStatus::Cancelled);
         assert_eq!(
             memory.signals.lock().unwrap().as_slice(),

@@ -95,9 +95,12 @@ pub(crate) struct Placement {
     pub(crate) session: Option<Arc<ClientScope>>,
     /// The time to live the client asked for; the store's is the most it gets.
     pub(crate) ttl: Option<Duration>,
-    /// The task's record is kept in the store's shared backend too (a task of the extension,
-    /// on a server with a [`TaskBackend`](super::shared::TaskBackend)).
+    /// The task's record is kept in the store's shared backend too (on a server with a
+    /// [`TaskBackend`](super::shared::TaskBackend)).
     pub(crate) shared: bool,
+    /// The id of the session of a 2025-11-25 task, by which other replicas find it (with
+    /// `shared`).
+    pub(crate) session_key: Option<Arc<str>>,
 }
 
 /// One task.
@@ -116,6 +119,8 @@ pub(crate) struct TaskRecord {
     limits: InputLimits,
     /// Its record is mirrored to the shared backend.
     shared: bool,
+    /// The id of its session, for the shared backend (2025-11-25 tasks).
+    session_key: Option<Arc<str>>,
     state: Mutex<State>,
     changes: broadcast::Sender<Arc<str>>,
 }
@@ -153,6 +158,11 @@ impl TaskRecord {
     /// Whether its record is mirrored to the shared backend.
     pub(crate) fn is_shared(&self) -> bool {
         self.shared
+    }
+
+    /// The id of its session, for the shared backend.
+    pub(crate) fn session_key(&self) -> Option<&str> {
+        self.session_key.as_deref()
     }
 
     /// Whether a request of `owner` may see this task.
@@ -264,6 +274,16 @@ impl TaskRecord {
             TaskStatus::Completed => detailed.result.clone_from(&state.result),
             TaskStatus::Failed => detailed.error.clone_from(&state.error),
             TaskStatus::Working | TaskStatus::Cancelled => {}
+        }
+        detailed
+    }
+
+    /// What the shared backend keeps: [`detailed`](Self::detailed), with the result of a task
+    /// that ended `failed` on a tool error (2025-11-25 `tasks/result` answers it).
+    pub(crate) fn shared_view(&self) -> DetailedTask {
+        let mut detailed = self.detailed();
+        if detailed.result.is_none() && detailed.task.status == TaskStatus::Failed {
+            detailed.result.clone_from(&self.state().result);
         }
         detailed
     }
@@ -623,6 +643,7 @@ impl TaskStore {
             cancel,
             limits,
             shared: placement.shared && self.shared.is_some(),
+            session_key: placement.session_key,
             state: Mutex::new(State {
                 status: TaskStatus::Working,
                 message: None,

@@ -101,15 +101,27 @@ pub async fn send(
 
 /// Reads an open stream until `needle` shows up (at most 10 s); returns everything read.
 pub async fn read_until(stream: &mut TcpStream, seen: &mut String, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let found = read_within(stream, seen, needle, Duration::from_secs(10)).await;
+    assert!(found, "no {needle:?} within 10 s in {seen}");
+}
+
+/// Reads an open stream until `needle` shows up; `false` when it did not within `within`.
+pub async fn read_within(
+    stream: &mut TcpStream,
+    seen: &mut String,
+    needle: &str,
+    within: Duration,
+) -> bool {
+    let deadline = Instant::now() + within;
     let mut buf = [0u8; 4096];
     while !seen.contains(needle) {
         let left = deadline.saturating_duration_since(Instant::now());
-        let n = tokio::time::timeout(left, stream.read(&mut buf))
-            .await
-            .unwrap_or_else(|_| panic!("no {needle:?} within 10 s in {seen}"))
-            .unwrap();
+        let Ok(read) = tokio::time::timeout(left, stream.read(&mut buf)).await else {
+            return false;
+        };
+        let n = read.unwrap();
         assert!(n > 0, "the stream ended before {needle:?}: {seen}");
         seen.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
+    true
 }
