@@ -14,7 +14,8 @@ CHECK is one of:
             through any replica, once
   elicit    an elicitation on a 2025-11-25 session answered through other replicas
   tasks     tasks of the extension (2026-07-28) started through one replica, polled, answered,
-            cancelled and finished through the others (needs the conformance fixture's tools)
+            cancelled and finished through the others, and a 2025-11-25 session's task listed
+            and its result waited for through the others (needs the conformance fixture's tools)
   taskkill  SIGKILL of the replica running a task: the task still ends (failed, with its
             reason) and stays readable through the balancer; a finished task's result too
 """
@@ -552,6 +553,51 @@ def check_tasks(target, replicas):
         f"input asked on {asker} answered through {answerer}; one running on {runner} cancelled "
         f"through {canceller} and read cancelled by {len(readers)} replicas "
         f"({crossed} of 2 answers crossed replicas)"
+    )
+    check_session_tasks(target)
+
+
+def session_call(target, sid, method, params):
+    status, response, text = target.send(
+        "POST",
+        {"jsonrpc": "2.0", "id": 2, "method": method, "params": params},
+        session_headers(sid),
+        timeout=30,
+    )
+    if status != 200:
+        fail(f"tasks (session): {method}: HTTP {status}: {text}")
+    answers = [m for m in messages(text) if "result" in m or "error" in m]
+    if not answers:
+        fail(f"tasks (session): {method}: no answer: {text}")
+    return answers[-1], response.getheader("X-Replica")
+
+
+def check_session_tasks(target):
+    sid = initialize(target)
+    created, creator = session_call(
+        target, sid, "tools/call",
+        {"name": "slow_compute", "arguments": {"seconds": 1, "label": "session"},
+         "task": {"ttl": 60000}},
+    )
+    task_id = ((created.get("result") or {}).get("task") or {}).get("taskId")
+    if not task_id:
+        fail(f"tasks (session): no task created: {created}")
+    listed, lister = session_call(target, sid, "tasks/list", {})
+    ids = [t.get("taskId") for t in (listed.get("result") or {}).get("tasks", [])]
+    if ids != [task_id]:
+        fail(f"tasks (session): tasks/list through {lister} answered {ids}, not [{task_id}]")
+    result, waiter = session_call(target, sid, "tasks/result", {"taskId": task_id})
+    if "Computed session in 1 second(s)" not in json.dumps(result.get("result")):
+        fail(f"tasks (session): tasks/result through {waiter} answered {result}")
+    got, getter = session_call(target, sid, "tasks/get", {"taskId": task_id})
+    if (got.get("result") or {}).get("status") != "completed":
+        fail(f"tasks (session): tasks/get through {getter} answered {got}")
+    replicas = {creator, lister, waiter, getter}
+    if len(replicas) < 2:
+        fail(f"tasks (session): every request reached {creator}")
+    ok(
+        f"tasks (session): a 2025-11-25 task created on {creator}, listed through {lister}, "
+        f"its result waited for through {waiter} and read through {getter}"
     )
 
 

@@ -632,13 +632,15 @@ impl ServerBuilder {
         self
     }
 
-    /// Keeps the tasks of the extension in `backend`, shared with the other replicas of this
-    /// server: a task created through one replica is read (`tasks/get`), answered
-    /// (`tasks/update`) and cancelled through any other, while its handler runs on the replica
-    /// that created it, which renews the task's lease. A task whose replica stopped is ended
-    /// `failed` when next read (see [`TaskBackend`](crate::TaskBackend)). Without it, tasks are
-    /// found only by the replica that holds them. The backend's signals are subscribed to when
-    /// the server is built (inside a Tokio runtime).
+    /// Keeps tasks in `backend`, shared with the other replicas of this server: a task created
+    /// through one replica is read (`tasks/get`), answered (`tasks/update`), cancelled, listed
+    /// and its result read (`tasks/result`, 2025-11-25) through any other, while its handler
+    /// runs on the replica that created it, which renews the task's lease. A task whose replica
+    /// stopped is ended `failed` when next read (see [`TaskBackend`](crate::TaskBackend)).
+    /// Tasks of 2025-11-25 sessions are shared when the transport names the session (the
+    /// Streamable HTTP transport, with the feature `http`). Without a backend, tasks are found
+    /// only by the replica that holds them. The backend's signals are subscribed to when the
+    /// server is built (inside a Tokio runtime).
     pub fn task_backend(mut self, backend: Arc<dyn crate::tasks::TaskBackend>) -> Self {
         self.task_backend = Some(backend);
         self

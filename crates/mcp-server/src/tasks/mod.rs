@@ -19,10 +19,11 @@
 //! a restart and are found only by the replica that holds them. A deployment with several
 //! replicas either routes the tasks methods by their `Mcp-Name` header (the task id), or gives
 //! the server a [`TaskBackend`]
-//! ([`ServerBuilder::task_backend`](crate::ServerBuilder::task_backend)): the tasks of the
-//! extension are then read, updated and cancelled through any replica, while their handlers run
-//! on the replica that created them. Tasks of 2025-11-25 belong to their session and stay on
-//! the replica that runs them.
+//! ([`ServerBuilder::task_backend`](crate::ServerBuilder::task_backend)): tasks are then read,
+//! updated, cancelled, listed and their results read through any replica, while their handlers
+//! run on the replica that created them. Tasks of 2025-11-25 are shared when the transport
+//! names their session (the Streamable HTTP transport does, with the feature `http`); otherwise
+//! they stay on the replica that runs them.
 
 pub(crate) mod channel;
 pub(crate) mod serve;
