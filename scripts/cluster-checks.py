@@ -85,7 +85,8 @@ def messages(text):
     return found
 
 
-def initialize(target):
+def initialize(target, capabilities=None):
+    """A 2025-11-25 session with these client capabilities, initialized: its id."""
     status, response, text = target.send(
         "POST",
         {
@@ -94,7 +95,7 @@ def initialize(target):
             "method": "initialize",
             "params": {
                 "protocolVersion": VERSION,
-                "capabilities": {},
+                "capabilities": capabilities or {},
                 "clientInfo": {"name": "cluster-checks", "version": "1"},
             },
         },
@@ -348,23 +349,7 @@ def check_listen(target, replicas):
 
 
 def check_elicit(target, replicas):
-    status, response, text = target.send(
-        "POST",
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": VERSION,
-                "capabilities": {"elicitation": {}},
-                "clientInfo": {"name": "cluster-checks", "version": "1"},
-            },
-        },
-    )
-    if status != 200:
-        fail(f"elicit: initialize: HTTP {status}: {text}")
-    sid = response.getheader("Mcp-Session-Id")
-    target.send("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, session_headers(sid))
+    sid = initialize(target, {"elicitation": {}})
     crossed = 0
     for round_ in range(len(replicas)):
         conn, stream = open_stream(

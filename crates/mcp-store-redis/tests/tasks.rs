@@ -137,6 +137,15 @@ async fn replica(url: &str, lease: Duration) -> Replica {
     }
 }
 
+/// A redis-server and two replicas on it, with tasks leased for `lease`; `None` when
+/// redis-server is not installed.
+async fn two_replicas(lease: Duration) -> Option<(RedisServer, Replica, Replica)> {
+    let redis = RedisServer::start()?;
+    let a = replica(&redis.url(), lease).await;
+    let b = replica(&redis.url(), lease).await;
+    Some((redis, a, b))
+}
+
 /// A stateless request declaring the tasks extension and elicitation; the JSON-RPC answer.
 async fn rpc(addr: SocketAddr, method: &str, name: &str, mut params: Value) -> Value {
     params["_meta"] = json!({
@@ -224,11 +233,9 @@ async fn until(replicas: &[SocketAddr], id: &str, status: &str, within: Duration
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_created_on_one_replica_is_followed_and_finished_through_another() {
-    let Some(redis) = RedisServer::start() else {
+    let Some((_redis, a, b)) = two_replicas(Duration::from_secs(2)).await else {
         return;
     };
-    let a = replica(&redis.url(), Duration::from_secs(2)).await;
-    let b = replica(&redis.url(), Duration::from_secs(2)).await;
 
     // Created on A, read at once on B.
     let id = start(a.addr, "sleep", json!({"ms": 400})).await;
@@ -304,12 +311,10 @@ async fn a_task_created_on_one_replica_is_followed_and_finished_through_another(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_task_of_a_dead_replica_ends_failed_and_finished_results_survive_it() {
-    let Some(redis) = RedisServer::start() else {
+    let Some((_redis, mut a, b)) = two_replicas(Duration::from_millis(600)).await else {
         return;
     };
     let lease = Duration::from_millis(600);
-    let mut a = replica(&redis.url(), lease).await;
-    let b = replica(&redis.url(), lease).await;
 
     let finished = start(a.addr, "sleep", json!({"ms": 10})).await;
     until(&[a.addr], &finished, "completed", Duration::from_secs(5)).await;
@@ -427,12 +432,10 @@ async fn session_task(addr: SocketAddr, sid: &str, ms: u64) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_task_is_read_listed_cancelled_and_its_result_waited_for_on_another_replica() {
-    let Some(redis) = RedisServer::start() else {
+    let Some((_redis, mut a, b)) = two_replicas(Duration::from_millis(600)).await else {
         return;
     };
     let lease = Duration::from_millis(600);
-    let mut a = replica(&redis.url(), lease).await;
-    let b = replica(&redis.url(), lease).await;
     let sid = open_session(a.addr).await;
 
     let quick = session_task(a.addr, &sid, 300).await;
