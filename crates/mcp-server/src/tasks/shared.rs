@@ -201,7 +201,7 @@ pub trait TaskBackend: Send + Sync + 'static {
 /// How many remote task changes a waiter may fall behind before it skips ahead.
 const REMOTE_CAPACITY: usize = 64;
 
-/// The backend of a store whose extension tasks are shared.
+/// The backend of a store whose tasks are shared.
 pub(crate) struct Shared {
     pub(crate) backend: Arc<dyn TaskBackend>,
     /// Ids of tasks whose record changed, as every replica's signals report them.
@@ -317,7 +317,10 @@ async fn mirror(
             },
             _ = renewal.tick() => {
                 let Some(store) = store.upgrade() else { return };
-                let running = store.shared_ids(true);
+                // Running here, or ended here with the end not stored yet (Redis was away):
+                // still vouched for, so that no other replica ends it failed meanwhile.
+                let mut running = store.shared_ids(true);
+                running.extend(dirty.iter().filter(|id| !running.contains(id)).cloned().collect::<Vec<_>>());
                 drop(store);
                 if !running.is_empty() {
                     if let Err(e) = backend.renew(&running).await {
