@@ -13,6 +13,11 @@ CHECK is one of:
   listen    a subscriptions/listen stream on one replica hears every resource update made
             through any replica, once
   elicit    an elicitation on a 2025-11-25 session answered through other replicas
+  tasks     tasks of the extension (2026-07-28) started through one replica, polled, answered,
+            cancelled and finished through the others, and a 2025-11-25 session's task listed
+            and its result waited for through the others (needs the conformance fixture's tools)
+  taskkill  SIGKILL of the replica running a task: the task still ends (failed, with its
+            reason) and stays readable through the balancer; a finished task's result too
 """
 
 import argparse
@@ -80,7 +85,8 @@ def messages(text):
     return found
 
 
-def initialize(target):
+def initialize(target, capabilities=None):
+    """A 2025-11-25 session with these client capabilities, initialized: its id."""
     status, response, text = target.send(
         "POST",
         {
@@ -89,7 +95,7 @@ def initialize(target):
             "method": "initialize",
             "params": {
                 "protocolVersion": VERSION,
-                "capabilities": {},
+                "capabilities": capabilities or {},
                 "clientInfo": {"name": "cluster-checks", "version": "1"},
             },
         },
@@ -154,18 +160,13 @@ def check_session(target, replicas):
     )
 
 
-def read_events(response, count):
-    """Reads `count` SSE events that carry data; returns [(id, data)]."""
-    events = []
+def sse_events(lines):
+    """The SSE events that carry data, from an iterable of lines: (id, data) each."""
     event_id, data = None, []
-    while len(events) < count:
-        line = response.readline()
-        if not line:
-            break
-        line = line.decode("utf-8", "replace").rstrip("\r\n")
+    for line in lines:
         if line == "":
             if data:
-                events.append((event_id, "\n".join(data)))
+                yield event_id, "\n".join(data)
             event_id, data = None, []
         elif line.startswith("id:"):
             event_id = line[3:].strip()
@@ -173,24 +174,31 @@ def read_events(response, count):
             value = line[5:].strip()
             if value:
                 data.append(value)
+
+
+def response_lines(response):
+    """The lines of a streaming response, as they arrive, until it ends."""
+    while True:
+        line = response.readline()
+        if not line:
+            return
+        yield line.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def read_events(response, count):
+    """Reads `count` SSE events that carry data (fewer if the stream ends); returns [(id, data)]."""
+    events = []
+    if count <= 0:
+        return events
+    for event in sse_events(response_lines(response)):
+        events.append(event)
+        if len(events) >= count:
+            break
     return events
 
 
 def parse_sse(text):
-    events = []
-    event_id, data = None, []
-    for line in text.splitlines() + [""]:
-        if line == "":
-            if data:
-                events.append((event_id, "\n".join(data)))
-            event_id, data = None, []
-        elif line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            value = line[5:].strip()
-            if value:
-                data.append(value)
-    return events
+    return list(sse_events(text.splitlines() + [""]))
 
 
 def check_resume(target, replicas, redis_cli):
@@ -341,23 +349,7 @@ def check_listen(target, replicas):
 
 
 def check_elicit(target, replicas):
-    status, response, text = target.send(
-        "POST",
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": VERSION,
-                "capabilities": {"elicitation": {}},
-                "clientInfo": {"name": "cluster-checks", "version": "1"},
-            },
-        },
-    )
-    if status != 200:
-        fail(f"elicit: initialize: HTTP {status}: {text}")
-    sid = response.getheader("Mcp-Session-Id")
-    target.send("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, session_headers(sid))
+    sid = initialize(target, {"elicitation": {}})
     crossed = 0
     for round_ in range(len(replicas)):
         conn, stream = open_stream(
@@ -446,16 +438,191 @@ def check_outage(target, redis_pid, timeout):
     )
 
 
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+TASK_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {
+        "elicitation": {"form": {}},
+        "extensions": {TASKS_EXTENSION: {}},
+    },
+    "io.modelcontextprotocol/clientInfo": {"name": "cluster-checks", "version": "1"},
+}
+
+
+def task_rpc(target, method, name, params):
+    """A stateless request declaring the tasks extension: (result or error, replica)."""
+    params = dict(params, _meta=TASK_META)
+    status, response, text = target.send(
+        "POST",
+        {"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name},
+    )
+    if status != 200:
+        fail(f"tasks: {method} {name}: HTTP {status}: {text}")
+    answer = messages(text)
+    if not answer:
+        fail(f"tasks: {method} {name}: no answer: {text}")
+    return answer[-1], response.getheader("X-Replica")
+
+
+def start_task(target, tool, arguments):
+    answer, replica = task_rpc(target, "tools/call", tool, {"name": tool, "arguments": arguments})
+    result = answer.get("result") or {}
+    if result.get("resultType") != "task":
+        fail(f"tasks: {tool} did not become a task: {answer}")
+    return result["taskId"], replica
+
+
+def poll_task(target, task_id, wanted, within, seen=None):
+    """Polls tasks/get through the balancer until the task is `wanted`; the last task read."""
+    deadline = time.monotonic() + within
+    while True:
+        answer, replica = task_rpc(target, "tasks/get", task_id, {"taskId": task_id})
+        task = answer.get("result")
+        if task is None:
+            fail(f"tasks: tasks/get {task_id}: {answer}")
+        if seen is not None:
+            seen.add(replica)
+        if task.get("status") == wanted:
+            return task
+        if task.get("status") in ("completed", "failed", "cancelled"):
+            fail(f"tasks: {task_id} ended {task.get('status')}, not {wanted}: {task}")
+        if time.monotonic() > deadline:
+            fail(f"tasks: {task_id} not {wanted} within {within} s: {task}")
+        time.sleep(0.1)
+
+
+def check_tasks(target, replicas):
+    # Polled to its end through every replica.
+    task_id, creator = start_task(target, "slow_compute", {"seconds": 2, "label": "cluster"})
+    pollers = set()
+    done = poll_task(target, task_id, "completed", 15, pollers)
+    text = json.dumps(done.get("result"))
+    if "Computed cluster in 2 second(s)" not in text:
+        fail(f"tasks: the result read through the balancer is {text}")
+    if pollers - {creator} == set():
+        fail(f"tasks: every poll reached the creating replica {creator}")
+    # Input asked on one replica, answered through whichever the balancer picks.
+    task_id, asker = start_task(target, "confirm_delete", {"filename": "cluster.txt"})
+    waiting = poll_task(target, task_id, "input_required", 15)
+    keys = list((waiting.get("inputRequests") or {}).keys())
+    if not keys:
+        fail(f"tasks: input_required without input requests: {waiting}")
+    answer, answerer = task_rpc(
+        target,
+        "tasks/update",
+        task_id,
+        {"taskId": task_id,
+         "inputResponses": {keys[0]: {"action": "accept", "content": {"confirm": True}}}},
+    )
+    if "result" not in answer:
+        fail(f"tasks: tasks/update: {answer}")
+    done = poll_task(target, task_id, "completed", 15)
+    if "Deleted cluster.txt" not in json.dumps(done.get("result")):
+        fail(f"tasks: the answered task ended with {done}")
+    # Cancelled through the balancer: every replica reads it cancelled.
+    task_id, runner = start_task(target, "slow_compute", {"seconds": 600, "label": "cancel"})
+    answer, canceller = task_rpc(target, "tasks/cancel", task_id, {"taskId": task_id})
+    if "result" not in answer:
+        fail(f"tasks: tasks/cancel: {answer}")
+    readers = set()
+    for _ in range(2 * len(replicas)):
+        answer, replica = task_rpc(target, "tasks/get", task_id, {"taskId": task_id})
+        readers.add(replica)
+        status = (answer.get("result") or {}).get("status")
+        if status != "cancelled":
+            fail(f"tasks: after tasks/cancel through {canceller}, {replica} reads {status}")
+    crossed = sum(1 for a, b in [(asker, answerer), (runner, canceller)] if a != b)
+    ok(
+        f"tasks: one created on {creator} polled to completion through {len(pollers)} replicas; "
+        f"input asked on {asker} answered through {answerer}; one running on {runner} cancelled "
+        f"through {canceller} and read cancelled by {len(readers)} replicas "
+        f"({crossed} of 2 answers crossed replicas)"
+    )
+    check_session_tasks(target)
+
+
+def session_call(target, sid, method, params):
+    status, response, text = target.send(
+        "POST",
+        {"jsonrpc": "2.0", "id": 2, "method": method, "params": params},
+        session_headers(sid),
+        timeout=30,
+    )
+    if status != 200:
+        fail(f"tasks (session): {method}: HTTP {status}: {text}")
+    answers = [m for m in messages(text) if "result" in m or "error" in m]
+    if not answers:
+        fail(f"tasks (session): {method}: no answer: {text}")
+    return answers[-1], response.getheader("X-Replica")
+
+
+def check_session_tasks(target):
+    sid = initialize(target)
+    created, creator = session_call(
+        target, sid, "tools/call",
+        {"name": "slow_compute", "arguments": {"seconds": 1, "label": "session"},
+         "task": {"ttl": 60000}},
+    )
+    task_id = ((created.get("result") or {}).get("task") or {}).get("taskId")
+    if not task_id:
+        fail(f"tasks (session): no task created: {created}")
+    listed, lister = session_call(target, sid, "tasks/list", {})
+    ids = [t.get("taskId") for t in (listed.get("result") or {}).get("tasks", [])]
+    if ids != [task_id]:
+        fail(f"tasks (session): tasks/list through {lister} answered {ids}, not [{task_id}]")
+    result, waiter = session_call(target, sid, "tasks/result", {"taskId": task_id})
+    if "Computed session in 1 second(s)" not in json.dumps(result.get("result")):
+        fail(f"tasks (session): tasks/result through {waiter} answered {result}")
+    got, getter = session_call(target, sid, "tasks/get", {"taskId": task_id})
+    if (got.get("result") or {}).get("status") != "completed":
+        fail(f"tasks (session): tasks/get through {getter} answered {got}")
+    replicas = {creator, lister, waiter, getter}
+    if len(replicas) < 2:
+        fail(f"tasks (session): every request reached {creator}")
+    ok(
+        f"tasks (session): a 2025-11-25 task created on {creator}, listed through {lister}, "
+        f"its result waited for through {waiter} and read through {getter}"
+    )
+
+
+def check_taskkill(target, replicas, lease):
+    finished, _ = start_task(target, "slow_compute", {"seconds": 1, "label": "kept"})
+    poll_task(target, finished, "completed", 15)
+    task_id, runner = start_task(target, "slow_compute", {"seconds": 600, "label": "orphan"})
+    port = (runner or "").rsplit(":", 1)[-1]
+    if port not in replicas:
+        fail(f"taskkill: the task was created by {runner!r}, not a known replica")
+    poll_task(target, task_id, "working", 5)
+    os.kill(replicas[port], signal.SIGKILL)
+    killed = time.monotonic()
+    task = poll_task(target, task_id, "failed", lease * 3 + 5)
+    took = time.monotonic() - killed
+    reason = (task.get("error") or {}).get("message", "")
+    if "stopped before the task finished" not in reason:
+        fail(f"taskkill: the orphaned task failed without its reason: {task}")
+    kept = poll_task(target, finished, "completed", 5)
+    if "Computed kept" not in json.dumps(kept.get("result")):
+        fail(f"taskkill: a finished task's result was lost with its replica: {kept}")
+    ok(
+        f"taskkill: replica :{port} SIGKILLed while running a task; the task read failed "
+        f"through the balancer {took:.1f} s later ({reason!r}); a finished task's result kept"
+    )
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
     parser.add_argument(
-        "checks", nargs="+", choices=["session", "resume", "outage", "listen", "elicit"]
+        "checks",
+        nargs="+",
+        choices=["session", "resume", "outage", "listen", "elicit", "tasks", "taskkill"],
     )
     parser.add_argument("--replica", action="append", default=[], help="PORT=PID")
     parser.add_argument("--redis-cli", default="redis-cli")
     parser.add_argument("--redis-pid", type=int)
     parser.add_argument("--store-timeout", type=float, default=2.0)
+    parser.add_argument("--task-lease", type=float, default=5.0)
     args = parser.parse_args()
     replicas = {}
     for item in args.replica:
@@ -471,6 +638,10 @@ def main():
             check_listen(target, replicas)
         elif check == "elicit":
             check_elicit(target, replicas)
+        elif check == "tasks":
+            check_tasks(target, replicas)
+        elif check == "taskkill":
+            check_taskkill(target, replicas, args.task_lease)
         elif check == "outage":
             if not args.redis_pid:
                 fail("outage needs --redis-pid")

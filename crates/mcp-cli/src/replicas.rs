@@ -18,8 +18,8 @@ const PREVIOUS_KEY_ENV: &str = "MCP_SEALING_KEY_PREVIOUS";
 /// Options of `mcp serve` for running several replicas behind one load balancer.
 #[derive(Debug, Args, Clone)]
 pub struct ReplicaArgs {
-    /// Keep sessions and resumable SSE streams in Redis (redis://HOST:PORT[/DB]), shared by
-    /// every replica: any of them serves any session (needs --http)
+    /// Keep sessions, resumable SSE streams and tasks in Redis (redis://HOST:PORT[/DB]), shared
+    /// by every replica: any of them serves any session or task (needs --http)
     #[arg(long, value_name = "URL", requires = "http")]
     pub redis: Option<String>,
     /// Seal requestState with the key on the first line of FILE (at least 32 bytes); a second
@@ -111,7 +111,8 @@ pub async fn connect(args: &ReplicaArgs) -> Result<Shared, Fail> {
 }
 
 /// The example server's builder with the configured sealing keys and, with `--redis`, the
-/// change bus (list changes and resource updates reach every replica's clients).
+/// change bus (list changes and resource updates reach every replica's clients) and the task
+/// backend (a task of the extension is read, answered and cancelled through any replica).
 pub fn configure_server(
     args: &ReplicaArgs,
     shared: &Shared,
@@ -126,7 +127,9 @@ pub fn configure_server(
     };
     #[cfg(feature = "redis")]
     if let Some(store) = &shared.store {
-        return Ok(builder.change_bus(store.clone()));
+        return Ok(builder
+            .change_bus(store.clone())
+            .task_backend(store.clone()));
     }
     let _ = shared;
     Ok(builder)

@@ -99,7 +99,10 @@ pub use stateless::seal::{
     Binding, KeyError, RequestStateSealer, RequestStateSubject, SealError, SealedState, SealingKey,
     StateError,
 };
-pub use tasks::{TaskOptions, TaskSupport};
+pub use tasks::{
+    LoadedTask, SharedTask, TaskBackend, TaskBackendError, TaskFuture, TaskOptions, TaskSignal,
+    TaskSignalHandler, TaskSupport,
+};
 pub use uri_template::{TemplateVars, UriTemplate};
 
 /// The `schemars` this crate derives schemas with (version 1), for naming its types

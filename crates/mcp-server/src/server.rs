@@ -437,6 +437,7 @@ pub struct ServerBuilder {
     sealing_key: Option<SealingKey>,
     previous_sealing_key: Option<SealingKey>,
     change_bus: Option<Arc<dyn crate::bus::ChangeBus>>,
+    task_backend: Option<Arc<dyn crate::tasks::TaskBackend>>,
     enable_tasks: bool,
     subject: Option<Arc<SubjectFn>>,
     check_schemas_at_build: bool,
@@ -469,6 +470,7 @@ impl Server {
             sealing_key: None,
             previous_sealing_key: None,
             change_bus: None,
+            task_backend: None,
             enable_tasks: false,
             subject: None,
             check_schemas_at_build: cfg!(debug_assertions),
@@ -627,6 +629,20 @@ impl ServerBuilder {
     /// [`ChangeBus`](crate::ChangeBus)).
     pub fn change_bus(mut self, bus: Arc<dyn crate::bus::ChangeBus>) -> Self {
         self.change_bus = Some(bus);
+        self
+    }
+
+    /// Keeps tasks in `backend`, shared with the other replicas of this server: a task created
+    /// through one replica is read (`tasks/get`), answered (`tasks/update`), cancelled, listed
+    /// and its result read (`tasks/result`, 2025-11-25) through any other, while its handler
+    /// runs on the replica that created it, which renews the task's lease. A task whose replica
+    /// stopped is ended `failed` when next read (see [`TaskBackend`](crate::TaskBackend)).
+    /// Tasks of 2025-11-25 sessions are shared when the transport names the session (the
+    /// Streamable HTTP transport, with the feature `http`). Without a backend, tasks are found
+    /// only by the replica that holds them. The backend's signals are subscribed to when the
+    /// server is built (inside a Tokio runtime).
+    pub fn task_backend(mut self, backend: Arc<dyn crate::tasks::TaskBackend>) -> Self {
+        self.task_backend = Some(backend);
         self
     }
 
@@ -959,7 +975,11 @@ impl ServerBuilder {
                 skills: self.skills,
             }),
         };
-        let tasks = Arc::new(TaskStore::new(self.options.tasks));
+        let tasks = Arc::new(match self.task_backend {
+            Some(backend) => TaskStore::with_backend(self.options.tasks, backend),
+            None => TaskStore::new(self.options.tasks),
+        });
+        crate::tasks::shared::subscribe(&tasks);
         Ok(Server {
             inner: Arc::new(ServerInner {
                 info_json: mcp_jsonrpc::to_raw(&self.info)

@@ -13,7 +13,10 @@
 //!   (fields `seq` and `data`), capped at [`RedisConfig::max_events_per_stream`] entries and
 //!   expiring after [`RedisConfig::event_ttl`] without appends; `<prefix>:streams:<session>` is
 //!   the set of a session's stream names, so that a session's events go with it;
-//! * answers travel on the pub/sub channel `<prefix>:answers`, changes on `<prefix>:changes`.
+//! * answers travel on the pub/sub channel `<prefix>:answers`, changes on `<prefix>:changes`;
+//! * (feature `server`) the tasks of the extension, as `mcp_server::TaskBackend`: one hash per
+//!   task, `<prefix>:task:<id>`, with a lease its replica renews, and signals on
+//!   `<prefix>:tasks` (see `docs/deploy.md`).
 //!
 //! Every command is bounded by [`RedisConfig::timeout`]: with Redis unreachable a call fails
 //! with a [`StoreError`] within that time (the HTTP server answers `503`), and the connection
@@ -27,6 +30,7 @@
 //! let store = Arc::new(RedisStore::connect("redis://127.0.0.1:6379/0", RedisConfig::default()).await?);
 //! let server = mcp_server::Server::builder(info)
 //!     .change_bus(store.clone())
+//!     .task_backend(store.clone())
 //!     // .tool(...) ...
 //!     .build()?;
 //! let service = StreamableHttpService::builder(server.connection_handler())
@@ -36,6 +40,9 @@
 //!     .build();
 //! ```
 #![deny(missing_docs)]
+
+#[cfg(feature = "server")]
+mod tasks;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -67,6 +74,13 @@ pub struct RedisConfig {
     pub max_event_bytes: usize,
     /// The longest one store call waits for Redis, connecting included (default 2 s).
     pub timeout: Duration,
+    /// How long the replica running a task vouches for it (default 5 s; renewed three times as
+    /// often). A task whose lease ran out before it ended is ended `failed` by the next replica
+    /// that reads it.
+    pub task_lease: Duration,
+    /// The most tasks of the extension kept in Redis at the same time, over every replica
+    /// (default 100 000); a call that would create one more is refused.
+    pub max_tasks: usize,
 }
 
 impl Default for RedisConfig {
@@ -78,6 +92,8 @@ impl Default for RedisConfig {
             max_events_per_stream: 1024,
             max_event_bytes: 4 * 1024 * 1024,
             timeout: Duration::from_secs(2),
+            task_lease: Duration::from_secs(5),
+            max_tasks: 100_000,
         }
     }
 }

@@ -3,8 +3,12 @@
 //! once it is declared here as `mod NAME;` (`mcp-tests` checks every package for this).
 
 // Shared by several test modules.
+#[path = "support/http.rs"]
+mod http;
 mod support;
 
 // One module per test file.
 mod replicas;
 mod store;
+#[cfg(feature = "server")]
+mod tasks;

@@ -2,17 +2,18 @@
 //! other, a stream is resumed on the other, and Redis going away gives 503 within the store's
 //! timeout.
 
-use crate::support;
+use crate::{http, support};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use http::{Answer, read_until, read_within, send, serve};
 use mcp_store_redis::{RedisConfig, RedisStore};
-use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
+use mcp_transport_http::server::HttpServerConfig;
 use support::RedisServer;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 
 const VERSION: &str = "2025-11-25";
 
@@ -32,94 +33,36 @@ async fn replica(url: &str, timeout: Duration) -> SocketAddr {
         .change_bus(store.clone())
         .build()
         .unwrap();
-    let service = StreamableHttpService::builder(server.connection_handler())
-        .config(
-            HttpServerConfig::default()
-                .path("/mcp")
-                .store_touch_interval(Duration::ZERO),
-        )
-        .session_store(store.clone())
-        .event_store(store.clone())
-        .message_bus(store)
-        .build();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(service.serve_with_listener(listener, std::future::pending()));
-    addr
-}
-
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.eq_ignore_ascii_case(name).then(|| v.trim())
-        })
-    }
-
-    /// The `id:` lines of an SSE body, in order.
-    fn event_ids(&self) -> Vec<String> {
-        self.body
-            .lines()
-            .filter_map(|l| l.strip_prefix("id: ").or_else(|| l.strip_prefix("id:")))
-            .map(|s| s.trim().to_owned())
-            .collect()
-    }
-}
-
-/// One HTTP/1.1 exchange with `Connection: close`, read to the end (at most 10 s).
-async fn send(
-    addr: SocketAddr,
-    method: &str,
-    headers: &[(&str, &str)],
-    body: Option<&str>,
-) -> Answer {
-    let mut request = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nAccept: application/json, text/event-stream\r\n",
-        addr.port()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    if let Some(body) = body {
-        request.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            body.len()
-        ));
-    }
-    request.push_str("\r\n");
-    request.push_str(body.unwrap_or_default());
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
-        .await
-        .expect("the answer within 10 s")
-        .unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Answer {
-        status,
-        head: head.to_owned(),
-        body: body.to_owned(),
-    }
+    let config = HttpServerConfig::default().store_touch_interval(Duration::ZERO);
+    serve(&server, store, config).await
 }
 
 async fn initialize(addr: SocketAddr) -> Answer {
+    initialize_with(addr, "{}").await
+}
+
+/// `initialize` with these client capabilities (JSON).
+async fn initialize_with(addr: SocketAddr, capabilities: &str) -> Answer {
     let body = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{VERSION}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{VERSION}","capabilities":{capabilities},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
     );
     send(addr, "POST", &[], Some(&body)).await
+}
+
+/// A session opened on `a` with these client capabilities and initialized through `b`: its
+/// id.
+async fn open_session(a: SocketAddr, b: SocketAddr, capabilities: &str) -> String {
+    let init = initialize_with(a, capabilities).await;
+    assert_eq!(init.status, 200, "{}", init.body);
+    let sid = init.header("mcp-session-id").unwrap().to_owned();
+    let done = post(
+        b,
+        &sid,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(done.status, 202, "{}", done.body);
+    sid
 }
 
 async fn post(addr: SocketAddr, sid: &str, body: &str) -> Answer {
@@ -140,16 +83,7 @@ async fn a_session_and_its_streams_move_between_replicas() {
     let a = replica(&redis.url(), Duration::from_secs(1)).await;
     let b = replica(&redis.url(), Duration::from_secs(1)).await;
 
-    let init = initialize(a).await;
-    assert_eq!(init.status, 200, "{}", init.body);
-    let sid = init.header("mcp-session-id").unwrap().to_owned();
-    let done = post(
-        b,
-        &sid,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .await;
-    assert_eq!(done.status, 202, "{}", done.body);
+    let sid = open_session(a, b, "{}").await;
     let tools = post(b, &sid, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#).await;
     assert_eq!(tools.status, 200, "{}", tools.body);
     assert!(tools.body.contains("countdown"), "{}", tools.body);
@@ -256,21 +190,6 @@ async fn redis_down_gives_503_within_the_timeout_and_the_replica_recovers() {
     assert_eq!(lost.status, 404, "{}", lost.body);
 }
 
-/// Reads an open stream until `needle` shows up (at most 10 s); returns everything read.
-async fn read_until(stream: &mut TcpStream, seen: &mut String, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut buf = [0u8; 4096];
-    while !seen.contains(needle) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let n = tokio::time::timeout(left, stream.read(&mut buf))
-            .await
-            .unwrap_or_else(|_| panic!("no {needle:?} within 10 s in {seen}"))
-            .unwrap();
-        assert!(n > 0, "the stream ended before {needle:?}: {seen}");
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_elicitation_is_answered_through_another_replica() {
     let Some(redis) = RedisServer::start() else {
@@ -278,19 +197,7 @@ async fn an_elicitation_is_answered_through_another_replica() {
     };
     let a = replica(&redis.url(), Duration::from_secs(1)).await;
     let b = replica(&redis.url(), Duration::from_secs(1)).await;
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{VERSION}","capabilities":{{"elicitation":{{}}}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
-    );
-    let init = send(a, "POST", &[], Some(&body)).await;
-    assert_eq!(init.status, 200, "{}", init.body);
-    let sid = init.header("mcp-session-id").unwrap().to_owned();
-    let done = post(
-        b,
-        &sid,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .await;
-    assert_eq!(done.status, 202);
+    let sid = open_session(a, b, r#"{"elicitation":{}}"#).await;
 
     // The tool runs on A and asks; the answer is POSTed to B.
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greet","arguments":{}}}"#;
@@ -349,17 +256,26 @@ async fn a_change_through_one_replica_reaches_a_listen_stream_on_another() {
     let call = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"touch","arguments":{{}},"_meta":{meta}}}}}"#
     );
-    let touched = send(
-        a,
-        "POST",
-        &[
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", "touch"),
-        ],
-        Some(&call),
-    )
-    .await;
-    assert_eq!(touched.status, 200, "{}", touched.body);
-    read_until(&mut stream, &mut seen, "notifications/resources/updated").await;
+    // B subscribes to the change bus in the background as it starts: a change made before
+    // that is not heard, so A touches again until B hears one (at most 10 s).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let touched = send(
+            a,
+            "POST",
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "touch"),
+            ],
+            Some(&call),
+        )
+        .await;
+        assert_eq!(touched.status, 200, "{}", touched.body);
+        let needle = "notifications/resources/updated";
+        if read_within(&mut stream, &mut seen, needle, Duration::from_millis(500)).await {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no update within 10 s: {seen}");
+    }
 }

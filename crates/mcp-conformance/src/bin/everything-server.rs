@@ -2,8 +2,8 @@
 //! `http://127.0.0.1:$PORT/mcp` (`PORT` from the environment or `--port N`, default 3000), with
 //! DNS-rebinding protection (loopback `Host` and `Origin` only).
 //!
-//! As one of several replicas behind a load balancer: `--redis URL` keeps sessions and
-//! resumable streams in Redis (feature `redis`), and `--sealing-key-file FILE` (first line: the
+//! As one of several replicas behind a load balancer: `--redis URL` keeps sessions, resumable
+//! streams and the tasks of the extension in Redis (feature `redis`), and `--sealing-key-file FILE` (first line: the
 //! key, second line: the previous key; default `MCP_SEALING_KEY`) seals `requestState` with a
 //! key every replica holds.
 
@@ -126,7 +126,9 @@ async fn main() -> std::io::Result<()> {
         fixture::builder().map_err(|e| std::io::Error::other(format!("invalid fixture: {e}")))?;
     #[cfg(feature = "redis")]
     if let Some(store) = &store {
-        builder = builder.change_bus(store.clone());
+        builder = builder
+            .change_bus(store.clone())
+            .task_backend(store.clone());
     }
     let mut keys = sealing_keys(&options).map_err(invalid)?.into_iter();
     if let Some(current) = keys.next() {

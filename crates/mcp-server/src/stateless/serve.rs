@@ -402,13 +402,25 @@ pub(crate) async fn serve_lifted<S: std::borrow::Borrow<Server>>(
         }
         Route::Tasks => {
             let owner = server.subject(&request.extensions);
-            tasks::serve::handle(
-                server,
-                &request.method,
-                params.whole(),
-                &meta.client_capabilities,
-                owner.as_deref(),
-            )
+            if server.inner.tasks.shared().is_some() {
+                // Boxed: only servers whose tasks are shared wait on the store here.
+                Box::pin(tasks::serve::handle_shared(
+                    server,
+                    &request.method,
+                    params.whole(),
+                    &meta.client_capabilities,
+                    owner.as_deref(),
+                ))
+                .await
+            } else {
+                tasks::serve::handle(
+                    server,
+                    &request.method,
+                    params.whole(),
+                    &meta.client_capabilities,
+                    owner.as_deref(),
+                )
+            }
         }
         // Boxed: held in place, the call's future (which holds the request again, as an async
         // fn's arguments are) would put this one past the allocator's per-thread cache.

@@ -16,14 +16,26 @@
 //! `tasks/list` and `tasks/cancel`, with input asked by requests on the session.
 //!
 //! Tasks live in an in-process store (see [`TaskOptions`] for its limits): they do not survive
-//! a restart and are found only by the replica that holds them, so a deployment with several
-//! replicas routes the tasks methods by their `Mcp-Name` header (the task id).
+//! a restart and are found only by the replica that holds them. A deployment with several
+//! replicas either routes the tasks methods by their `Mcp-Name` header (the task id), or gives
+//! the server a [`TaskBackend`]
+//! ([`ServerBuilder::task_backend`](crate::ServerBuilder::task_backend)): tasks are then read,
+//! updated, cancelled, listed and their results read through any replica, while their handlers
+//! run on the replica that created them. Tasks of 2025-11-25 are shared when the transport
+//! names their session (the Streamable HTTP transport does, with the feature `http`); otherwise
+//! they stay on the replica that runs them.
 
 pub(crate) mod channel;
 pub(crate) mod serve;
 pub(crate) mod session;
+pub(crate) mod shared;
 pub(crate) mod store;
 mod time;
+
+pub use shared::{
+    LoadedTask, SharedTask, TaskBackend, TaskBackendError, TaskFuture, TaskSignal,
+    TaskSignalHandler,
+};
 
 use std::time::Duration;
 

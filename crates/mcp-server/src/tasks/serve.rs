@@ -102,13 +102,17 @@ pub(crate) enum Ran {
 }
 
 /// Which form of task a call may become.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) enum Form {
     /// The extension of 2026-07-28: asks park the task until `tasks/update`.
     Extension,
     /// 2025-11-25: the task belongs to its session, which its asks and notifications reach;
-    /// it lives for `ttl` at most (the store's time to live when longer or absent).
-    Session { ttl: Option<std::time::Duration> },
+    /// it lives for `ttl` at most (the store's time to live when longer or absent). With `key`
+    /// (the session's id, when the store is shared) other replicas find it too.
+    Session {
+        ttl: Option<std::time::Duration>,
+        key: Option<Arc<str>>,
+    },
 }
 
 /// The limits on the input one task may ask for.
@@ -142,11 +146,19 @@ pub(crate) async fn run_as(
     let inner = &server.inner;
     let (start, mut started) = oneshot::channel::<StartTask>();
     let (placement, session_channel) = match form {
-        Form::Extension => (Placement::default(), None),
-        Form::Session { ttl } => (
+        Form::Extension => (
+            Placement {
+                shared: true,
+                ..Placement::default()
+            },
+            None,
+        ),
+        Form::Session { ttl, key } => (
             Placement {
                 session: Some(Arc::clone(&scope)),
                 ttl,
+                shared: key.is_some(),
+                session_key: key,
             },
             Some(channel.detached().unwrap_or_else(|| Arc::clone(&channel))),
         ),
@@ -204,6 +216,16 @@ pub(crate) async fn run_as(
                         return Ran::Finished(Err(internal(e)));
                     }
                 };
+                if task.is_shared() {
+                    // Stored before the call is answered: the next request may reach any
+                    // replica.
+                    if let Err(e) = super::shared::publish(&inner.tasks, &task).await {
+                        tracing::warn!(error = %e, "no task created");
+                        inner.tasks.remove(&task.id);
+                        let _ = ack.send(None);
+                        return Ran::Finished(Err(internal(e)));
+                    }
+                }
                 task_channel.became(Arc::clone(&task));
                 if let Some(link) = link.take() {
                     link.disarm();
@@ -345,6 +367,32 @@ pub(crate) fn served(server: &Server) -> bool {
         .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
 }
 
+/// The task id and, for `tasks/update`, the answers of a tasks method; refused when the server
+/// does not serve the extension or the request did not declare it.
+fn parse(
+    server: &Server,
+    method: &str,
+    params: Option<&Value>,
+    capabilities: &ClientCapabilities,
+) -> Result<(String, Option<std::collections::BTreeMap<String, Value>>), ErrorObject> {
+    if !served(server) {
+        return Err(ErrorObject::method_not_found(method));
+    }
+    if !wire::declares_extension(capabilities, TASKS_EXTENSION) {
+        return Err(rpc_error(wire::missing_extension(TASKS_EXTENSION)));
+    }
+    let params = params.cloned().unwrap_or(Value::Null);
+    if method == METHOD_UPDATE {
+        let p: UpdateTaskParams =
+            serde_json::from_value(params).map_err(ErrorObject::invalid_params)?;
+        Ok((p.task_id, Some(p.input_responses)))
+    } else {
+        let p: TaskIdParams =
+            serde_json::from_value(params).map_err(ErrorObject::invalid_params)?;
+        Ok((p.task_id, None))
+    }
+}
+
 /// `tasks/get`, `tasks/update` and `tasks/cancel` of a stateless request.
 ///
 /// `-32601` when the server does not serve the extension, `-32021` when the request did not
@@ -357,22 +405,7 @@ pub(crate) fn handle(
     capabilities: &ClientCapabilities,
     owner: Option<&str>,
 ) -> Result<RawJson, ErrorObject> {
-    if !served(server) {
-        return Err(ErrorObject::method_not_found(method));
-    }
-    if !wire::declares_extension(capabilities, TASKS_EXTENSION) {
-        return Err(rpc_error(wire::missing_extension(TASKS_EXTENSION)));
-    }
-    let params = params.cloned().unwrap_or(Value::Null);
-    let (id, responses) = if method == METHOD_UPDATE {
-        let p: UpdateTaskParams =
-            serde_json::from_value(params).map_err(ErrorObject::invalid_params)?;
-        (p.task_id, Some(p.input_responses))
-    } else {
-        let p: TaskIdParams =
-            serde_json::from_value(params).map_err(ErrorObject::invalid_params)?;
-        (p.task_id, None)
-    };
+    let (id, responses) = parse(server, method, params, capabilities)?;
     let Some(task) = server.inner.tasks.get(&id, owner) else {
         return Err(ErrorObject::invalid_params(format!("unknown task: {id}")));
     };
@@ -384,6 +417,40 @@ pub(crate) fn handle(
         }
         (METHOD_CANCEL, _) => {
             task.cancel();
+            Value::Object(JsonObject::new())
+        }
+        _ => return Err(ErrorObject::method_not_found(method)),
+    };
+    lower(server, method, value, ResultType::Complete)
+}
+
+/// [`handle`] on a server whose tasks of the extension are shared between replicas: the task
+/// is read from the shared backend, its answers and cancellation reach the replica running it.
+pub(crate) async fn handle_shared(
+    server: &Server,
+    method: &str,
+    params: Option<&Value>,
+    capabilities: &ClientCapabilities,
+    owner: Option<&str>,
+) -> Result<RawJson, ErrorObject> {
+    let store = &server.inner.tasks;
+    let (id, responses) = parse(server, method, params, capabilities)?;
+    let finder = super::shared::Finder {
+        owner,
+        session: None,
+    };
+    let value = match (method, responses) {
+        (METHOD_GET, _) => {
+            let task = super::shared::get(store, &id, finder).await?;
+            serde_json::to_value(task.detailed).map_err(internal)?
+        }
+        (METHOD_UPDATE, Some(responses)) => {
+            super::shared::update(store, &id, owner, responses).await?;
+            Value::Object(JsonObject::new())
+        }
+        (METHOD_CANCEL, _) => {
+            // Cancelling a task that ended is acknowledged too.
+            let _ = super::shared::cancel(store, &id, finder, None).await?;
             Value::Object(JsonObject::new())
         }
         _ => return Err(ErrorObject::method_not_found(method)),

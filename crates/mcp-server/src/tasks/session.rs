@@ -166,6 +166,7 @@ async fn start(
     ttl: Option<Duration>,
 ) -> Result<RawJson, ErrorObject> {
     let owner = server.subject(&request.extensions);
+    let key = shared_session(server, &request.extensions).map(Arc::<str>::from);
     let scope = Arc::clone(&origin.scope);
     let version = scope.version;
     let request_cancel = origin.cancel.token().clone();
@@ -178,7 +179,10 @@ async fn start(
         request,
         owner.clone(),
         || false,
-        Form::Session { ttl },
+        Form::Session {
+            ttl,
+            key: key.clone(),
+        },
     )
     .await;
     let task = match ran {
@@ -192,6 +196,8 @@ async fn start(
             let placement = Placement {
                 session: Some(scope),
                 ttl,
+                shared: key.is_some(),
+                session_key: key,
             };
             let limits = input_limits(server);
             let Ok(task) =
@@ -203,10 +209,32 @@ async fn start(
                 return result;
             };
             task.finish_session(outcome(result, version));
+            if let Err(e) = super::shared::publish(&server.inner.tasks, &task).await {
+                server.inner.tasks.remove(&task.id);
+                return Err(internal(e));
+            }
             task
         }
     };
     created(&task, version)
+}
+
+/// The id of the session a request arrived on, when the server's tasks are shared and the
+/// transport names the session (the Streamable HTTP transport does, feature `http`); `None`
+/// keeps the session's tasks on this replica.
+fn shared_session(server: &Server, extensions: &mcp_jsonrpc::Extensions) -> Option<String> {
+    server.inner.tasks.shared()?;
+    #[cfg(feature = "http")]
+    {
+        extensions
+            .get::<mcp_transport_http::server::SessionId>()
+            .map(|id| id.0.clone())
+    }
+    #[cfg(not(feature = "http"))]
+    {
+        let _ = extensions;
+        None
+    }
 }
 
 /// The `CreateTaskResult` of 2025-11-25: the task under `task`.
@@ -220,7 +248,71 @@ fn created(task: &TaskRecord, version: ProtocolVersion) -> Result<RawJson, Error
 
 /// A task as 2025-11-25 shows it (the result of `tasks/get` and `tasks/cancel`).
 fn shown(task: &TaskRecord) -> Result<RawJson, ErrorObject> {
-    RawJson::serialize(&mcp_types::Task::from(task.task())).map_err(internal)
+    shown_task(task.task())
+}
+
+fn shown_task(task: mcp_types::wire::tasks::Task) -> Result<RawJson, ErrorObject> {
+    RawJson::serialize(&mcp_types::Task::from(task)).map_err(internal)
+}
+
+fn not_cancellable(status: mcp_types::wire::tasks::TaskStatus) -> ErrorObject {
+    ErrorObject::new(
+        codes::INVALID_PARAMS,
+        format!("Cannot cancel task: already in terminal status '{status}'"),
+    )
+}
+
+/// [`method`] on a server whose tasks are shared: the session's tasks as the shared backend
+/// has them.
+async fn shared_method(
+    server: &Server,
+    session: &str,
+    owner: Option<&str>,
+    request: &Request,
+) -> Result<RawJson, ErrorObject> {
+    use super::shared::{self, Finder};
+    let store = &server.inner.tasks;
+    let finder = Finder {
+        owner,
+        session: Some(session),
+    };
+    let raw = request.params.as_deref();
+    if request.method == METHOD_LIST {
+        let p: ListParams = params(raw)?;
+        let tasks = shared::list(store, finder).await?;
+        let entries = tasks
+            .into_iter()
+            .map(|t| (nanos(t.created), t.detailed.task))
+            .collect();
+        return page(server, entries, p.cursor.as_deref());
+    }
+    let p: TaskIdParams = params(raw)?;
+    let id = p.task_id.as_str();
+    let task = match request.method.as_str() {
+        METHOD_GET => shared::get(store, id, finder).await,
+        METHOD_CANCEL => {
+            let message = Some("The task was cancelled by request.");
+            let cancelled = shared::cancel(store, id, finder, message).await;
+            match cancelled {
+                Ok(Ok(task)) => Ok(task),
+                Ok(Err(ended)) => return Err(not_cancellable(ended.status())),
+                Err(e) => Err(e),
+            }
+        }
+        _ => {
+            let task = shared::until_ended(store, id, finder).await?;
+            let detailed = task.detailed;
+            return ended_answer(id, detailed.task.status, detailed.result, detailed.error);
+        }
+    }
+    .map_err(|e| {
+        if e.code == codes::INVALID_PARAMS {
+            not_found(id)
+        } else {
+            e
+        }
+    })?;
+    shown_task(task.detailed.task)
 }
 
 fn not_found(id: &str) -> ErrorObject {
@@ -246,6 +338,9 @@ async fn method(
     }
     let owner = server.subject(&request.extensions);
     let owner = owner.as_deref();
+    if let Some(session) = shared_session(server, &request.extensions) {
+        return shared_method(server, &session, owner, &request).await;
+    }
     let raw = request.params.as_deref();
     let store = &server.inner.tasks;
     if request.method == METHOD_LIST {
@@ -260,12 +355,7 @@ async fn method(
         METHOD_GET => shown(&task),
         METHOD_CANCEL => {
             task.cancel_running("The task was cancelled by request.")
-                .map_err(|status| {
-                    ErrorObject::new(
-                        codes::INVALID_PARAMS,
-                        format!("Cannot cancel task: already in terminal status '{status}'"),
-                    )
-                })?;
+                .map_err(not_cancellable)?;
             shown(&task)
         }
         _ => result(&task).await,
@@ -279,6 +369,16 @@ async fn result(task: &TaskRecord) -> Result<RawJson, ErrorObject> {
     let Some((status, result, error)) = task.ended() else {
         return Err(internal("the server is shutting down"));
     };
+    ended_answer(&task.id, status, result, error)
+}
+
+/// What `tasks/result` answers for a task that ended with `status`, `result` and `error`.
+fn ended_answer(
+    id: &str,
+    status: mcp_types::wire::tasks::TaskStatus,
+    result: Option<JsonObject>,
+    error: Option<mcp_types::RpcError>,
+) -> Result<RawJson, ErrorObject> {
     if let Some(mut result) = result {
         let meta = result
             .entry("_meta")
@@ -286,7 +386,7 @@ async fn result(task: &TaskRecord) -> Result<RawJson, ErrorObject> {
         if let Value::Object(meta) = meta {
             meta.insert(
                 RELATED_TASK_META.to_owned(),
-                serde_json::json!({ "taskId": &*task.id }),
+                serde_json::json!({ "taskId": id }),
             );
         }
         return RawJson::serialize(&result).map_err(internal);
@@ -306,18 +406,17 @@ async fn result(task: &TaskRecord) -> Result<RawJson, ErrorObject> {
     }
     Err(ErrorObject::new(
         codes::INVALID_PARAMS,
-        format!("task {} was {status}: it has no result", task.id),
+        format!("task {id} was {status}: it has no result"),
     ))
 }
 
-/// The opaque position after `task` in the list.
-fn cursor_of(task: &TaskRecord) -> String {
-    let nanos = task
-        .created()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos();
-    format!("{nanos:x}.{}", task.id)
+fn nanos(t: std::time::SystemTime) -> u128 {
+    t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos()
+}
+
+/// The opaque position after the task created at `nanos` with `id` in the list.
+fn cursor_of(nanos: u128, id: &str) -> String {
+    format!("{nanos:x}.{id}")
 }
 
 fn parse_cursor(cursor: &str) -> Option<(u128, &str)> {
@@ -332,35 +431,46 @@ fn list(
     owner: Option<&str>,
     cursor: Option<&str>,
 ) -> Result<RawJson, ErrorObject> {
+    let entries = server
+        .inner
+        .tasks
+        .list_in(owner, Some(scope))
+        .iter()
+        .map(|t| (nanos(t.created()), t.task()))
+        .collect();
+    page(server, entries, cursor)
+}
+
+/// The page after `cursor` of `all` (the tasks with their creation times, oldest first).
+fn page(
+    server: &Server,
+    all: Vec<(u128, mcp_types::wire::tasks::Task)>,
+    cursor: Option<&str>,
+) -> Result<RawJson, ErrorObject> {
     let after = cursor
         .map(|c| {
             parse_cursor(c).ok_or_else(|| ErrorObject::new(codes::INVALID_PARAMS, "invalid cursor"))
         })
         .transpose()?;
-    let all = server.inner.tasks.list_in(owner, Some(scope));
     let from = match after {
         None => 0,
         Some((nanos, id)) => all
             .iter()
-            .position(|t| {
-                let created = t
-                    .created()
-                    .duration_since(UNIX_EPOCH)
-                    .unwrap_or_default()
-                    .as_nanos();
-                (created, &*t.id) > (nanos, id)
-            })
+            .position(|(created, t)| (*created, t.task_id.as_str()) > (nanos, id))
             .unwrap_or(all.len()),
     };
     let size = server.inner.options.page_size;
     let page = &all[from..all.len().min(from.saturating_add(size))];
     let next_cursor = (from + page.len() < all.len())
-        .then(|| page.last().map(|t| cursor_of(t)))
+        .then(|| {
+            page.last()
+                .map(|(created, t)| cursor_of(*created, &t.task_id))
+        })
         .flatten();
     let result = ListTasksResult {
         meta: None,
         next_cursor,
-        tasks: page.iter().map(|t| t.task().into()).collect(),
+        tasks: page.iter().map(|(_, t)| t.clone().into()).collect(),
     };
     RawJson::serialize(&result).map_err(internal)
 }
@@ -427,6 +537,8 @@ mod tests {
         let placement = Placement {
             session: Some(Arc::clone(scope)),
             ttl: Some(Duration::from_secs(60)),
+            shared: false,
+            session_key: None,
         };
         server
             .inner

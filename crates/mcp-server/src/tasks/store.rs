@@ -19,6 +19,7 @@ use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::TaskOptions;
+use super::shared::{Shared, TaskBackend};
 use super::time::rfc3339;
 use crate::context::ClientScope;
 use crate::error::AskError;
@@ -94,6 +95,12 @@ pub(crate) struct Placement {
     pub(crate) session: Option<Arc<ClientScope>>,
     /// The time to live the client asked for; the store's is the most it gets.
     pub(crate) ttl: Option<Duration>,
+    /// The task's record is kept in the store's shared backend too (on a server with a
+    /// [`TaskBackend`](super::shared::TaskBackend)).
+    pub(crate) shared: bool,
+    /// The id of the session of a 2025-11-25 task, by which other replicas find it (with
+    /// `shared`).
+    pub(crate) session_key: Option<Arc<str>>,
 }
 
 /// One task.
@@ -110,6 +117,10 @@ pub(crate) struct TaskRecord {
     /// Fires on `tasks/cancel` and at expiry; the handler's context carries it.
     pub(crate) cancel: CancellationToken,
     limits: InputLimits,
+    /// Its record is mirrored to the shared backend.
+    shared: bool,
+    /// The id of its session, for the shared backend (2025-11-25 tasks).
+    session_key: Option<Arc<str>>,
     state: Mutex<State>,
     changes: broadcast::Sender<Arc<str>>,
 }
@@ -132,6 +143,26 @@ impl TaskRecord {
         state.updated = SystemTime::now().max(self.created);
         // Nobody listening is fine.
         let _ = self.changes.send(Arc::clone(&self.id));
+    }
+
+    /// The caller that created the task.
+    pub(crate) fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
+    }
+
+    /// How long the task is kept after its creation.
+    pub(crate) fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Whether its record is mirrored to the shared backend.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    /// The id of its session, for the shared backend.
+    pub(crate) fn session_key(&self) -> Option<&str> {
+        self.session_key.as_deref()
     }
 
     /// Whether a request of `owner` may see this task.
@@ -243,6 +274,16 @@ impl TaskRecord {
             TaskStatus::Completed => detailed.result.clone_from(&state.result),
             TaskStatus::Failed => detailed.error.clone_from(&state.error),
             TaskStatus::Working | TaskStatus::Cancelled => {}
+        }
+        detailed
+    }
+
+    /// What the shared backend keeps: [`detailed`](Self::detailed), with the result of a task
+    /// that ended `failed` on a tool error (2025-11-25 `tasks/result` answers it).
+    pub(crate) fn shared_view(&self) -> DetailedTask {
+        let mut detailed = self.detailed();
+        if detailed.result.is_none() && detailed.task.status == TaskStatus::Failed {
+            detailed.result.clone_from(&self.state().result);
         }
         detailed
     }
@@ -465,6 +506,8 @@ pub(crate) struct TaskStore {
     changes: std::sync::OnceLock<broadcast::Sender<Arc<str>>>,
     /// Fires when the store is dropped (the server is gone): supervisors stop.
     closed: CancellationToken,
+    /// Where the records of the extension's tasks are shared with other replicas.
+    shared: Option<Shared>,
 }
 
 impl Drop for TaskStore {
@@ -483,7 +526,39 @@ impl TaskStore {
             tasks: Mutex::new(HashMap::new()),
             changes: std::sync::OnceLock::new(),
             closed: CancellationToken::new(),
+            shared: None,
         }
+    }
+
+    /// A store whose tasks of the extension are shared through `backend`.
+    pub(crate) fn with_backend(options: TaskOptions, backend: Arc<dyn TaskBackend>) -> Self {
+        let mut store = Self::new(options);
+        store.shared = Some(Shared::new(backend));
+        store
+    }
+
+    /// The shared backend, if any.
+    pub(crate) fn shared(&self) -> Option<&Shared> {
+        self.shared.as_ref()
+    }
+
+    pub(crate) fn options(&self) -> &TaskOptions {
+        &self.options
+    }
+
+    /// The task `id` this replica holds, whoever created it.
+    pub(crate) fn local(&self, id: &str) -> Option<Arc<TaskRecord>> {
+        lock(&self.tasks).get(id).cloned()
+    }
+
+    /// The ids of the shared tasks this replica holds (only those still running with
+    /// `running`).
+    pub(crate) fn shared_ids(&self, running: bool) -> Vec<Arc<str>> {
+        lock(&self.tasks)
+            .values()
+            .filter(|t| t.shared && !(running && t.status().is_terminal()))
+            .map(|t| Arc::clone(&t.id))
+            .collect()
     }
 
     pub(crate) fn closed(&self) -> CancellationToken {
@@ -567,6 +642,8 @@ impl TaskStore {
             poll_interval: self.options.poll_interval,
             cancel,
             limits,
+            shared: placement.shared && self.shared.is_some(),
+            session_key: placement.session_key,
             state: Mutex::new(State {
                 status: TaskStatus::Working,
                 message: None,
