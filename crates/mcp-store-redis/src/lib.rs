@@ -127,7 +127,8 @@ pub struct RedisStore {
     config: RedisConfig,
     /// Dropped with the last clone: the bus subscriptions end then.
     alive: Arc<()>,
-    /// Tells this store's own published changes from the other replicas'.
+    /// Tells this store's own published changes from the other replicas' (the change bus).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     origin: Arc<str>,
 }
 

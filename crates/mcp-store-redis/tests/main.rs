@@ -3,11 +3,13 @@
 //! once it is declared here as `mod NAME;` (`mcp-tests` checks every package for this).
 
 // Shared by several test modules.
+#[cfg(feature = "server")]
 #[path = "support/http.rs"]
 mod http;
 mod support;
 
 // One module per test file.
+#[cfg(feature = "server")]
 mod replicas;
 mod store;
 #[cfg(feature = "server")]
