@@ -24,7 +24,6 @@ use mcp_otel::names::{
 use mcp_otel::{Core, Direction, Operation, Outcome, Peek, Side};
 use mcp_transport_http::client::HttpClientHandle;
 use mcp_types::ProtocolVersion;
-use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::{Link, SpanBuilder, SpanKind, TraceContextExt, Tracer, TracerProvider};
 use opentelemetry::{Context, KeyValue};
 use serde::Deserialize;
@@ -257,7 +256,7 @@ impl Spans {
                     .get("mcp-session-id")
                     .and_then(|v| v.to_str().ok());
                 received_span.extend(session(id.map(str::to_owned)));
-                let linked = receiver.extract(&Headers(&parts.headers));
+                let linked = receiver.extract(&mcp_otel::HeaderCarrier(&parts.headers));
                 let linked = linked.span().span_context().clone();
                 if linked.is_valid() {
                     links.push(Link::with_context(linked));
@@ -379,19 +378,6 @@ fn requested(params: Option<&RawValue>) -> Option<ProtocolVersion> {
     }
     let params: Params<'_> = serde_json::from_str(params?.get()).ok()?;
     params.meta.version.parse().ok()
-}
-
-/// An HTTP request's headers as a carrier.
-struct Headers<'a>(&'a http::HeaderMap);
-
-impl Extractor for Headers<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(|v| v.to_str().ok())
-    }
-
-    fn keys(&self) -> Vec<&str> {
-        self.0.keys().map(http::HeaderName::as_str).collect()
-    }
 }
 
 #[cfg(test)]

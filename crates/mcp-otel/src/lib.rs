@@ -395,6 +395,20 @@ impl Extractor for MetaPeek<'_> {
     }
 }
 
+/// An HTTP request's headers as a propagation carrier: the trace context of the request that
+/// carried a message, which its span links to.
+pub struct HeaderCarrier<'a>(pub &'a http::HeaderMap);
+
+impl opentelemetry::propagation::Extractor for HeaderCarrier<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}
+
 /// The name of a span: `{method} {target}`, or the method alone.
 pub fn span_name(method: &str, target: Option<&str>) -> String {
     match target {

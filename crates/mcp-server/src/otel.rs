@@ -28,7 +28,6 @@ use mcp_jsonrpc::{ErrorObject, Extensions, Id, RawJson};
 use mcp_otel::{Direction, Outcome, Peek};
 use mcp_types::ProtocolVersion;
 use opentelemetry::global::BoxedSpan;
-use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::{FutureExt, Link, SpanBuilder, SpanKind, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 use serde_json::value::RawValue;
@@ -89,19 +88,6 @@ pub(crate) struct Inbound<'a> {
     pub(crate) version: Option<ProtocolVersion>,
 }
 
-/// An HTTP request's headers as a carrier.
-struct Headers<'a>(&'a http::HeaderMap);
-
-impl Extractor for Headers<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(|v| v.to_str().ok())
-    }
-
-    fn keys(&self) -> Vec<&str> {
-        self.0.keys().map(http::HeaderName::as_str).collect()
-    }
-}
-
 /// One request or notification being served, or sent by the server: its span and what its
 /// duration is recorded with. Ended by [`Operation::end`] (or [`Operation::end_sent`]);
 /// dropped unended (the request was cancelled, or its connection closed), it ends with
@@ -133,7 +119,7 @@ impl Telemetry {
                 .get("mcp-session-id")
                 .and_then(|v| v.to_str().ok());
             // The HTTP exchange's context is the transport's, not the message's: a link.
-            let transport = self.0.extract(&Headers(&parts.headers));
+            let transport = self.0.extract(&mcp_otel::HeaderCarrier(&parts.headers));
             let linked = transport.span().span_context().clone();
             if linked.is_valid() {
                 links.push(Link::with_context(linked));
