@@ -105,6 +105,17 @@ fn server(stopped: Arc<AtomicUsize>, finished: Arc<AtomicUsize>, store: Arc<Redi
         .unwrap()
 }
 
+impl Replica {
+    /// Waits (at most 5 s) until one of this replica's handlers was stopped before its end.
+    async fn handler_stopped(&self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.stopped.load(Ordering::SeqCst) == 0 {
+            assert!(Instant::now() < deadline, "the handler was not stopped");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
 async fn replica(url: &str, lease: Duration) -> Replica {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -293,14 +304,7 @@ async fn a_task_created_on_one_replica_is_followed_and_finished_through_another(
     assert!(cancelled.get("result").is_some(), "{cancelled}");
     assert_eq!(get(a.addr, &id).await["status"], "cancelled");
     assert_eq!(get(b.addr, &id).await["status"], "cancelled");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while a.stopped.load(Ordering::SeqCst) == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the handler on A was not stopped"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    a.handler_stopped().await;
     // Cancelling again is acknowledged and changes nothing.
     let again = rpc(a.addr, "tasks/cancel", &id, json!({"taskId": id})).await;
     assert!(again.get("result").is_some(), "{again}");
@@ -470,14 +474,7 @@ async fn a_session_task_is_read_listed_cancelled_and_its_result_waited_for_on_an
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
     let again = on_session(a.addr, &sid, "tasks/cancel", json!({"taskId": long})).await;
     assert_eq!(again["error"]["code"], -32602, "{again}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while a.stopped.load(Ordering::SeqCst) == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the handler on A was not stopped"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    a.handler_stopped().await;
 
     // The replica running a task dies: tasks/result on B ends with the reason.
     let orphan = session_task(a.addr, &sid, 60_000).await;
