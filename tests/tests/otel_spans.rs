@@ -455,17 +455,18 @@ async fn stdio_stateless_requests_trace_client_server_and_tool() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_sessions_trace_client_server_and_tool() {
+/// The scenario over Streamable HTTP in `version`, checked; the server's spans name the
+/// session when the revision has one.
+async fn http_traces_client_server_and_tool(version: ProtocolVersion) {
     sdk();
-    let (session, served) = http_session(ProtocolVersion::V2025_11_25).await;
-    let scenario = run(&session, "http 2025-11-25").await;
+    let (session, served) = http_session(version).await;
+    let scenario = run(&session, &format!("http {version}")).await;
     check(
         &scenario,
         &Expect {
-            version: "2025-11-25",
+            version: version.as_str(),
             transport: "tcp",
-            session_id: true,
+            session_id: version.is_session(),
         },
     );
     session.close().await;
@@ -473,20 +474,13 @@ async fn http_sessions_trace_client_server_and_tool() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_sessions_trace_client_server_and_tool() {
+    http_traces_client_server_and_tool(ProtocolVersion::V2025_11_25).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_stateless_requests_trace_client_server_and_tool() {
-    sdk();
-    let (session, served) = http_session(ProtocolVersion::V2026_07_28).await;
-    let scenario = run(&session, "http 2026-07-28").await;
-    check(
-        &scenario,
-        &Expect {
-            version: "2026-07-28",
-            transport: "tcp",
-            session_id: false,
-        },
-    );
-    session.close().await;
-    served.stop().await.expect("the HTTP server stops");
+    http_traces_client_server_and_tool(ProtocolVersion::V2026_07_28).await;
 }
 
 fn w3c(trace: TraceId, span: SpanId) -> String {
