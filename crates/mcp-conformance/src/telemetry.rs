@@ -3,8 +3,8 @@
 //! suite runs through the instrumented path (spans made, trace context read from and written
 //! to `_meta`, durations recorded). Spans are sampled, processed by the SDK's batch processor
 //! and handed to an exporter that counts and discards them; metrics are aggregated and
-//! collected by the SDK's periodic reader for an exporter that drops them. `scripts/conformance --otel` builds and runs the fixtures
-//! so.
+//! collected by the SDK's periodic reader for an exporter that drops them.
+//! `scripts/conformance --otel` builds and runs the fixtures so.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,9 +3,9 @@
 //! DNS-rebinding protection (loopback `Host` and `Origin` only).
 //!
 //! As one of several replicas behind a load balancer: `--redis URL` keeps sessions, resumable
-//! streams and the tasks of the extension in Redis (feature `redis`), and `--sealing-key-file FILE` (first line: the
-//! key, second line: the previous key; default `MCP_SEALING_KEY`) seals `requestState` with a
-//! key every replica holds.
+//! streams and the tasks of the extension in Redis (feature `redis`), and
+//! `--sealing-key-file FILE` (first line: the key, second line: the previous key; default
+//! `MCP_SEALING_KEY`) seals `requestState` with a key every replica holds.
 
 use std::net::{Ipv4Addr, SocketAddr};
 

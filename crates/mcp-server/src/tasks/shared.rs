@@ -144,8 +144,8 @@ pub enum TaskBackendError {
 /// backend's own timeout.
 pub trait TaskBackend: Send + Sync + 'static {
     /// Stores a new task, kept for `ttl` and leased for [`lease`](Self::lease). Refused when
-    /// the task's caller holds `max_per_caller` live tasks already ([`TaskBackendError::CallerFull`];
-    /// requests that name no caller are not counted).
+    /// the task's caller holds `max_per_caller` live tasks already
+    /// ([`TaskBackendError::CallerFull`]; requests that name no caller are not counted).
     fn create<'a>(
         &'a self,
         task: &'a SharedTask,
