@@ -154,37 +154,60 @@ impl std::error::Error for InvalidMessage {}
 /// Every variant is recoverable: the codec has already skipped to the next frame boundary, and
 /// [`FrameError::to_response`] gives the error answer (with `id: null` unless the frame carried a
 /// valid id) that the spec requires.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum FrameError {
     /// The frame is not valid JSON (or not valid UTF-8). Answered with `-32700`.
-    #[error("parse error: {0}")]
-    Parse(#[source] serde_json::Error),
+    Parse(serde_json::Error),
     /// The frame is valid JSON but not a valid message. Answered with `-32600`.
-    #[error("invalid message: {0}")]
-    Invalid(#[source] InvalidMessage),
+    Invalid(InvalidMessage),
     /// The frame is an empty JSON array. Answered with `-32600`.
-    #[error("empty batch")]
     EmptyBatch,
     /// The frame is a batch with more elements than allowed. Answered with `-32600`.
-    #[error("batch has more than {limit} elements")]
     BatchTooLarge {
         /// The configured maximum number of batch elements.
         limit: usize,
     },
     /// The frame is larger than the configured maximum; it was skipped without being buffered.
     /// Answered with `-32600`.
-    #[error("frame exceeds the maximum size of {limit} bytes")]
     TooLarge {
         /// The configured maximum frame size in bytes.
         limit: usize,
     },
     /// A framing header is malformed (`Content-Length` framing, SSE). Answered with `-32700`.
-    #[error("bad frame header: {0}")]
     Header(String),
     /// The stream ended in the middle of a frame. Not answered: the peer is gone.
-    #[error("stream ended inside a frame ({0} bytes left over)")]
     Truncated(usize),
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::Parse(e) => write!(f, "parse error: {e}"),
+            FrameError::Invalid(m) => write!(f, "invalid message: {m}"),
+            FrameError::EmptyBatch => f.write_str("empty batch"),
+            FrameError::BatchTooLarge { limit } => {
+                write!(f, "batch has more than {limit} elements")
+            }
+            FrameError::TooLarge { limit } => {
+                write!(f, "frame exceeds the maximum size of {limit} bytes")
+            }
+            FrameError::Header(h) => write!(f, "bad frame header: {h}"),
+            FrameError::Truncated(n) => {
+                write!(f, "stream ended inside a frame ({n} bytes left over)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FrameError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FrameError::Parse(e) => Some(e),
+            FrameError::Invalid(m) => Some(m),
+            _ => None,
+        }
+    }
 }
 
 impl FrameError {
@@ -218,43 +241,84 @@ impl FrameError {
 }
 
 /// A failure of the underlying transport.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum TransportError {
     /// An I/O error.
-    #[error("I/O error: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
     /// The transport closed, with a human-readable reason (for example a child's exit status).
-    #[error("connection closed: {0}")]
     Closed(String),
     /// Any other transport failure.
-    #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportError::Io(e) => write!(f, "I/O error: {e}"),
+            TransportError::Closed(reason) => write!(f, "connection closed: {reason}"),
+            TransportError::Other(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TransportError::Io(e) => Some(e),
+            // transparent: the wrapped error's own source
+            TransportError::Other(e) => e.source(),
+            TransportError::Closed(_) => None,
+        }
+    }
+}
+
+impl From<io::Error> for TransportError {
+    fn from(e: io::Error) -> Self {
+        TransportError::Io(e)
+    }
+}
+
 /// Why an outgoing request did not produce a result.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum CallError {
     /// The peer answered with an error.
-    #[error("peer returned an error: {0}")]
     Rpc(ErrorObject),
     /// No response arrived in time; `notifications/cancelled` was sent.
-    #[error("request timed out")]
     Timeout,
     /// The request was cancelled locally.
-    #[error("request cancelled")]
     Cancelled,
     /// The connection closed before a response arrived.
-    #[error("connection closed: {0}")]
     Closed(String),
     /// The transport failed.
-    #[error("transport error: {0}")]
-    Transport(#[source] TransportError),
+    Transport(TransportError),
     /// Params could not be encoded, or the result could not be decoded into the requested type.
-    #[error("could not encode or decode a payload: {0}")]
-    Decode(#[source] serde_json::Error),
+    Decode(serde_json::Error),
     /// The peer sent a malformed response for this request.
-    #[error("invalid response: {0}")]
     InvalidResponse(String),
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Rpc(e) => write!(f, "peer returned an error: {e}"),
+            CallError::Timeout => f.write_str("request timed out"),
+            CallError::Cancelled => f.write_str("request cancelled"),
+            CallError::Closed(reason) => write!(f, "connection closed: {reason}"),
+            CallError::Transport(e) => write!(f, "transport error: {e}"),
+            CallError::Decode(e) => write!(f, "could not encode or decode a payload: {e}"),
+            CallError::InvalidResponse(why) => write!(f, "invalid response: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CallError::Transport(e) => Some(e),
+            CallError::Decode(e) => Some(e),
+            _ => None,
+        }
+    }
 }

@@ -52,21 +52,30 @@ pub(crate) fn not_initialized(method: &str) -> ErrorObject {
 /// An *execution* error (the tool ran and failed, or its arguments were wrong) becomes a result
 /// with `isError: true` that the model can read; a *protocol* error becomes a JSON-RPC error
 /// response.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ToolError {
     /// The tool failed; the message is shown to the model as an `isError` result.
-    #[error("{0}")]
     Execution(String),
     /// A protocol-level failure, sent as a JSON-RPC error.
-    #[error("{0}")]
     Protocol(ErrorObject),
     /// The tool needs input from the client first (the explicit way to ask): under 2026-07-28
     /// the call answers `input_required`, in a session the requests are sent to the client and
     /// the tool runs again with the answers.
-    #[error("{0}")]
     InputRequired(Box<crate::InputRequired>),
 }
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolError::Execution(e) => fmt::Display::fmt(e, f),
+            ToolError::Protocol(e) => fmt::Display::fmt(e, f),
+            ToolError::InputRequired(e) => fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {}
 
 impl From<crate::InputRequired> for ToolError {
     fn from(ask: crate::InputRequired) -> Self {
@@ -94,17 +103,14 @@ impl From<AskError> for ToolError {
 }
 
 /// Why a request from the server to the client (sampling, elicitation, roots) failed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum AskError {
     /// The client answered with an error.
-    #[error("the client answered with an error: {0}")]
     Rpc(ErrorObject),
     /// The client did not declare the capability the request needs.
-    #[error("the client did not declare the `{0}` capability")]
     MissingCapability(&'static str),
     /// The negotiated revision does not have the method or feature.
-    #[error("`{feature}` is not available in protocol revision {version}")]
     NotInRevision {
         /// What was asked for.
         feature: &'static str,
@@ -112,31 +118,52 @@ pub enum AskError {
         version: String,
     },
     /// The request that asked was cancelled.
-    #[error("the request was cancelled")]
     Cancelled,
     /// The client did not answer in time.
-    #[error("the client did not answer within the timeout")]
     Timeout,
     /// The connection closed.
-    #[error("the connection is closed")]
     Closed,
     /// What the server was about to send is invalid (for example an elicitation schema that is
     /// not a flat form).
-    #[error("invalid request to the client: {0}")]
     InvalidRequest(String),
     /// The client's answer did not have the expected shape.
-    #[error("the client's answer is invalid: {0}")]
     InvalidResponse(String),
     /// Under the stateless revision: the client has not answered yet. The request is answered
     /// with `input_required` (whatever the handler does with this error) and the handler runs
     /// again when the client retries with the answer. Propagate it with `?`.
-    #[error("waiting for the client's input (the request is answered with input_required)")]
     InputRequired,
     /// The client cannot be asked while answering this request: under the stateless revision
     /// only `tools/call`, `prompts/get` and `resources/read` may ask for input.
-    #[error("client input cannot be requested while answering {0}")]
     NoInputChannel(String),
 }
+
+impl fmt::Display for AskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AskError::Rpc(e) => write!(f, "the client answered with an error: {e}"),
+            AskError::MissingCapability(e) => {
+                write!(f, "the client did not declare the `{e}` capability")
+            }
+            AskError::NotInRevision { feature, version } => write!(
+                f,
+                "`{feature}` is not available in protocol revision {version}"
+            ),
+            AskError::Cancelled => f.write_str("the request was cancelled"),
+            AskError::Timeout => f.write_str("the client did not answer within the timeout"),
+            AskError::Closed => f.write_str("the connection is closed"),
+            AskError::InvalidRequest(e) => write!(f, "invalid request to the client: {e}"),
+            AskError::InvalidResponse(e) => write!(f, "the client's answer is invalid: {e}"),
+            AskError::InputRequired => f.write_str(
+                "waiting for the client's input (the request is answered with input_required)",
+            ),
+            AskError::NoInputChannel(e) => {
+                write!(f, "client input cannot be requested while answering {e}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AskError {}
 
 impl AskError {
     /// The JSON-RPC error a handler can return for this failure: the client's own error, the
@@ -190,11 +217,10 @@ impl From<AskError> for ErrorObject {
 }
 
 /// Why [`ServerBuilder::build`](crate::ServerBuilder::build) refused the configuration.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum BuildError {
     /// Two tools, prompts, resources or templates share a name or URI.
-    #[error("duplicate {kind} {name:?}")]
     Duplicate {
         /// `tool`, `prompt`, `resource` or `resource template`.
         kind: &'static str,
@@ -202,7 +228,6 @@ pub enum BuildError {
         name: String,
     },
     /// A tool's input or output schema is not a valid object schema.
-    #[error("invalid {which} of tool {tool:?}: {reason}")]
     InvalidSchema {
         /// The tool.
         tool: String,
@@ -212,10 +237,8 @@ pub enum BuildError {
         reason: String,
     },
     /// A tool name outside the spec's 1-128 characters of `[A-Za-z0-9_.-]`.
-    #[error("invalid tool name {0:?}: use 1-128 characters from A-Z a-z 0-9 _ - .")]
     InvalidToolName(String),
     /// A resource template is not a valid RFC 6570 template.
-    #[error("invalid URI template {template:?}: {reason}")]
     InvalidTemplate {
         /// The template.
         template: String,
@@ -223,7 +246,6 @@ pub enum BuildError {
         reason: String,
     },
     /// A completion was registered for a prompt or template that does not exist.
-    #[error("completion for unknown {kind} {name:?}")]
     UnknownCompletionTarget {
         /// `prompt` or `resource template`.
         kind: &'static str,
@@ -231,18 +253,64 @@ pub enum BuildError {
         name: String,
     },
     /// A limit in the options is zero or otherwise unusable.
-    #[error("invalid option: {0}")]
     InvalidOption(&'static str),
 }
 
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::Duplicate { kind, name } => write!(f, "duplicate {kind} {name:?}"),
+            BuildError::InvalidSchema {
+                tool,
+                which,
+                reason,
+            } => write!(f, "invalid {which} of tool {tool:?}: {reason}"),
+            BuildError::InvalidToolName(e) => write!(
+                f,
+                "invalid tool name {e:?}: use 1-128 characters from A-Z a-z 0-9 _ - ."
+            ),
+            BuildError::InvalidTemplate { template, reason } => {
+                write!(f, "invalid URI template {template:?}: {reason}")
+            }
+            BuildError::UnknownCompletionTarget { kind, name } => {
+                write!(f, "completion for unknown {kind} {name:?}")
+            }
+            BuildError::InvalidOption(e) => write!(f, "invalid option: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
 /// Why [`Server::serve`](crate::Server::serve) stopped with an error: the transport failed.
 /// A clean close (end of input, the peer hung up) is `Ok`.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum ServeError {
     /// The transport failed (an I/O error reading or writing, a transport-specific failure).
-    #[error(transparent)]
-    Transport(#[from] TransportError),
+    Transport(TransportError),
+}
+
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServeError::Transport(e) => fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+impl std::error::Error for ServeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServeError::Transport(e) => e.source(),
+        }
+    }
+}
+
+impl From<TransportError> for ServeError {
+    fn from(e: TransportError) -> Self {
+        ServeError::Transport(e)
+    }
 }
 
 impl From<ServeError> for std::io::Error {

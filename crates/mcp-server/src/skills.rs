@@ -27,6 +27,7 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -54,21 +55,18 @@ pub const MAX_DIR_FILES: usize = 10_000;
 pub const MAX_DIR_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Why a skill or a skill set was refused.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum SkillError {
     /// `SKILL.md` has no usable frontmatter.
-    #[error("{path}: {source}")]
     Frontmatter {
         /// Where the `SKILL.md` is (a file path, or the skill's name).
         path: String,
         /// What is wrong with it.
-        #[source]
         source: FrontmatterError,
     },
     /// The frontmatter `name` breaks the Agent Skills naming rules, or is not the name of the
     /// skill's directory.
-    #[error("invalid skill name `{name}`: {reason}")]
     Name {
         /// The name.
         name: String,
@@ -77,7 +75,6 @@ pub enum SkillError {
     },
     /// A file path or prefix that is not a plain relative path (`..`, `.`, empty segments,
     /// `\`, a leading `/`), or a file listed twice.
-    #[error("invalid path `{path}`: {reason}")]
     Path {
         /// The path.
         path: String,
@@ -85,11 +82,9 @@ pub enum SkillError {
         reason: &'static str,
     },
     /// Two skills at the same URI, or one URI served with two contents.
-    #[error("{0} is served twice")]
     Duplicate(String),
     /// The skill is over a per-skill limit of the extension (512 files, 16 MiB), or the
     /// directory tree over a reading limit.
-    #[error("{what}: over the limit of {limit}")]
     TooLarge {
         /// What is too large.
         what: String,
@@ -97,7 +92,6 @@ pub enum SkillError {
         limit: u64,
     },
     /// A symbolic link that leaves the skills root, or one to a directory.
-    #[error("{}: {reason}", path.display())]
     Link {
         /// The link.
         path: PathBuf,
@@ -105,14 +99,36 @@ pub enum SkillError {
         reason: &'static str,
     },
     /// Reading the directory tree failed.
-    #[error("{}: {source}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
         /// The error.
-        #[source]
         source: std::io::Error,
     },
+}
+
+impl fmt::Display for SkillError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkillError::Frontmatter { path, source } => write!(f, "{path}: {source}"),
+            SkillError::Name { name, reason } => write!(f, "invalid skill name `{name}`: {reason}"),
+            SkillError::Path { path, reason } => write!(f, "invalid path `{path}`: {reason}"),
+            SkillError::Duplicate(e) => write!(f, "{e} is served twice"),
+            SkillError::TooLarge { what, limit } => write!(f, "{what}: over the limit of {limit}"),
+            SkillError::Link { path, reason } => write!(f, "{}: {reason}", path.display()),
+            SkillError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for SkillError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SkillError::Frontmatter { source, .. } => Some(source),
+            SkillError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> SkillError + '_ {

@@ -28,26 +28,44 @@ pub const MAX_EXPRESSIONS: usize = 32;
 pub const MAX_URI_LEN: usize = 16 * 1024;
 
 /// Why a URI template could not be parsed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum UriTemplateError {
     /// The template is longer than [`MAX_TEMPLATE_LEN`] or has more than [`MAX_EXPRESSIONS`].
-    #[error("URI template is too large")]
     TooLarge,
     /// A `{` without its `}` or a `}` without its `{`.
-    #[error("unbalanced braces in URI template at byte {0}")]
     Unbalanced(usize),
     /// An expression with no variable, or a variable name with characters RFC 6570 forbids.
-    #[error("invalid variable name {0:?} in URI template")]
     InvalidVariable(String),
     /// An operator RFC 6570 reserves for future use (`=`, `,`, `!`, `@`, `|`).
-    #[error("reserved operator {0:?} in URI template")]
     ReservedOperator(char),
     /// Two expressions directly next to each other with nothing between them would make
     /// matching ambiguous for simple (`{a}{b}`) expressions.
-    #[error("adjacent expressions {0:?} cannot be matched unambiguously")]
     Ambiguous(String),
 }
+
+impl fmt::Display for UriTemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UriTemplateError::TooLarge => f.write_str("URI template is too large"),
+            UriTemplateError::Unbalanced(e) => {
+                write!(f, "unbalanced braces in URI template at byte {e}")
+            }
+            UriTemplateError::InvalidVariable(e) => {
+                write!(f, "invalid variable name {e:?} in URI template")
+            }
+            UriTemplateError::ReservedOperator(e) => {
+                write!(f, "reserved operator {e:?} in URI template")
+            }
+            UriTemplateError::Ambiguous(e) => write!(
+                f,
+                "adjacent expressions {e:?} cannot be matched unambiguously"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UriTemplateError {}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {

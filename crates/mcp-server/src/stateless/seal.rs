@@ -66,19 +66,32 @@ impl fmt::Debug for SealingKey {
 }
 
 /// Why a [`SealingKey`] could not be made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum KeyError {
     /// The secret is shorter than [`SealingKey::MIN_LEN`] bytes.
-    #[error("a sealing key needs at least {min} bytes, got {len}", min = SealingKey::MIN_LEN)]
     TooShort {
         /// The length given.
         len: usize,
     },
     /// The operating system's random source failed.
-    #[error("the system random source failed: {0}")]
     Random(String),
 }
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyError::TooShort { len } => write!(
+                f,
+                "a sealing key needs at least {min} bytes, got {len}",
+                min = SealingKey::MIN_LEN
+            ),
+            KeyError::Random(e) => write!(f, "the system random source failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for KeyError {}
 
 impl SealingKey {
     /// The shortest accepted secret, in bytes.
@@ -317,11 +330,10 @@ struct Body {
 
 /// Why a `requestState` was refused. Every kind is answered with `-32602`; the kinds exist for
 /// logs and tests.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StateError {
     /// Longer than the configured maximum.
-    #[error("requestState is {size} bytes, more than the {max} accepted")]
     TooLarge {
         /// The size presented or produced.
         size: usize,
@@ -329,19 +341,14 @@ pub enum StateError {
         max: usize,
     },
     /// Not something this server produced (bad encoding, truncated, unknown format).
-    #[error("requestState is malformed")]
     Malformed,
     /// Sealed with a key this server does not hold (any more).
-    #[error("requestState was sealed with an unknown key")]
     UnknownKey,
     /// The integrity check failed: the state was modified.
-    #[error("requestState failed its integrity check")]
     Tampered,
     /// Older than the configured lifetime.
-    #[error("requestState has expired")]
     Expired,
     /// Sealed for another method.
-    #[error("requestState belongs to {sealed}, not {presented}")]
     WrongMethod {
         /// The method it was sealed for.
         sealed: String,
@@ -349,7 +356,6 @@ pub enum StateError {
         presented: String,
     },
     /// Sealed for another tool, prompt or resource.
-    #[error("requestState belongs to {sealed:?}, not {presented:?}")]
     WrongTarget {
         /// The target it was sealed for.
         sealed: String,
@@ -357,19 +363,43 @@ pub enum StateError {
         presented: String,
     },
     /// Sealed for the same target called with other arguments.
-    #[error("requestState belongs to a call with other arguments")]
     WrongArguments,
     /// Sealed for another principal.
-    #[error("requestState belongs to another principal")]
     WrongSubject,
 }
 
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateError::TooLarge { size, max } => write!(
+                f,
+                "requestState is {size} bytes, more than the {max} accepted"
+            ),
+            StateError::Malformed => f.write_str("requestState is malformed"),
+            StateError::UnknownKey => f.write_str("requestState was sealed with an unknown key"),
+            StateError::Tampered => f.write_str("requestState failed its integrity check"),
+            StateError::Expired => f.write_str("requestState has expired"),
+            StateError::WrongMethod { sealed, presented } => {
+                write!(f, "requestState belongs to {sealed}, not {presented}")
+            }
+            StateError::WrongTarget { sealed, presented } => {
+                write!(f, "requestState belongs to {sealed:?}, not {presented:?}")
+            }
+            StateError::WrongArguments => {
+                f.write_str("requestState belongs to a call with other arguments")
+            }
+            StateError::WrongSubject => f.write_str("requestState belongs to another principal"),
+        }
+    }
+}
+
+impl std::error::Error for StateError {}
+
 /// Why a state could not be sealed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SealError {
     /// The sealed form would exceed the configured maximum.
-    #[error("the sealed requestState would be {size} bytes, more than the {max} allowed")]
     TooLarge {
         /// The size it would have.
         size: usize,
@@ -377,12 +407,25 @@ pub enum SealError {
         max: usize,
     },
     /// A method or target name is too long to seal (255 / 65535 bytes).
-    #[error("{0} is too long to seal")]
     FieldTooLong(&'static str),
     /// The state is not serializable, or the random source failed.
-    #[error("cannot seal requestState: {0}")]
     Internal(String),
 }
+
+impl fmt::Display for SealError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SealError::TooLarge { size, max } => write!(
+                f,
+                "the sealed requestState would be {size} bytes, more than the {max} allowed"
+            ),
+            SealError::FieldTooLong(e) => write!(f, "{e} is too long to seal"),
+            SealError::Internal(e) => write!(f, "cannot seal requestState: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SealError {}
 
 type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 

@@ -12,6 +12,7 @@
 //! reads it; its handler is not run again.
 
 use std::collections::{BTreeMap, HashSet};
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
@@ -119,19 +120,34 @@ pub enum TaskSignal {
 pub type TaskSignalHandler = Arc<dyn Fn(TaskSignal) + Send + Sync>;
 
 /// Why a [`TaskBackend`] call failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TaskBackendError {
     /// The caller holds the most tasks it may, over every replica.
-    #[error("the caller holds the most tasks it may ({0}); try again later")]
     CallerFull(usize),
     /// The store holds the most tasks it may.
-    #[error("the task store holds the most tasks it may ({0}); try again later")]
     Full(usize),
     /// The store is unreachable, did not answer in time, or holds something unreadable.
-    #[error("the task store is unavailable: {0}")]
     Unavailable(String),
 }
+
+impl fmt::Display for TaskBackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TaskBackendError::CallerFull(e) => write!(
+                f,
+                "the caller holds the most tasks it may ({e}); try again later"
+            ),
+            TaskBackendError::Full(e) => write!(
+                f,
+                "the task store holds the most tasks it may ({e}); try again later"
+            ),
+            TaskBackendError::Unavailable(e) => write!(f, "the task store is unavailable: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TaskBackendError {}
 
 /// Where the tasks of the extension are kept when several replicas serve them
 /// ([`ServerBuilder::task_backend`](crate::ServerBuilder::task_backend)).

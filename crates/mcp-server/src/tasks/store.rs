@@ -8,6 +8,7 @@
 //! ids are 128 random bits; a task is found only with the caller that created it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -484,15 +485,30 @@ impl TaskRecord {
 }
 
 /// Why a task was not created.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CreateError {
-    #[error("the server holds the most tasks it may ({0}); try again later")]
     Full(usize),
-    #[error("the caller holds the most tasks it may ({0}); try again later")]
     CallerFull(usize),
-    #[error("no task id: {0}")]
     Random(String),
 }
+
+impl fmt::Display for CreateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CreateError::Full(e) => write!(
+                f,
+                "the server holds the most tasks it may ({e}); try again later"
+            ),
+            CreateError::CallerFull(e) => write!(
+                f,
+                "the caller holds the most tasks it may ({e}); try again later"
+            ),
+            CreateError::Random(e) => write!(f, "no task id: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CreateError {}
 
 /// How many task changes a slow watcher may fall behind before it skips ahead.
 const CHANGES_CAPACITY: usize = 256;
