@@ -9,21 +9,9 @@ use serde_json::value::RawValue;
 use crate::Id;
 use crate::message::Response;
 
-/// The JSON-RPC 2.0 error codes, which the engine itself answers with. MCP's own codes, and
-/// these again as the MCP schemas fix them, are `mcp_types::error_codes` (this crate does not
-/// depend on `mcp-types`, whose build it would then wait for).
-pub mod codes {
-    /// Invalid JSON was received (JSON-RPC 2.0).
-    pub const PARSE_ERROR: i64 = -32700;
-    /// The JSON sent is not a valid request object (JSON-RPC 2.0).
-    pub const INVALID_REQUEST: i64 = -32600;
-    /// The method does not exist or is not available (JSON-RPC 2.0).
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    /// Invalid method parameters (JSON-RPC 2.0).
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// Internal JSON-RPC error (JSON-RPC 2.0).
-    pub const INTERNAL_ERROR: i64 = -32603;
-}
+/// The error codes: JSON-RPC 2.0's, which the engine itself answers with, and MCP's. The same
+/// module as `mcp_types::error_codes`, their one home.
+pub use mcp_types::error_codes as codes;
 
 /// The `error` member of a JSON-RPC error response.
 ///

@@ -1,6 +1,6 @@
 //! Errors: tool errors, errors of server-to-client calls, of building a server and of serving a
 //! connection. JSON-RPC errors are [`ErrorObject`]s from `mcp-jsonrpc`, with the codes of
-//! [`mcp_jsonrpc::codes`] (the same values as `mcp_types::error_codes`).
+//! `mcp_types::error_codes`.
 
 use std::fmt;
 
@@ -10,7 +10,7 @@ use serde::Serialize;
 
 /// The code of the error answering a request that arrived before `initialize` (`-32002`, in the
 /// implementation-defined server-error range; the TypeScript and Python SDKs use the same code).
-/// No schema defines it, so it lives here rather than in `mcp_jsonrpc::codes`.
+/// No schema defines it, so it lives here rather than in `mcp_types::error_codes`.
 pub const NOT_INITIALIZED: i64 = -32002;
 
 /// Attaches `data` to an error. Data that cannot be serialized (a map with non-string keys) is
