@@ -126,6 +126,7 @@ pub(crate) trait ClientChannel: Send + Sync + 'static {
     /// The same client through a channel that outlives this request (the session's
     /// connection), for a task that runs on after its request was answered; `None` where there
     /// is none.
+    #[cfg(feature = "tasks")]
     fn detached(&self) -> Option<Arc<dyn ClientChannel>> {
         None
     }
@@ -635,8 +636,8 @@ impl RequestContext {
         self.channel.input_state()
     }
 
-    /// Turns this call into a task, for a tool registered with
-    /// [`Tool::defer_task`](crate::Tool::defer_task): code before this point is part of the
+    /// Turns this call into a task, for a tool registered with `Tool::defer_task` (the `tasks`
+    /// feature): code before this point is part of the
     /// request (its asks for input are multi round-trip requests, answered before any task
     /// exists), code after it runs as a task whose asks park the task in `input_required`
     /// until `tasks/update` answers them. The request is answered with the task handle

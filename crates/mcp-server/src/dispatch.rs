@@ -236,6 +236,7 @@ pub(crate) async fn dispatch(
         None => {}
     }
     // The tasks of 2025-11-25: a `tools/call` that asks for a task, and the tasks methods.
+    #[cfg(feature = "tasks")]
     let (origin, request) = match crate::tasks::session::intercept(server, origin, request) {
         crate::tasks::session::Intercept::Pass(origin, request) => (origin, request),
         crate::tasks::session::Intercept::Answer(answer) => return answer.await,

@@ -11,11 +11,12 @@
 //!
 //! Features: `stdio` (on by default) serves stdin/stdout and byte streams; `validation` (on by
 //! default) holds the JSON Schema validator, see docs/server.md for what goes without it; `http`
-//! checks the `Mcp-Param-*` headers of stateless Streamable HTTP requests.
+//! checks the `Mcp-Param-*` headers of stateless Streamable HTTP requests; `tasks` serves tasks.
 //!
-//! Under 2026-07-28 a tool registered with [`Tool::task_support`] can answer with a task handle
-//! and keep running (the tasks extension; see [`RequestContext::start_task`]); every other client
-//! gets the result of the same handler as usual.
+//! With the feature `tasks`, a tool registered with `Tool::task_support` can answer a client of
+//! the tasks extension (2026-07-28) or of 2025-11-25's tasks with a task handle and keep running
+//! (see [`RequestContext::start_task`]); every other client gets the result of the same handler
+//! as usual.
 //!
 //! The protocol types are those of `mcp-types` (re-exported as [`model`]), the same a client
 //! built with `mcp-client` sees. Sessions run on the `mcp-jsonrpc` request engine over an
@@ -68,6 +69,7 @@ mod server;
 mod session;
 pub mod skills;
 mod stateless;
+#[cfg(feature = "tasks")]
 mod tasks;
 pub mod uri_template;
 mod validate;
@@ -99,6 +101,7 @@ pub use stateless::seal::{
     Binding, KeyError, RequestStateSealer, RequestStateSubject, SealError, SealedState, SealingKey,
     StateError,
 };
+#[cfg(feature = "tasks")]
 pub use tasks::{
     LoadedTask, SharedTask, TaskBackend, TaskBackendError, TaskFuture, TaskOptions, TaskSignal,
     TaskSignalHandler, TaskSupport,
@@ -137,6 +140,8 @@ pub use serde_json;
 /// # let _ = block;
 /// ```
 pub mod prelude {
+    #[cfg(feature = "tasks")]
+    pub use crate::TaskSupport;
     pub use crate::ext::{
         ContentBlockExt as _, CreateMessageRequestExt as _, CreateMessageResultExt as _,
         PromptMessageExt as _, ResourceContentsExt as _,
@@ -147,6 +152,6 @@ pub mod prelude {
     };
     pub use crate::{
         Elicitation, NoArgs, Prompt, RequestContext, Resource, ResourceTemplate, Server,
-        Structured, TaskSupport, Tool, ToolContext, ToolError,
+        Structured, Tool, ToolContext, ToolError,
     };
 }

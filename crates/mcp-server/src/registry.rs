@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use crate::context::{BoxFuture, RequestContext, Resume};
 use crate::error::{BuildError, with_data};
 use crate::output::{IntoCallToolResult, IntoGetPromptResult, IntoReadResourceResult, Reply};
+#[cfg(feature = "tasks")]
 use crate::tasks::TaskSupport;
 use crate::uri_template::{TemplateVars, UriTemplate};
 use crate::validate::CompiledSchema;
@@ -64,8 +65,28 @@ pub struct Tool {
     def: mcp_types::Tool,
     input_schema: Option<Value>,
     output_schema: Option<Value>,
-    task_support: TaskSupport,
-    defer_task: bool,
+    tasks: TaskPlan,
+}
+
+/// How a tool takes part in tasks (the `tasks` feature); nothing without it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct TaskPlan {
+    /// Whether the tool runs as a task for clients of the tasks extension.
+    #[cfg(feature = "tasks")]
+    pub(crate) support: TaskSupport,
+    /// The handler starts the task itself (`cx.start_task()`).
+    #[cfg(feature = "tasks")]
+    pub(crate) deferred: bool,
+}
+
+impl TaskPlan {
+    /// The `execution` member of the tool's definition.
+    fn execution(self) -> Option<mcp_types::ToolExecution> {
+        #[cfg(feature = "tasks")]
+        return crate::tasks::execution(self.support);
+        #[cfg(not(feature = "tasks"))]
+        None
+    }
 }
 
 impl Tool {
@@ -76,8 +97,7 @@ impl Tool {
             def: mcp_types::Tool::new(name, Map::new()),
             input_schema: None,
             output_schema: None,
-            task_support: TaskSupport::Forbidden,
-            defer_task: false,
+            tasks: TaskPlan::default(),
         }
     }
     /// The tool's name.
@@ -131,8 +151,9 @@ impl Tool {
     ///     .task_support(TaskSupport::Optional);
     /// # let _ = tool;
     /// ```
+    #[cfg(feature = "tasks")]
     pub fn task_support(mut self, support: TaskSupport) -> Self {
-        self.task_support = support;
+        self.tasks.support = support;
         self
     }
     /// Lets the handler decide where the task starts: the call is an ordinary one (whose asks
@@ -140,10 +161,11 @@ impl Tool {
     /// [`RequestContext::start_task`](crate::RequestContext::start_task), and a task from
     /// there on. A handler that never calls it answers like any tool. Without a
     /// [`task_support`](Self::task_support) level this implies [`TaskSupport::Optional`].
+    #[cfg(feature = "tasks")]
     pub fn defer_task(mut self) -> Self {
-        self.defer_task = true;
-        if self.task_support == TaskSupport::Forbidden {
-            self.task_support = TaskSupport::Optional;
+        self.tasks.deferred = true;
+        if self.tasks.support == TaskSupport::Forbidden {
+            self.tasks.support = TaskSupport::Optional;
         }
         self
     }
@@ -151,25 +173,35 @@ impl Tool {
 
 impl From<mcp_types::Tool> for Tool {
     /// A complete definition; its schemas are explicit, and its `execution.taskSupport` sets
-    /// the [`task_support`](Tool::task_support) (2025-11-25 clients see it in `tools/list`).
+    /// the tool's task support (2025-11-25 clients see it in `tools/list`); without the `tasks`
+    /// feature it is dropped, as no call becomes a task.
     fn from(mut def: mcp_types::Tool) -> Self {
-        use mcp_types::ToolExecutionTaskSupport as Declared;
         let input_schema = serde_json::to_value(&def.input_schema).ok();
         let output_schema = def
             .output_schema
             .as_ref()
             .and_then(|s| serde_json::to_value(s).ok());
-        let task_support = match def.execution.take().and_then(|e| e.task_support) {
-            Some(Declared::Optional) => TaskSupport::Optional,
-            Some(Declared::Required) => TaskSupport::Required,
-            Some(Declared::Forbidden) | None => TaskSupport::Forbidden,
+        // Without the `tasks` feature no call becomes a task, so none is declared.
+        let declared = def.execution.take().and_then(|e| e.task_support);
+        #[cfg(not(feature = "tasks"))]
+        let _ = declared;
+        let tasks = TaskPlan {
+            #[cfg(feature = "tasks")]
+            support: match declared {
+                Some(mcp_types::ToolExecutionTaskSupport::Optional) => TaskSupport::Optional,
+                Some(mcp_types::ToolExecutionTaskSupport::Required) => TaskSupport::Required,
+                Some(mcp_types::ToolExecutionTaskSupport::Forbidden) | None => {
+                    TaskSupport::Forbidden
+                }
+            },
+            #[cfg(feature = "tasks")]
+            deferred: false,
         };
         Self {
             def,
             input_schema,
             output_schema,
-            task_support,
-            defer_task: false,
+            tasks,
         }
     }
 }
@@ -383,10 +415,9 @@ pub(crate) struct ToolEntry {
     /// Its listed definition and compiled schemas (see [`ToolSchemas`]).
     pub(crate) schemas: Arc<ToolSchemas>,
     pub(crate) handler: Arc<ToolFn>,
-    /// Whether the tool runs as a task for clients of the tasks extension.
-    pub(crate) task_support: TaskSupport,
-    /// The handler starts the task itself (`cx.start_task()`).
-    pub(crate) defer_task: bool,
+    /// How it takes part in tasks.
+    #[cfg_attr(not(feature = "tasks"), allow(dead_code))]
+    pub(crate) tasks: TaskPlan,
 }
 
 /// A tool's listed definition and its compiled schemas.
@@ -625,7 +656,7 @@ impl ToolEntry {
         O: IntoCallToolResult + 'static,
     {
         let input = crate::schema::input_schema_for::<A> as fn() -> Value;
-        let (schemas, task_support, defer_task) = Self::prepare::<O>(tool, Some(input))?;
+        let (schemas, tasks) = Self::prepare::<O>(tool, Some(input))?;
         // The tool's own input schema explains arguments the type refuses (the validator names
         // the offending field, serde may not).
         let typed = Arc::new((f, Arc::clone(&schemas)));
@@ -663,7 +694,7 @@ impl ToolEntry {
                 }))
             },
         );
-        Ok(Self::entry(schemas, handler, task_support, defer_task))
+        Ok(Self::entry(schemas, handler, tasks))
     }
 
     pub(crate) fn raw<F, Fut, O>(tool: Tool, f: F) -> Result<Self, BuildError>
@@ -672,7 +703,7 @@ impl ToolEntry {
         Fut: Future<Output = O> + Send + 'static,
         O: IntoCallToolResult + 'static,
     {
-        let (schemas, task_support, defer_task) = Self::prepare::<O>(tool, None)?;
+        let (schemas, tasks) = Self::prepare::<O>(tool, None)?;
         let f = Arc::new(f);
         let handler: Arc<ToolFn> = Arc::new(move |cx, args: Arguments<'_>| {
             let f = Arc::clone(&f);
@@ -693,7 +724,7 @@ impl ToolEntry {
                 }
             }))
         });
-        Ok(Self::entry(schemas, handler, task_support, defer_task))
+        Ok(Self::entry(schemas, handler, tasks))
     }
 
     /// The schemas and task settings of `tool`, its task level set in its definition: the
@@ -702,15 +733,14 @@ impl ToolEntry {
     fn prepare<O: IntoCallToolResult>(
         tool: Tool,
         derived_input: Option<fn() -> Value>,
-    ) -> Result<(Arc<ToolSchemas>, TaskSupport, bool), BuildError> {
+    ) -> Result<(Arc<ToolSchemas>, TaskPlan), BuildError> {
         let Tool {
             mut def,
             input_schema,
             output_schema,
-            task_support,
-            defer_task,
+            tasks,
         } = tool;
-        def.execution = crate::tasks::execution(task_support);
+        def.execution = tasks.execution();
         let input = match (input_schema, derived_input) {
             (Some(schema), _) => Part::Ready(schema),
             (None, Some(derive)) => Part::Derived(derive),
@@ -725,7 +755,7 @@ impl ToolEntry {
         let output =
             output_schema.map_or(Part::Derived(O::output_schema as fn() -> _), Part::Ready);
         let schemas = Self::schemas(def, input, output)?;
-        Ok((schemas, task_support, defer_task))
+        Ok((schemas, tasks))
     }
 
     /// The tool's schemas: those written by hand made now, the others when first needed.
@@ -743,17 +773,11 @@ impl ToolEntry {
             .map_err(|e| e.build_error(&name))
     }
 
-    fn entry(
-        schemas: Arc<ToolSchemas>,
-        handler: Arc<ToolFn>,
-        task_support: TaskSupport,
-        defer_task: bool,
-    ) -> Self {
+    fn entry(schemas: Arc<ToolSchemas>, handler: Arc<ToolFn>, tasks: TaskPlan) -> Self {
         Self {
             schemas,
             handler,
-            task_support,
-            defer_task,
+            tasks,
         }
     }
 
@@ -846,7 +870,8 @@ impl ToolEntry {
         } else {
             args
         };
-        if self.task_support != TaskSupport::Forbidden && !self.defer_task {
+        #[cfg(feature = "tasks")]
+        if self.tasks.support != TaskSupport::Forbidden && !self.tasks.deferred {
             // Becomes a task here when the request can have one; otherwise runs on as is.
             cx.start_task().await;
         }
@@ -1580,6 +1605,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "tasks")]
     #[test]
     fn a_definition_declares_its_task_support() {
         let def: mcp_types::Tool = serde_json::from_value(serde_json::json!({
@@ -1589,10 +1615,10 @@ mod tests {
         }))
         .unwrap();
         let tool = Tool::from(def);
-        assert_eq!(tool.task_support, TaskSupport::Required);
+        assert_eq!(tool.tasks.support, TaskSupport::Required);
         assert!(tool.def.execution.is_none());
         let plain = Tool::from(mcp_types::Tool::new("plain", Map::new()));
-        assert_eq!(plain.task_support, TaskSupport::Forbidden);
+        assert_eq!(plain.tasks.support, TaskSupport::Forbidden);
     }
 
     #[test]

@@ -33,9 +33,8 @@ use crate::registry::{
 use crate::skills::SkillSet;
 use crate::stateless::mrtr::MrtrLimits;
 use crate::stateless::seal::{RequestStateSealer, SealingKey, ServerSealer};
-use crate::tasks::TaskOptions;
-use crate::tasks::TaskSupport;
-use crate::tasks::store::TaskStore;
+#[cfg(feature = "tasks")]
+use crate::tasks::{TaskOptions, TaskSupport, store::TaskStore};
 use mcp_types::wire::CacheHint;
 use tokio::sync::Semaphore;
 
@@ -102,6 +101,7 @@ pub struct ServerOptions {
     /// revision. Turn it on in tests to find handler code that is not safe to replay.
     pub force_input_replay: bool,
     /// The limits of the task store (the tasks extension).
+    #[cfg(feature = "tasks")]
     pub tasks: TaskOptions,
 }
 
@@ -193,6 +193,7 @@ impl Default for ServerOptions {
             max_subscriptions: 16,
             cache: CacheHints::default(),
             force_input_replay: false,
+            #[cfg(feature = "tasks")]
             tasks: TaskOptions::default(),
         }
     }
@@ -236,6 +237,7 @@ pub(crate) struct ServerInner {
     /// One permit per open `subscriptions/listen`.
     pub(crate) subscriptions: Arc<Semaphore>,
     /// Every live task (the tasks extension).
+    #[cfg(feature = "tasks")]
     pub(crate) tasks: Arc<TaskStore>,
     /// Names the caller of a request from its extensions.
     pub(crate) subject: Option<Arc<SubjectFn>>,
@@ -437,7 +439,9 @@ pub struct ServerBuilder {
     sealing_key: Option<SealingKey>,
     previous_sealing_key: Option<SealingKey>,
     change_bus: Option<Arc<dyn crate::bus::ChangeBus>>,
+    #[cfg(feature = "tasks")]
     task_backend: Option<Arc<dyn crate::tasks::TaskBackend>>,
+    #[cfg(feature = "tasks")]
     enable_tasks: bool,
     subject: Option<Arc<SubjectFn>>,
     check_schemas_at_build: bool,
@@ -470,7 +474,9 @@ impl Server {
             sealing_key: None,
             previous_sealing_key: None,
             change_bus: None,
+            #[cfg(feature = "tasks")]
             task_backend: None,
+            #[cfg(feature = "tasks")]
             enable_tasks: false,
             subject: None,
             check_schemas_at_build: cfg!(debug_assertions),
@@ -641,6 +647,7 @@ impl ServerBuilder {
     /// Streamable HTTP transport, with the feature `http`). Without a backend, tasks are found
     /// only by the replica that holds them. The backend's signals are subscribed to when the
     /// server is built (inside a Tokio runtime).
+    #[cfg(feature = "tasks")]
     pub fn task_backend(mut self, backend: Arc<dyn crate::tasks::TaskBackend>) -> Self {
         self.task_backend = Some(backend);
         self
@@ -664,8 +671,9 @@ impl ServerBuilder {
     /// authenticated principal): the `requestState` of multi round-trip requests is then sealed
     /// for that caller only, and tasks are found only by the caller that created them (another
     /// caller gets `-32602`, as for a task that does not exist) and counted against
-    /// [`TaskOptions::max_tasks_per_caller`]. Requests without a `P` have no caller. A
-    /// [`RequestStateSubject`](crate::RequestStateSubject) set by middleware takes precedence.
+    /// `TaskOptions::max_tasks_per_caller` (with the `tasks` feature). Requests without a `P`
+    /// have no caller. A [`RequestStateSubject`](crate::RequestStateSubject) set by middleware
+    /// takes precedence.
     ///
     /// ```
     /// use mcp_server::{Server, model::Implementation};
@@ -695,6 +703,7 @@ impl ServerBuilder {
     /// Declares tasks even with no task-supporting tool registered yet (for servers that add
     /// such tools at run time): the tasks extension to 2026-07-28 clients, the `tasks`
     /// capability (`list`, `cancel`, `requests.tools.call`) to 2025-11-25 sessions.
+    #[cfg(feature = "tasks")]
     pub fn enable_tasks(mut self) -> Self {
         self.enable_tasks = true;
         self
@@ -891,6 +900,7 @@ impl ServerBuilder {
                 "page_size, max_concurrent_requests, max_pending_client_requests, outgoing_queue and client_request_timeout must be positive; max_message_bytes at least 1024",
             ));
         }
+        #[cfg(feature = "tasks")]
         if !o.tasks.is_valid() {
             return Err(BuildError::InvalidOption(
                 "tasks.max_tasks, tasks.max_tasks_per_caller and tasks.ttl must be positive; tasks.poll_interval at least 1 ms",
@@ -971,14 +981,17 @@ impl ServerBuilder {
                 enable_tools: self.enable_tools,
                 enable_resources: self.enable_resources,
                 enable_prompts: self.enable_prompts,
+                #[cfg(feature = "tasks")]
                 enable_tasks: self.enable_tasks,
                 skills: self.skills,
             }),
         };
+        #[cfg(feature = "tasks")]
         let tasks = Arc::new(match self.task_backend {
             Some(backend) => TaskStore::with_backend(self.options.tasks, backend),
             None => TaskStore::new(self.options.tasks),
         });
+        #[cfg(feature = "tasks")]
         crate::tasks::shared::subscribe(&tasks);
         Ok(Server {
             inner: Arc::new(ServerInner {
@@ -994,6 +1007,7 @@ impl ServerBuilder {
                 state: self.state,
                 sealer,
                 subscriptions,
+                #[cfg(feature = "tasks")]
                 tasks,
                 subject: self.subject,
                 lists: ListCache::default(),
@@ -1009,6 +1023,7 @@ pub(crate) struct Router {
     enable_tools: bool,
     enable_resources: bool,
     enable_prompts: bool,
+    #[cfg(feature = "tasks")]
     enable_tasks: bool,
     skills: Option<Arc<SkillSet>>,
 }
@@ -1039,10 +1054,11 @@ impl ServerHandler for Router {
         if !s.prompt_completions.is_empty() || !s.template_completions.is_empty() {
             caps.completions = Some(JsonObject::new());
         }
+        #[cfg(feature = "tasks")]
         if self.enable_tasks
             || s.tools
                 .iter()
-                .any(|t| t.task_support != TaskSupport::Forbidden)
+                .any(|t| t.tasks.support != TaskSupport::Forbidden)
         {
             // An extension of the stateless revision: projected away for session clients.
             caps.extensions.get_or_insert_with(Default::default).insert(
@@ -1244,4 +1260,82 @@ fn template_completer<'s>(
         )));
     }
     Ok(s.template_completions.get(&(uri.to_owned(), argument)))
+}
+
+/// Without the `tasks` feature a server declares no task, lists no tool as supporting one and
+/// knows no tasks method, in either era.
+#[cfg(all(test, not(feature = "tasks")))]
+mod without_tasks {
+    use super::*;
+    use mcp_jsonrpc::{CallError, Engine, Peer, RequestOptions, memory_pair};
+    use serde_json::json;
+
+    async fn call(peer: &Peer, method: &str, params: Value) -> Result<Value, CallError> {
+        peer.call(method, &params, RequestOptions::new()).await
+    }
+
+    fn method_not_found(answer: Result<Value, CallError>) -> bool {
+        matches!(answer, Err(CallError::Rpc(e)) if e.code == crate::codes::METHOD_NOT_FOUND)
+    }
+
+    #[tokio::test]
+    async fn no_task_is_declared_or_served() {
+        let def: mcp_types::Tool = serde_json::from_value(json!({
+            "name": "render",
+            "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "optional"},
+        }))
+        .unwrap();
+        let server = Server::builder(Implementation::new("t", "1"))
+            .tool_raw(Tool::from(def), |_cx: RequestContext, _args: Value| async {
+                "ok"
+            })
+            .build()
+            .unwrap();
+        let (client_side, server_side) = memory_pair(16);
+        tokio::spawn(async move { server.serve(server_side).await });
+        let (peer, _driver) = Engine::builder().spawn(client_side, ());
+
+        // 2026-07-28: no tasks extension, and its methods are unknown.
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {
+                "extensions": {mcp_types::wire::TASKS_EXTENSION: {}}
+            }
+        });
+        let discovered = call(&peer, "server/discover", json!({"_meta": meta}))
+            .await
+            .unwrap();
+        assert!(discovered["capabilities"].get("extensions").is_none());
+        let listed = call(&peer, "tools/list", json!({"_meta": meta}))
+            .await
+            .unwrap();
+        assert!(listed["tools"][0].get("execution").is_none());
+        let get = json!({"taskId": "t1", "_meta": meta});
+        assert!(method_not_found(call(&peer, "tasks/get", get).await));
+        let called = json!({"name": "render", "arguments": {}, "_meta": meta});
+        let result = call(&peer, "tools/call", called).await.unwrap();
+        assert_eq!(result["resultType"], "complete");
+
+        // 2025-11-25: no `tasks` capability, and its methods are unknown.
+        let init = call(
+            &peer,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"tasks": {}},
+                   "clientInfo": {"name": "t", "version": "1"}}),
+        )
+        .await
+        .unwrap();
+        assert!(init["capabilities"].get("tasks").is_none());
+        peer.notify_with("notifications/initialized", &json!({}))
+            .await
+            .unwrap();
+        let listed = call(&peer, "tools/list", json!({})).await.unwrap();
+        assert!(listed["tools"][0].get("execution").is_none());
+        for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+            let answer = call(&peer, method, json!({"taskId": "t1"})).await;
+            assert!(method_not_found(answer), "{method}");
+        }
+        assert!(method_not_found(call(&peer, "tasks/list", json!({})).await));
+    }
 }

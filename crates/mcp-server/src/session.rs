@@ -103,7 +103,8 @@ struct SessionChannel {
     max_input_rounds: u16,
     /// [`ServerOptions::force_input_replay`](crate::ServerOptions::force_input_replay).
     replay: bool,
-    /// The connection's own peer (see [`ClientChannel::detached`]).
+    /// The connection's own peer (see `ClientChannel::detached`).
+    #[cfg(feature = "tasks")]
     session_peer: Option<Peer>,
     /// The session's revision, for the spans of what the server sends.
     #[cfg(feature = "otel")]
@@ -235,6 +236,7 @@ impl ClientChannel for SessionChannel {
         self.replay
     }
 
+    #[cfg(feature = "tasks")]
     fn detached(&self) -> Option<Arc<dyn ClientChannel>> {
         let peer = self.session_peer.clone()?;
         Some(Arc::new(SessionChannel {
@@ -242,6 +244,7 @@ impl ClientChannel for SessionChannel {
             inputs: OnceLock::new(),
             max_input_rounds: self.max_input_rounds,
             replay: self.replay,
+            #[cfg(feature = "tasks")]
             session_peer: None,
             #[cfg(feature = "otel")]
             version: self.version,
@@ -333,6 +336,7 @@ fn route(
             inputs: OnceLock::new(),
             max_input_rounds: options.max_input_rounds,
             replay: options.force_input_replay,
+            #[cfg(feature = "tasks")]
             session_peer: session.peer.get().cloned(),
             #[cfg(feature = "otel")]
             version: scope.version,

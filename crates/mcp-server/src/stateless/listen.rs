@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use mcp_jsonrpc::{ErrorObject, Id, Peer, RawJson};
-use mcp_types::wire::tasks::{LISTEN_TASK_IDS, NOTIFICATION_STATUS};
+use mcp_types::wire::tasks::LISTEN_TASK_IDS;
 use mcp_types::wire::{self, RequestMeta, ResultType, TASKS_EXTENSION};
 use mcp_types::{
     JsonObject, Meta, RequestId, ServerCapabilities, SubscriptionFilter,
@@ -27,6 +27,7 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::error::rpc_error;
 use crate::registry::ServerEvent;
 use crate::server::Server;
+#[cfg(feature = "tasks")]
 use crate::tasks;
 
 /// The part of `requested` the server honours, given its capabilities.
@@ -124,24 +125,93 @@ fn requested_task_ids(params: Option<&Value>) -> Result<Option<Vec<String>>, Err
         .map_err(|e| ErrorObject::invalid_params(format!("notifications.taskIds: {e}")))
 }
 
-/// Sends the current state of a task (`notifications/tasks`); `false` when the connection is
-/// gone.
-async fn send_task(
-    server: &Server,
-    peer: &Peer,
-    task_id: &str,
-    owner: Option<&str>,
-    id: &RequestId,
-) -> bool {
-    let Some(task) = server.inner.tasks.get(task_id, owner) else {
-        return true;
-    };
-    match serde_json::to_value(task.detailed()) {
-        Ok(params) => send(peer, NOTIFICATION_STATUS, params, id).await,
-        Err(e) => {
-            tracing::warn!(error = %e, "task notification not sent");
-            true
+/// The tasks a listen stream reports on: those `notifications.taskIds` names that exist and
+/// belong to the caller (none without the `tasks` feature, where no task exists).
+struct Watched<'a> {
+    ids: Vec<Arc<str>>,
+    #[cfg(feature = "tasks")]
+    server: &'a Server,
+    #[cfg(feature = "tasks")]
+    owner: Option<&'a str>,
+    #[cfg(feature = "tasks")]
+    changes: tokio::sync::broadcast::Receiver<Arc<str>>,
+    #[cfg(not(feature = "tasks"))]
+    _server: std::marker::PhantomData<&'a Server>,
+}
+
+impl<'a> Watched<'a> {
+    /// Subscribes to task changes (before the acknowledgement, so none after it is missed).
+    #[cfg(feature = "tasks")]
+    fn new(server: &'a Server, requested: Option<&[String]>, owner: Option<&'a str>) -> Self {
+        let served = tasks::serve::served(server);
+        let mut ids: Vec<Arc<str>> = Vec::new();
+        for task_id in requested.into_iter().flatten() {
+            if served
+                && !ids.iter().any(|t| **t == **task_id)
+                && server.inner.tasks.get(task_id, owner).is_some()
+            {
+                ids.push(Arc::from(task_id.as_str()));
+            }
         }
+        Watched {
+            ids,
+            server,
+            owner,
+            changes: server.inner.tasks.changes(),
+        }
+    }
+
+    #[cfg(not(feature = "tasks"))]
+    fn new(_server: &'a Server, _requested: Option<&[String]>, _owner: Option<&'a str>) -> Self {
+        Watched {
+            ids: Vec::new(),
+            _server: std::marker::PhantomData,
+        }
+    }
+
+    /// The tasks whose state changed (all of them after missed changes); pending for ever
+    /// while none is watched.
+    async fn changed(&mut self) -> Vec<Arc<str>> {
+        #[cfg(feature = "tasks")]
+        while !self.ids.is_empty() {
+            match self.changes.recv().await {
+                Ok(task_id) if self.ids.contains(&task_id) => return vec![task_id],
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => return self.ids.clone(),
+                Err(RecvError::Closed) => self.ids.clear(),
+            }
+        }
+        std::future::pending().await
+    }
+
+    /// Sends the current state of each of `ids` (`notifications/tasks`); `false` when the
+    /// connection is gone.
+    #[cfg(feature = "tasks")]
+    async fn send(&self, peer: &Peer, ids: &[Arc<str>], id: &RequestId) -> bool {
+        for task_id in ids {
+            let Some(task) = self.server.inner.tasks.get(task_id, self.owner) else {
+                continue;
+            };
+            match serde_json::to_value(task.detailed()) {
+                Ok(params) => {
+                    let status = mcp_types::wire::tasks::NOTIFICATION_STATUS;
+                    if !send(peer, status, params, id).await {
+                        return false;
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "task notification not sent"),
+            }
+        }
+        true
+    }
+
+    #[cfg(not(feature = "tasks"))]
+    async fn send(&self, _peer: &Peer, ids: &[Arc<str>], _id: &RequestId) -> bool {
+        debug_assert!(
+            ids.is_empty(),
+            "no task is watched without the tasks feature"
+        );
+        true
     }
 }
 
@@ -164,16 +234,6 @@ pub(crate) async fn listen(
     {
         return Err(rpc_error(wire::missing_extension(TASKS_EXTENSION)));
     }
-    let serves_tasks = tasks::serve::served(server);
-    let mut task_ids: Vec<Arc<str>> = Vec::new();
-    for task_id in requested_tasks.iter().flatten() {
-        if serves_tasks
-            && !task_ids.iter().any(|t| **t == **task_id)
-            && inner.tasks.get(task_id, owner).is_some()
-        {
-            task_ids.push(Arc::from(task_id.as_str()));
-        }
-    }
     let filter = honoured(&params.notifications, &inner.handler.capabilities());
     let Ok(_permit) = std::sync::Arc::clone(&inner.subscriptions).try_acquire_owned() else {
         return Err(ErrorObject::internal_error(format!(
@@ -185,21 +245,19 @@ pub(crate) async fn listen(
     // Subscribe before acknowledging, so nothing that happens after the acknowledgement is
     // missed.
     let mut events = inner.registry.subscribe();
-    let mut task_changes = inner.tasks.changes();
+    let mut watched = Watched::new(server, requested_tasks.as_deref(), owner);
     let peer = rpc.peer();
     let mut ack = serde_json::json!({ "notifications": filter });
     if requested_tasks.is_some() {
-        let honoured: Vec<&str> = task_ids.iter().map(|t| &**t).collect();
+        let honoured: Vec<&str> = watched.ids.iter().map(|t| &**t).collect();
         ack["notifications"][LISTEN_TASK_IDS] = serde_json::json!(honoured);
     }
     if !send(peer, "notifications/subscriptions/acknowledged", ack, &id).await {
         return Err(ErrorObject::internal_error("the connection closed"));
     }
     tracing::debug!(subscription = %rpc.id(), "subscription open");
-    for task_id in &task_ids {
-        if !send_task(server, peer, task_id, owner, &id).await {
-            return Err(ErrorObject::internal_error("the connection closed"));
-        }
+    if !watched.send(peer, &watched.ids, &id).await {
+        return Err(ErrorObject::internal_error("the connection closed"));
     }
     let cancel = rpc.cancellation();
     loop {
@@ -207,21 +265,9 @@ pub(crate) async fn listen(
             () = cancel.cancelled() => {
                 return Err(ErrorObject::internal_error("the subscription was cancelled"));
             }
-            changed = task_changes.recv(), if !task_ids.is_empty() => {
-                let changed: Vec<Arc<str>> = match changed {
-                    Ok(task_id) if task_ids.contains(&task_id) => vec![task_id],
-                    Ok(_) => continue,
-                    // Missed some: send the state of every task listened to.
-                    Err(RecvError::Lagged(_)) => task_ids.clone(),
-                    Err(RecvError::Closed) => {
-                        task_ids.clear();
-                        continue;
-                    }
-                };
-                for task_id in changed {
-                    if !send_task(server, peer, &task_id, owner, &id).await {
-                        return Err(ErrorObject::internal_error("the connection closed"));
-                    }
+            changed = watched.changed() => {
+                if !watched.send(peer, &changed, &id).await {
+                    return Err(ErrorObject::internal_error("the connection closed"));
                 }
                 continue;
             }

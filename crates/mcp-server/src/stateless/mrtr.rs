@@ -289,6 +289,7 @@ impl Exchange {
     /// Whether the current run left something for the client to answer (asks, an explicit
     /// `InputRequired`, a malformed answer): the request must then answer with that, not turn
     /// into a task.
+    #[cfg(any(feature = "tasks", test))]
     pub(crate) fn has_asks(&self) -> bool {
         let run = self.run();
         !run.asks.is_empty() || run.explicit.is_some() || run.invalid.is_some() || run.overflow

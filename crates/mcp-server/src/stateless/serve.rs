@@ -24,8 +24,8 @@ use crate::dispatch::{self, Origin, dispatch};
 use crate::error::rpc_error;
 use crate::handler::Request;
 use crate::server::Server;
-use crate::tasks;
-use crate::tasks::serve::Ran;
+#[cfg(feature = "tasks")]
+use crate::tasks::{self, serve::Ran};
 use mcp_types::wire::tasks as tasks_wire;
 
 /// The two `_meta` members that make a request stateless, borrowed from the request.
@@ -400,6 +400,9 @@ pub(crate) async fn serve_lifted<S: std::borrow::Borrow<Server>>(
             ))
             .await
         }
+        #[cfg(not(feature = "tasks"))]
+        Route::Tasks => Err(ErrorObject::method_not_found(&request.method)),
+        #[cfg(feature = "tasks")]
         Route::Tasks => {
             let owner = server.subject(&request.extensions);
             if server.inner.tasks.shared().is_some() {
@@ -497,8 +500,11 @@ async fn call(
     if !serves(&inner.handler.capabilities(), &method) {
         return Err(ErrorObject::method_not_found(&method));
     }
+    #[cfg(feature = "tasks")]
     let may_be_task =
         tasks::serve::eligible(server, &method, params.name(), &meta.client_capabilities)?;
+    #[cfg(not(feature = "tasks"))]
+    let may_be_task = false;
     let owner = server.subject(&request.extensions);
     let mut request = request;
     // Only requests that may ask for input need the sealer (its key may be made now).
@@ -568,47 +574,51 @@ async fn call(
     });
     // The exchange, as the handler leaves it.
     let after = Arc::clone(&channel);
-    let result = if may_be_task {
-        let waiting = || after.exchange.get().is_some_and(|x| x.has_asks());
-        // Boxed, as is the general dispatch below: held in place, their futures would size
-        // every stateless tool call's past the allocator's per-thread cache.
-        let ran = Box::pin(tasks::serve::run_as(
-            server,
-            rpc.cancellation(),
-            scope,
-            channel,
-            request,
-            owner,
-            waiting,
-            tasks::serve::Form::Extension,
-        ))
-        .await;
-        let finished = match ran {
-            Ran::Task(task) => return tasks::serve::created(server, &task),
-            Ran::Finished(result) => result,
-        };
-        finished.map(Done::Encoded)
-    } else {
-        let origin = Origin {
-            scope,
-            channel,
-            cancel: rpc.cancellation_handle().clone(),
-            subscriptions: None,
-        };
-        match tool {
-            Some((name, arguments)) => Box::pin(dispatch::call_tool_read(
+    let result = match may_be_task {
+        #[cfg(feature = "tasks")]
+        true => {
+            let waiting = || after.exchange.get().is_some_and(|x| x.has_asks());
+            // Boxed, as is the general dispatch below: held in place, their futures would size
+            // every stateless tool call's past the allocator's per-thread cache.
+            let ran = Box::pin(tasks::serve::run_as(
                 server,
-                origin,
+                rpc.cancellation(),
+                scope,
+                channel,
                 request,
-                &name,
-                arguments,
-                progress_token,
+                owner,
+                waiting,
+                tasks::serve::Form::Extension,
             ))
-            .await
-            .map(Done::Tool),
-            None => Box::pin(dispatch(server, origin, request))
+            .await;
+            let finished = match ran {
+                Ran::Task(task) => return tasks::serve::created(server, &task),
+                Ran::Finished(result) => result,
+            };
+            finished.map(Done::Encoded)
+        }
+        _ => {
+            let origin = Origin {
+                scope,
+                channel,
+                cancel: rpc.cancellation_handle().clone(),
+                subscriptions: None,
+            };
+            match tool {
+                Some((name, arguments)) => Box::pin(dispatch::call_tool_read(
+                    server,
+                    origin,
+                    request,
+                    &name,
+                    arguments,
+                    progress_token,
+                ))
                 .await
-                .map(Done::Encoded),
+                .map(Done::Tool),
+                None => Box::pin(dispatch(server, origin, request))
+                    .await
+                    .map(Done::Encoded),
+            }
         }
     };
     if let (Some(exchange), Some(sealer)) = (after.exchange.get(), sealer) {

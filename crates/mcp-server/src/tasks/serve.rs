@@ -44,7 +44,7 @@ pub(crate) fn eligible(
         return Ok(false);
     };
     let support = match server.inner.registry.snapshot().tool(name) {
-        Some(entry) => entry.task_support,
+        Some(entry) => entry.tasks.support,
         None => return Ok(false),
     };
     if support == TaskSupport::Forbidden {

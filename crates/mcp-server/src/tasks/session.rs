@@ -131,7 +131,7 @@ fn tools_call<'a>(server: &'a Server, origin: Origin<'a>, request: Request) -> I
         .registry
         .snapshot()
         .tool(&call.name)
-        .map(|t| t.task_support);
+        .map(|t| t.tasks.support);
     let asked = call.task.as_ref().map(|t| t.ttl);
     let name = call.name.into_owned();
     let Some(support) = support else {
