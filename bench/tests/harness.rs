@@ -66,16 +66,23 @@ fn assert_all_answered(report: &ThroughputReport, calls: u64) {
     );
 }
 
+/// The raw driver's 300 calls over stdio, `inflight` at a time, to the server command
+/// `server`, every one answered.
+fn stdio_calls_answered(inflight: &str, server: &[&str]) -> ThroughputReport {
+    let report = drive(
+        &format!("--stdio --inflight {inflight} --calls 300 --warmup 0"),
+        server,
+    );
+    assert_all_answered(&report, 300);
+    report
+}
+
 #[test]
 fn stdio_limit_server_sequential_and_pipelined() {
     let limit = bin("limit-stdio");
     for inflight in ["1", "8"] {
-        let report = drive(
-            &format!("--stdio --inflight {inflight} --calls 300 --warmup 0"),
-            &[&limit],
-        );
+        let report = stdio_calls_answered(inflight, &[&limit]);
         assert_eq!(report.transport, "stdio");
-        assert_all_answered(&report, 300);
     }
     let report = drive(
         "--stdio --protocol 2026-07-28 --inflight 4 --calls 100 --warmup 0",
@@ -168,11 +175,7 @@ fn cold_start_of_both_stdio_servers() {
 fn sdk_stdio_server_answers_every_call() {
     let sdk = bin("sdk-echo");
     for inflight in ["1", "16"] {
-        let report = drive(
-            &format!("--stdio --inflight {inflight} --calls 300 --warmup 0"),
-            &[&sdk, "--stdio"],
-        );
-        assert_all_answered(&report, 300);
+        stdio_calls_answered(inflight, &[&sdk, "--stdio"]);
     }
 }
 

@@ -58,16 +58,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = if config.threads == 0 {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.threads)
-            .enable_all()
-            .build()
-    };
+    let runtime = mcp_bench::runtime::build(Some(config.threads));
     let result = runtime.and_then(|runtime| runtime.block_on(serve(config)));
     match result {
         Ok(()) => ExitCode::SUCCESS,
