@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use mcp_bench::load::{Protocol, Report, ThroughputReport};
+use mcp_bench::load::{Protocol, Report, SessionsReport, ThroughputReport};
 
 fn bin(name: &str) -> String {
     match name {
@@ -35,6 +35,23 @@ fn run_driver(name: &str, args: &[&str]) -> Report {
     serde_json::from_str(stdout.trim()).unwrap()
 }
 
+/// The raw driver's arguments: `driver_args` (split at spaces), then the server command
+/// `server` after `--`.
+fn driver_command<'a>(driver_args: &'a str, server: &[&'a str]) -> Vec<&'a str> {
+    let mut args: Vec<&str> = driver_args.split_whitespace().collect();
+    args.push("--");
+    args.extend_from_slice(server);
+    args
+}
+
+/// The raw driver's sessions report with `driver_args` against the server command `server`.
+fn sessions(driver_args: &str, server: &[&str]) -> SessionsReport {
+    match driver(&driver_command(driver_args, server)) {
+        Report::Sessions(report) => report,
+        other => panic!("not a sessions report: {other:?}"),
+    }
+}
+
 fn throughput(args: &[&str]) -> ThroughputReport {
     client_throughput("driver", args)
 }
@@ -42,10 +59,7 @@ fn throughput(args: &[&str]) -> ThroughputReport {
 /// The raw driver's report with `driver_args` (split at spaces) against the server command
 /// `server`.
 fn drive(driver_args: &str, server: &[&str]) -> ThroughputReport {
-    let mut args: Vec<&str> = driver_args.split_whitespace().collect();
-    args.push("--");
-    args.extend_from_slice(server);
-    throughput(&args)
+    throughput(&driver_command(driver_args, server))
 }
 
 fn client_throughput(name: &str, args: &[&str]) -> ThroughputReport {
@@ -118,37 +132,15 @@ fn http_limit_server_stateful_and_stateless() {
 #[test]
 fn sessions_are_counted() {
     let limit = bin("limit-http");
-    match driver(&[
-        "--http",
-        "--sessions",
-        "50",
-        "--",
-        &limit,
-        "--listen",
-        "{addr}",
-    ]) {
-        Report::Sessions(report) => {
-            assert_eq!(report.sessions, 50);
-            assert_eq!(report.session_ids, 50);
-            assert!(report.rss_after_kb > 0);
-        }
-        other => panic!("{other:?}"),
-    }
-    match driver(&[
-        "--http",
-        "--protocol",
-        "2026-07-28",
-        "--sessions",
-        "50",
-        "--",
-        &limit,
-        "--listen",
-        "{addr}",
-        "--stateless",
-    ]) {
-        Report::Sessions(report) => assert_eq!(report.session_ids, 0),
-        other => panic!("{other:?}"),
-    }
+    let report = sessions("--http --sessions 50", &[&limit, "--listen", "{addr}"]);
+    assert_eq!(report.sessions, 50);
+    assert_eq!(report.session_ids, 50);
+    assert!(report.rss_after_kb > 0);
+    let report = sessions(
+        "--http --protocol 2026-07-28 --sessions 50",
+        &[&limit, "--listen", "{addr}", "--stateless"],
+    );
+    assert_eq!(report.session_ids, 0);
 }
 
 #[test]

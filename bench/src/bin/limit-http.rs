@@ -53,10 +53,7 @@ fn config() -> Result<Config, ArgError> {
 fn main() -> ExitCode {
     let config = match config() {
         Ok(config) => config,
-        Err(e) => {
-            eprintln!("limit-http: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return e.exit("limit-http"),
     };
     let runtime = mcp_bench::runtime::build(Some(config.threads));
     let result = runtime.and_then(|runtime| runtime.block_on(serve(config)));

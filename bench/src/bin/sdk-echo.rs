@@ -71,10 +71,7 @@ fn config() -> Result<Config, ArgError> {
 fn main() -> ExitCode {
     let config = match config() {
         Ok(config) => config,
-        Err(e) => {
-            eprintln!("sdk-echo: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return e.exit("sdk-echo"),
     };
     let server = match server() {
         Ok(server) => server,
