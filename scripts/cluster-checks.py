@@ -85,21 +85,23 @@ def messages(text):
     return found
 
 
+def initialize_request(capabilities=None):
+    """The `initialize` request of a 2025-11-25 session with these client capabilities."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": VERSION,
+            "capabilities": capabilities or {},
+            "clientInfo": {"name": "cluster-checks", "version": "1"},
+        },
+    }
+
+
 def initialize(target, capabilities=None):
     """A 2025-11-25 session with these client capabilities, initialized: its id."""
-    status, response, text = target.send(
-        "POST",
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": VERSION,
-                "capabilities": capabilities or {},
-                "clientInfo": {"name": "cluster-checks", "version": "1"},
-            },
-        },
-    )
+    status, response, text = target.send("POST", initialize_request(capabilities))
     if status != 200:
         fail(f"initialize: HTTP {status}: {text}")
     sid = response.getheader("Mcp-Session-Id")
@@ -398,20 +400,7 @@ def check_outage(target, redis_pid, timeout):
             )
             worst = max(worst, time.monotonic() - started)
             statuses.append(status)
-            status, _, _ = target.send(
-                "POST",
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": VERSION,
-                        "capabilities": {},
-                        "clientInfo": {"name": "c", "version": "1"},
-                    },
-                },
-                timeout=30,
-            )
+            status, _, _ = target.send("POST", initialize_request(), timeout=30)
             statuses.append(status)
     finally:
         os.kill(redis_pid, signal.SIGCONT)

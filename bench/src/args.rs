@@ -15,6 +15,14 @@ impl fmt::Display for ArgError {
 
 impl std::error::Error for ArgError {}
 
+impl ArgError {
+    /// Reports the error on stderr as `binary: error`; the exit code of a usage error (2).
+    pub fn exit(&self, binary: &str) -> std::process::ExitCode {
+        eprintln!("{binary}: {self}");
+        std::process::ExitCode::from(2)
+    }
+}
+
 /// Arguments still to be consumed. Flags are taken out one by one; [`Args::finish`] rejects
 /// whatever is left and returns the words after `--` (a command to run, for example).
 ///

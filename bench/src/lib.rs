@@ -17,4 +17,5 @@ pub mod load;
 pub mod otel;
 pub mod procfs;
 pub mod report;
+pub mod runtime;
 pub mod stats;

@@ -5,21 +5,20 @@
 //! * `on`: the server's telemetry installed on the OpenTelemetry SDK, every span sampled,
 //!   processed by the SDK's batch processor (its own thread, its bounded queue) and handed to
 //!   an exporter that drops it, the duration metrics aggregated and collected by the SDK's
-//!   periodic reader (its own thread) for an exporter that drops them: what a deployment
-//!   pays, minus the network;
+//!   periodic reader (its own thread) for an exporter that drops them (`otel/discard.rs`):
+//!   what a deployment pays, minus the network;
 //! * `sampled-out`: the same with a sampler that samples nothing (spans are not recorded;
 //!   the trace context is still read and the metrics recorded).
 //!
 //! This file is also compiled into `sdk-echo-stdio` (bench/stdio), which does not depend on
 //! this crate.
 
-use opentelemetry::propagation::TextMapCompositePropagator;
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::metrics::data::ResourceMetrics;
-use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
-use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
-use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
-use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider, SpanData, SpanExporter};
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+
+// The providers and their exporters that drop everything, shared with the conformance fixtures.
+#[path = "otel/discard.rs"]
+mod discard;
 
 /// The variable that picks the mode.
 pub const VARIABLE: &str = "MCP_BENCH_OTEL";
@@ -54,41 +53,6 @@ impl Mode {
     }
 }
 
-/// Drops what it is given.
-#[derive(Debug)]
-struct Discard;
-
-impl SpanExporter for Discard {
-    fn export(
-        &self,
-        batch: Vec<SpanData>,
-    ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
-        drop(batch);
-        std::future::ready(Ok(()))
-    }
-}
-
-impl PushMetricExporter for Discard {
-    fn export(
-        &self,
-        _metrics: &ResourceMetrics,
-    ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
-        std::future::ready(Ok(()))
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        Ok(())
-    }
-
-    fn shutdown_with_timeout(&self, _timeout: std::time::Duration) -> OTelSdkResult {
-        Ok(())
-    }
-
-    fn temporality(&self) -> Temporality {
-        Temporality::Cumulative
-    }
-}
-
 /// The providers of installed telemetry; they live as long as this.
 #[derive(Debug)]
 pub struct Installed {
@@ -103,17 +67,7 @@ pub fn install(mode: Mode) -> Option<Installed> {
         Mode::On => Sampler::AlwaysOn,
         Mode::SampledOut => Sampler::AlwaysOff,
     };
-    let tracers = SdkTracerProvider::builder()
-        .with_sampler(sampler)
-        .with_batch_exporter(Discard)
-        .build();
-    let meters = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(Discard).build())
-        .build();
-    opentelemetry::global::set_text_map_propagator(TextMapCompositePropagator::new(vec![
-        Box::new(TraceContextPropagator::new()),
-        Box::new(BaggagePropagator::new()),
-    ]));
+    let (tracers, meters, _spans) = discard::providers(Some(sampler), None);
     let _ = mcp_server::otel::install(mcp_server::otel::Telemetry::new(&tracers, &meters));
     Some(Installed {
         _tracers: tracers,

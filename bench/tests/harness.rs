@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use mcp_bench::load::{Protocol, Report, ThroughputReport};
+use mcp_bench::load::{Protocol, Report, SessionsReport, ThroughputReport};
 
 fn bin(name: &str) -> String {
     match name {
@@ -35,6 +35,23 @@ fn run_driver(name: &str, args: &[&str]) -> Report {
     serde_json::from_str(stdout.trim()).unwrap()
 }
 
+/// The raw driver's arguments: `driver_args` (split at spaces), then the server command
+/// `server` after `--`.
+fn driver_command<'a>(driver_args: &'a str, server: &[&'a str]) -> Vec<&'a str> {
+    let mut args: Vec<&str> = driver_args.split_whitespace().collect();
+    args.push("--");
+    args.extend_from_slice(server);
+    args
+}
+
+/// The raw driver's sessions report with `driver_args` against the server command `server`.
+fn sessions(driver_args: &str, server: &[&str]) -> SessionsReport {
+    match driver(&driver_command(driver_args, server)) {
+        Report::Sessions(report) => report,
+        other => panic!("not a sessions report: {other:?}"),
+    }
+}
+
 fn throughput(args: &[&str]) -> ThroughputReport {
     client_throughput("driver", args)
 }
@@ -42,10 +59,7 @@ fn throughput(args: &[&str]) -> ThroughputReport {
 /// The raw driver's report with `driver_args` (split at spaces) against the server command
 /// `server`.
 fn drive(driver_args: &str, server: &[&str]) -> ThroughputReport {
-    let mut args: Vec<&str> = driver_args.split_whitespace().collect();
-    args.push("--");
-    args.extend_from_slice(server);
-    throughput(&args)
+    throughput(&driver_command(driver_args, server))
 }
 
 fn client_throughput(name: &str, args: &[&str]) -> ThroughputReport {
@@ -66,16 +80,23 @@ fn assert_all_answered(report: &ThroughputReport, calls: u64) {
     );
 }
 
+/// The raw driver's 300 calls over stdio, `inflight` at a time, to the server command
+/// `server`, every one answered.
+fn stdio_calls_answered(inflight: &str, server: &[&str]) -> ThroughputReport {
+    let report = drive(
+        &format!("--stdio --inflight {inflight} --calls 300 --warmup 0"),
+        server,
+    );
+    assert_all_answered(&report, 300);
+    report
+}
+
 #[test]
 fn stdio_limit_server_sequential_and_pipelined() {
     let limit = bin("limit-stdio");
     for inflight in ["1", "8"] {
-        let report = drive(
-            &format!("--stdio --inflight {inflight} --calls 300 --warmup 0"),
-            &[&limit],
-        );
+        let report = stdio_calls_answered(inflight, &[&limit]);
         assert_eq!(report.transport, "stdio");
-        assert_all_answered(&report, 300);
     }
     let report = drive(
         "--stdio --protocol 2026-07-28 --inflight 4 --calls 100 --warmup 0",
@@ -111,37 +132,15 @@ fn http_limit_server_stateful_and_stateless() {
 #[test]
 fn sessions_are_counted() {
     let limit = bin("limit-http");
-    match driver(&[
-        "--http",
-        "--sessions",
-        "50",
-        "--",
-        &limit,
-        "--listen",
-        "{addr}",
-    ]) {
-        Report::Sessions(report) => {
-            assert_eq!(report.sessions, 50);
-            assert_eq!(report.session_ids, 50);
-            assert!(report.rss_after_kb > 0);
-        }
-        other => panic!("{other:?}"),
-    }
-    match driver(&[
-        "--http",
-        "--protocol",
-        "2026-07-28",
-        "--sessions",
-        "50",
-        "--",
-        &limit,
-        "--listen",
-        "{addr}",
-        "--stateless",
-    ]) {
-        Report::Sessions(report) => assert_eq!(report.session_ids, 0),
-        other => panic!("{other:?}"),
-    }
+    let report = sessions("--http --sessions 50", &[&limit, "--listen", "{addr}"]);
+    assert_eq!(report.sessions, 50);
+    assert_eq!(report.session_ids, 50);
+    assert!(report.rss_after_kb > 0);
+    let report = sessions(
+        "--http --protocol 2026-07-28 --sessions 50",
+        &[&limit, "--listen", "{addr}", "--stateless"],
+    );
+    assert_eq!(report.session_ids, 0);
 }
 
 #[test]
@@ -168,11 +167,7 @@ fn cold_start_of_both_stdio_servers() {
 fn sdk_stdio_server_answers_every_call() {
     let sdk = bin("sdk-echo");
     for inflight in ["1", "16"] {
-        let report = drive(
-            &format!("--stdio --inflight {inflight} --calls 300 --warmup 0"),
-            &[&sdk, "--stdio"],
-        );
-        assert_all_answered(&report, 300);
+        stdio_calls_answered(inflight, &[&sdk, "--stdio"]);
     }
 }
 

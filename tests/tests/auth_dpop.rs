@@ -9,10 +9,10 @@
 //! The proofs are checked by code independent of the client's (`jsonwebtoken` for the
 //! signature, the RFC 7638 recipe for the thumbprint), so a wrong claim fails these tests.
 
+use crate::auth_support::{self, ToolServer, connect, loopback, serve, subject_result};
 use crate::support;
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -20,51 +20,21 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use mcp_auth::{
-    ClientMetadata, DpopKey, DpopOptions, DpopPolicy, HeadlessRedirect, HttpClient,
-    HyperHttpClient, JwtVerifier, OAuthClient, Principal, ProtectedResourceMetadata,
-    ResourceServer,
+    DpopKey, DpopOptions, DpopPolicy, JwtVerifier, OAuthClient, Principal,
+    ProtectedResourceMetadata, ResourceServer,
 };
-use mcp_jsonrpc::{
-    CallError, Engine, ErrorObject, Handler, Peer, Request, RequestContext, RequestOptions,
-};
+use mcp_jsonrpc::{CallError, Peer};
 use mcp_tests::http::Served;
 use mcp_tests::rpc::{call_tool, failure};
-use mcp_transport_http::client::{HttpClientHandle, StreamableHttpClient};
-use mcp_transport_http::server::{
-    AuthFuture, Authenticator, HttpServerConfig, StreamableHttpService,
-};
-use serde_json::{Value, json};
+use mcp_transport_http::server::{AuthFuture, Authenticator};
+use serde_json::Value;
 use support::{AsConfig, SECRET, TestAs, verify_proof};
-use tokio::net::TcpListener;
 
-const REDIRECT: &str = "http://127.0.0.1:1/callback";
-const VERSION: &str = "2025-11-25";
-
-/// Answers `initialize` and `tools/call`.
-struct McpHandler;
-
-impl Handler for McpHandler {
-    async fn handle_request(
-        &self,
-        request: Request,
-        cx: RequestContext,
-    ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
-        let caller = cx.extensions().get::<Caller>().cloned();
-        let params: Value = request.params_as()?;
-        let result = match request.method.as_str() {
-            "initialize" => json!({
-                "protocolVersion": params["protocolVersion"],
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "dpop-protected", "version": "1"},
-            }),
-            "tools/call" => json!({
-                "content": [{"type": "text", "text": "ok"}],
-                "structuredContent": {"subject": caller.map(|c| c.0)},
-            }),
-            other => return Err(ErrorObject::method_not_found(other)),
-        };
-        mcp_jsonrpc::RawJson::serialize(&result).map_err(ErrorObject::internal_error)
-    }
+/// Answers `initialize` and `tools/call`, with the subject of the verified token.
+fn mcp_handler() -> ToolServer {
+    ToolServer::new("dpop-protected", |_, cx| {
+        subject_result(cx.extensions().get::<Caller>().map(|c| c.0.clone()))
+    })
 }
 
 /// The subject of a verified token.
@@ -258,10 +228,7 @@ struct Mcp {
 
 impl Mcp {
     async fn start(issuer: &str, nonce: RsNonce, accept_bearer: bool) -> Mcp {
-        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-            .await
-            .unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (listener, base) = loopback().await;
         let url = format!("{base}/mcp");
         let log: Arc<Mutex<RsLog>> = Arc::default();
         let rs = DpopResource {
@@ -273,14 +240,7 @@ impl Mcp {
             jtis: Mutex::default(),
             log: log.clone(),
         };
-        let service = StreamableHttpService::builder(|connection| async move {
-            let (_peer, driver) = Engine::builder().start(connection, McpHandler);
-            let _ = driver.await;
-        })
-        .config(HttpServerConfig::default().path("/mcp"))
-        .auth(rs)
-        .build();
-        let served = Served::start_on(listener, service);
+        let served = serve(listener, rs, mcp_handler);
         Mcp {
             url,
             log,
@@ -294,35 +254,16 @@ impl Mcp {
 }
 
 fn oauth(policy: DpopPolicy) -> Arc<OAuthClient> {
-    let http: Arc<dyn HttpClient> = Arc::new(HyperHttpClient::new().unwrap());
     Arc::new(
-        OAuthClient::builder(ClientMetadata::new("dpop-e2e", REDIRECT))
-            .http_client(http.clone())
-            .authorization_handler(HeadlessRedirect::new(http))
+        auth_support::oauth("dpop-e2e")
             .dpop(policy)
             .build()
             .unwrap(),
     )
 }
 
-async fn connect(url: &str, oauth: Arc<OAuthClient>) -> (Peer, HttpClientHandle) {
-    let client = StreamableHttpClient::builder(url)
-        .auth(oauth)
-        .build()
-        .unwrap();
-    let (connection, handle) = client.connect().await.unwrap();
-    let (peer, _driver) = Engine::builder().spawn(connection, ());
-    (peer, handle)
-}
-
 async fn initialize(peer: &Peer) -> Result<Value, CallError> {
-    let init = peer
-        .call(
-            "initialize",
-            &json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "dpop-e2e", "version": "1"}}),
-            RequestOptions::new(),
-        )
-        .await?;
+    let init = auth_support::initialize(peer, "dpop-e2e").await?;
     peer.notify("notifications/initialized", None).await?;
     Ok(init)
 }
@@ -538,15 +479,10 @@ async fn a_resource_requiring_dpop_behind_a_bearer_only_server_is_refused_early(
 #[tokio::test]
 async fn a_given_key_is_the_one_tokens_are_bound_to() {
     let key = DpopKey::generate().unwrap();
-    let http: Arc<dyn HttpClient> = Arc::new(HyperHttpClient::new().unwrap());
-    let oauth = Arc::new(
-        OAuthClient::builder(ClientMetadata::new("dpop-e2e", REDIRECT))
-            .http_client(http.clone())
-            .authorization_handler(HeadlessRedirect::new(http))
-            .dpop_key(key.clone())
-            .build()
-            .unwrap(),
-    );
+    let oauth = auth_support::oauth("dpop-e2e")
+        .dpop_key(key.clone())
+        .build();
+    let oauth = Arc::new(oauth.unwrap());
     let auth = TestAs::start(dpop_as()).await;
     let mcp = Mcp::start(&auth.issuer, RsNonce::Off, false).await;
     let (peer, _handle) = connect(&mcp.url, oauth).await;
@@ -561,43 +497,10 @@ async fn a_given_key_is_the_one_tokens_are_bound_to() {
     assert!(accepted > 0 && refused.is_empty(), "refused: {refused:?}");
 }
 
-/// Answers `initialize` and `tools/call` with the subject of `mcp_auth::Principal`.
-struct PrincipalHandler;
-
-impl Handler for PrincipalHandler {
-    async fn handle_request(
-        &self,
-        request: Request,
-        cx: RequestContext,
-    ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
-        let subject = cx
-            .extensions()
-            .get::<Principal>()
-            .and_then(|p| p.subject.clone());
-        let params: Value = request.params_as()?;
-        let result = match request.method.as_str() {
-            "initialize" => json!({
-                "protocolVersion": params["protocolVersion"],
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "dpop-resource-server", "version": "1"},
-            }),
-            "tools/call" => json!({
-                "content": [{"type": "text", "text": "ok"}],
-                "structuredContent": {"subject": subject},
-            }),
-            other => return Err(ErrorObject::method_not_found(other)),
-        };
-        mcp_jsonrpc::RawJson::serialize(&result).map_err(ErrorObject::internal_error)
-    }
-}
-
 #[tokio::test]
 async fn the_sdk_resource_server_requiring_dpop_serves_the_sdk_client() {
     let auth = TestAs::start(dpop_as()).await;
-    let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (listener, base) = loopback().await;
     let url = format!("{base}/mcp");
     let rs = ResourceServer::new(
         ProtectedResourceMetadata::new(url.clone(), auth.issuer.clone()),
@@ -608,14 +511,16 @@ async fn the_sdk_resource_server_requiring_dpop_serves_the_sdk_client() {
         ),
     )
     .with_dpop(DpopOptions::default().required(true));
-    let service = StreamableHttpService::builder(|connection| async move {
-        let (_peer, driver) = Engine::builder().start(connection, PrincipalHandler);
-        let _ = driver.await;
-    })
-    .config(HttpServerConfig::default().path("/mcp"))
-    .auth(rs)
-    .build();
-    let _served = Served::start_on(listener, service);
+    // Its tools answer with the subject of the `mcp_auth::Principal` the SDK verified.
+    let _served = serve(listener, rs, || {
+        ToolServer::new("dpop-resource-server", |_, cx| {
+            subject_result(
+                cx.extensions()
+                    .get::<Principal>()
+                    .and_then(|p| p.subject.clone()),
+            )
+        })
+    });
 
     let (peer, handle) = connect(&url, oauth(DpopPolicy::WhenSupported)).await;
     initialize(&peer).await.unwrap();

@@ -10,68 +10,46 @@
 //! expired token (refreshed), a token for another audience or from an untrusted issuer (never
 //! reaches the handler), and insufficient scope (403, then step-up).
 
+use crate::auth_support::{self, ToolServer, VERSION, loopback, serve};
 use crate::support;
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
 use mcp_auth::{
-    BearerChallenge, ClientMetadata, HeadlessRedirect, HttpClient, HyperHttpClient, JwtVerifier,
-    OAuthClient, Principal, ProtectedResourceMetadata, ResourceServer,
+    BearerChallenge, HttpClient, HyperHttpClient, JwtVerifier, OAuthClient, Principal,
+    ProtectedResourceMetadata, ResourceServer,
 };
-use mcp_jsonrpc::{
-    CallError, Engine, ErrorObject, Handler, Peer, Request, RequestContext, RequestOptions,
-};
+use mcp_jsonrpc::{CallError, Peer};
 use mcp_tests::http::Served;
 use mcp_tests::rpc::{call_tool, failure};
-use mcp_transport_http::client::StreamableHttpClient;
-use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use support::{AsConfig, SECRET, TestAs, now};
-use tokio::net::TcpListener;
-
-const REDIRECT: &str = "http://127.0.0.1:1/callback";
-const VERSION: &str = "2025-11-25";
 
 /// What the MCP handler saw: each request's method and the principal in its extensions.
 type Seen = Arc<Mutex<Vec<(String, Option<Principal>)>>>;
 
-/// Answers `initialize` and `tools/call` (`whoami` and `write`, both returning the caller).
-struct McpHandler {
-    seen: Seen,
-}
-
-impl Handler for McpHandler {
-    async fn handle_request(
-        &self,
-        request: Request,
-        cx: RequestContext,
-    ) -> Result<mcp_jsonrpc::RawJson, ErrorObject> {
+/// Answers `initialize` and `tools/call` (`whoami` and `write`, both returning the caller),
+/// recording in `seen` each request's method and principal.
+fn mcp_handler(seen: Seen) -> ToolServer {
+    ToolServer::new("protected", |params, cx| {
+        let p = cx
+            .extensions()
+            .get::<Principal>()
+            .cloned()
+            .unwrap_or_default();
+        json!({
+            "content": [{"type": "text", "text": format!("{} called {}", p.subject.clone().unwrap_or_default(), params["name"])}],
+            "structuredContent": {"subject": p.subject, "scopes": p.scopes},
+        })
+    })
+    .observed(move |request, cx| {
         let principal = cx.extensions().get::<Principal>().cloned();
-        self.seen
-            .lock()
+        seen.lock()
             .unwrap()
-            .push((request.method.clone(), principal.clone()));
-        let params: Value = request.params_as()?;
-        let result = match request.method.as_str() {
-            "initialize" => json!({
-                "protocolVersion": params["protocolVersion"],
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "protected", "version": "1"},
-            }),
-            "tools/call" => {
-                let p = principal.unwrap_or_default();
-                json!({
-                    "content": [{"type": "text", "text": format!("{} called {}", p.subject.clone().unwrap_or_default(), params["name"])}],
-                    "structuredContent": {"subject": p.subject, "scopes": p.scopes},
-                })
-            }
-            other => return Err(ErrorObject::method_not_found(other)),
-        };
-        mcp_jsonrpc::RawJson::serialize(&result).map_err(ErrorObject::internal_error)
-    }
+            .push((request.method.clone(), principal));
+    })
 }
 
 /// How the MCP server is protected.
@@ -105,10 +83,7 @@ struct Mcp {
 
 impl Mcp {
     async fn start(issuer: &str, setup: McpSetup) -> Mcp {
-        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-            .await
-            .unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (listener, base) = loopback().await;
         let url = format!("{base}/mcp");
         let resource_path = setup.resource_path.unwrap_or("/mcp");
         let resource = format!("{base}{resource_path}");
@@ -125,17 +100,7 @@ impl Mcp {
         .with_tool_scopes("write", setup.write_scopes);
         let seen: Seen = Arc::default();
         let s = seen.clone();
-        let service = StreamableHttpService::builder(move |connection| {
-            let handler = McpHandler { seen: s.clone() };
-            async move {
-                let (_peer, driver) = Engine::builder().start(connection, handler);
-                let _ = driver.await;
-            }
-        })
-        .config(HttpServerConfig::default().path("/mcp"))
-        .auth(rs)
-        .build();
-        let served = Served::start_on(listener, service);
+        let served = serve(listener, rs, move || mcp_handler(s.clone()));
         Mcp {
             base,
             url,
@@ -173,34 +138,16 @@ impl Mcp {
 }
 
 fn oauth() -> Arc<OAuthClient> {
-    let http: Arc<dyn HttpClient> = Arc::new(HyperHttpClient::new().unwrap());
-    Arc::new(
-        OAuthClient::builder(ClientMetadata::new("e2e", REDIRECT))
-            .http_client(http.clone())
-            .authorization_handler(HeadlessRedirect::new(http))
-            .build()
-            .unwrap(),
-    )
+    Arc::new(auth_support::oauth("e2e").build().unwrap())
 }
 
 /// Connects the HTTP client transport with `oauth` and starts a client engine on it.
 async fn connect(url: &str, oauth: Arc<OAuthClient>) -> Peer {
-    let client = StreamableHttpClient::builder(url)
-        .auth(oauth)
-        .build()
-        .unwrap();
-    let (connection, _handle) = client.connect().await.unwrap();
-    let (peer, _driver) = Engine::builder().spawn(connection, ());
-    peer
+    auth_support::connect(url, oauth).await.0
 }
 
 async fn initialize(peer: &Peer) -> Result<Value, CallError> {
-    peer.call(
-        "initialize",
-        &json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}),
-        RequestOptions::new(),
-    )
-    .await
+    auth_support::initialize(peer, "e2e").await
 }
 
 #[tokio::test]

@@ -34,6 +34,38 @@ fn everything_server() -> &'static str {
     })
 }
 
+/// `mcp call echo --arg text=TEXT server...` (the bundled server's `echo`, through the server
+/// `server` names) prints `TEXT` and exits 0.
+fn echoes(text: &str, server: &[&str]) {
+    let arg = format!("text={text}");
+    let mut args = vec!["call", "echo", "--arg", arg.as_str()];
+    args.extend_from_slice(server);
+    let echo = run(&args);
+    echo.expect_code(0);
+    assert_eq!(echo.stdout, format!("{text}\n"), "{args:?}");
+}
+
+/// `mcp call countdown` (two steps) at `url` exits 0 and logs its steps on stderr.
+fn counts_down(url: &str) -> Run {
+    let args = [
+        "call",
+        "countdown",
+        "--arg",
+        "steps=2",
+        "--arg",
+        "delay_ms=1",
+        "--url",
+        url,
+    ];
+    let countdown = run(&args);
+    countdown.expect_code(0);
+    assert!(
+        countdown.stderr.contains("[info] step 2 of 2"),
+        "log messages reach stderr: {countdown:?}"
+    );
+    countdown
+}
+
 /// `mcp args... -- node <server-everything>`: the reference server on stdio.
 fn with(args: &[&str]) -> Run {
     let mut all: Vec<&str> = args.to_vec();
@@ -56,21 +88,9 @@ fn the_bundled_server_answers_out_of_the_box() {
         "no colour into a pipe: {list:?}"
     );
 
-    let echo = run(&["call", "echo", "--arg", "text=hello"]);
-    echo.expect_code(0);
-    assert_eq!(echo.stdout, "hello\n");
-
+    echoes("hello", &[]);
     // Forced onto the stateless revision: per-request `_meta`, no `initialize`.
-    let stateless = run(&[
-        "call",
-        "echo",
-        "--arg",
-        "text=stateless",
-        "--protocol",
-        "2026-07-28",
-    ]);
-    stateless.expect_code(0);
-    assert_eq!(stateless.stdout, "stateless\n");
+    echoes("stateless", &["--protocol", "2026-07-28"]);
 
     let json = run(&["call", "add", "--arg", "a=2", "--arg", "b=3", "--json"]);
     json.expect_code(0);
@@ -145,17 +165,7 @@ fn exit_codes_tell_what_went_wrong() {
 #[test]
 fn stdio_servers_are_started_and_shut_down() {
     let mcp = mcp().to_string_lossy().into_owned();
-    let echo = run(&[
-        "call",
-        "echo",
-        "--arg",
-        "text=over stdio",
-        "--",
-        &mcp,
-        "serve",
-    ]);
-    echo.expect_code(0);
-    assert_eq!(echo.stdout, "over stdio\n");
+    echoes("over stdio", &["--", &mcp, "serve"]);
 
     // A server that dies during the handshake: exit 3, with its stderr in the message.
     let dying = run(&[
@@ -249,30 +259,12 @@ fn the_bundled_server_over_http_and_through_proxies() {
     let url = served.url.as_str();
     assert!(url.ends_with("/mcp"), "{url}");
 
-    let echo = run(&["call", "echo", "--arg", "text=over http", "--url", url]);
-    echo.expect_code(0);
-    assert_eq!(echo.stdout, "over http\n");
-
+    echoes("over http", &["--url", url]);
     run(&["call", "fail", "--url", url]).expect_code(4);
-
-    let countdown = run(&[
-        "call",
-        "countdown",
-        "--arg",
-        "steps=2",
-        "--arg",
-        "delay_ms=1",
-        "--url",
-        url,
-    ]);
-    countdown.expect_code(0);
+    let countdown = counts_down(url);
     assert!(
         countdown.stdout.contains("liftoff after 2 steps"),
         "{countdown:?}"
-    );
-    assert!(
-        countdown.stderr.contains("[info] step 2 of 2"),
-        "log messages reach stderr: {countdown:?}"
     );
 
     run(&["discover", "--url", url])
@@ -281,49 +273,13 @@ fn the_bundled_server_over_http_and_through_proxies() {
 
     // An HTTP server exposed on stdio, used as a stdio server.
     let mcp = mcp().to_string_lossy().into_owned();
-    let via_stdio = run(&[
-        "call",
-        "echo",
-        "--arg",
-        "text=http on stdio",
-        "--",
-        &mcp,
-        "proxy",
-        "--url",
-        url,
-    ]);
-    via_stdio.expect_code(0);
-    assert_eq!(via_stdio.stdout, "http on stdio\n");
+    echoes("http on stdio", &["--", &mcp, "proxy", "--url", url]);
 
     // A stdio server exposed over HTTP, one child per session.
     let proxied = Listening::start(&["proxy", "--http", "127.0.0.1:0", "--", &mcp, "serve"]);
-    let echo = run(&[
-        "call",
-        "echo",
-        "--arg",
-        "text=stdio on http",
-        "--url",
-        &proxied.url,
-    ]);
-    echo.expect_code(0);
-    assert_eq!(echo.stdout, "stdio on http\n");
-    let tool_error = run(&["call", "fail", "--url", &proxied.url]);
-    tool_error.expect_code(4);
-    let countdown = run(&[
-        "call",
-        "countdown",
-        "--arg",
-        "steps=2",
-        "--arg",
-        "delay_ms=1",
-        "--url",
-        &proxied.url,
-    ]);
-    countdown.expect_code(0);
-    assert!(
-        countdown.stderr.contains("[info] step 2 of 2"),
-        "{countdown:?}"
-    );
+    echoes("stdio on http", &["--url", &proxied.url]);
+    run(&["call", "fail", "--url", &proxied.url]).expect_code(4);
+    counts_down(&proxied.url);
 }
 
 #[test]
@@ -582,9 +538,7 @@ fn arguments_are_checked_before_the_call() {
     let sum = run(&["call", "add", "--arg", "a=2", "--arg", "b=0.5", "--json"]);
     sum.expect_code(0);
     assert_eq!(sum.json()["structuredContent"]["sum"], 2.5);
-    let digits = run(&["call", "echo", "--arg", "text=007"]);
-    digits.expect_code(0);
-    assert_eq!(digits.stdout, "007\n");
+    echoes("007", &[]);
 }
 
 #[test]

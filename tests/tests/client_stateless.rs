@@ -4,6 +4,7 @@
 //! `subscriptions/listen`.
 
 use crate::client_support;
+use crate::mcp_client_support::recording_form_fields;
 
 use client_support::tool_names;
 use std::future::Future;
@@ -674,23 +675,11 @@ impl Handler for OrderedFormServer {
 
 #[tokio::test]
 async fn input_required_forms_keep_the_order_of_their_fields() {
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let seen = asked.clone();
-    let client = Client::builder(Implementation::new("stateless-test", "1.0.0"))
-        .on_elicit(move |request: ElicitationRequest| {
-            let seen = seen.clone();
-            async move {
-                if let ElicitationRequest::Form { schema, .. } = request {
-                    seen.lock()
-                        .unwrap()
-                        .extend(schema.fields().iter().map(|f| f.name.clone()));
-                }
-                Ok(ElicitationAnswer::Accept(
-                    json!({"zeta": "z"}).as_object().unwrap().clone(),
-                ))
-            }
-        })
-        .build();
+    let (client, asked) = recording_form_fields(
+        Client::builder(Implementation::new("stateless-test", "1.0.0")),
+        ElicitationAnswer::Accept(json!({"zeta": "z"}).as_object().unwrap().clone()),
+    );
+    let client = client.build();
     let (client_side, server_side) = memory_pair(32);
     let (_peer, _task) = Engine::builder().spawn(server_side, OrderedFormServer);
     let session = client.connect(client_side).await.unwrap();

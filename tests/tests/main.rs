@@ -3,8 +3,11 @@
 //! once it is declared here as `mod NAME;` (the check at the end covers every package).
 
 // Shared by several test modules.
+mod auth_support;
 mod client_support;
 mod http_client_support;
+#[path = "../../crates/mcp-client/tests/support/mod.rs"]
+mod mcp_client_support;
 mod stateless_support;
 #[path = "../../crates/mcp-auth/tests/support/mod.rs"]
 mod support;

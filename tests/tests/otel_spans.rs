@@ -157,21 +157,29 @@ fn client(version: ProtocolVersion) -> Client {
         .build()
 }
 
-/// A session with the test server over an in-process byte stream (the stdio transport's
-/// codec both ways).
-async fn stdio_session(version: ProtocolVersion) -> (ClientSession, tokio::task::JoinHandle<()>) {
+/// A session of `client` with `server` over an in-process byte stream (the stdio transport's
+/// codec both ways), and the task serving it.
+async fn duplex_session(
+    server: Server,
+    client: Client,
+) -> (ClientSession, tokio::task::JoinHandle<()>) {
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     let (server_read, server_write) = tokio::io::split(server_io);
     let serving = tokio::spawn(async move {
-        let _ = server().serve_io(server_read, server_write).await;
+        let _ = server.serve_io(server_read, server_write).await;
     });
     let (client_read, client_write) = tokio::io::split(client_io);
     let connection = mcp_transport_stdio::io(client_read, client_write);
-    let session = client(version)
+    let session = client
         .connect(connection)
         .await
         .expect("connect over stdio");
     (session, serving)
+}
+
+/// A session with the test server over an in-process byte stream.
+async fn stdio_session(version: ProtocolVersion) -> (ClientSession, tokio::task::JoinHandle<()>) {
+    duplex_session(server(), client(version)).await
 }
 
 /// A session with the test server over Streamable HTTP.
@@ -624,17 +632,11 @@ fn metric_names() -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_method_of_a_session_has_spans_with_the_conventions_names() {
     sdk();
-    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
-    let (server_read, server_write) = tokio::io::split(server_io);
-    tokio::spawn(async move {
-        let server = mcp_example::server().expect("the example server");
-        let _ = server.serve_io(server_read, server_write).await;
-    });
-    let (client_read, client_write) = tokio::io::split(client_io);
-    let session = client(ProtocolVersion::V2025_11_25)
-        .connect(mcp_transport_stdio::io(client_read, client_write))
-        .await
-        .expect("connect");
+    let (session, _serving) = duplex_session(
+        mcp_example::server().expect("the example server"),
+        client(ProtocolVersion::V2025_11_25),
+    )
+    .await;
     let tracer = sdk().tracers.tracer("the-application");
     let cx = Context::current_with_span(tracer.start("agent every method"));
     let trace = cx.span().span_context().trace_id();
@@ -704,22 +706,16 @@ async fn every_method_of_a_session_has_spans_with_the_conventions_names() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_the_server_asks_the_client_is_traced_inside_the_tool() {
     sdk();
-    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
-    let (server_read, server_write) = tokio::io::split(server_io);
-    tokio::spawn(async move {
-        let server = mcp_example::server().expect("the example server");
-        let _ = server.serve_io(server_read, server_write).await;
-    });
-    let (client_read, client_write) = tokio::io::split(client_io);
     let root: mcp_types::Root =
         serde_json::from_value(json!({"uri": "file:///work"})).expect("a root");
-    let session = Client::builder(Implementation::new("otel-client", "1.0.0"))
-        .protocol_version(ProtocolVersion::V2025_11_25)
-        .roots(mcp_client::Roots::new(vec![root]))
-        .build()
-        .connect(mcp_transport_stdio::io(client_read, client_write))
-        .await
-        .expect("connect");
+    let (session, _serving) = duplex_session(
+        mcp_example::server().expect("the example server"),
+        Client::builder(Implementation::new("otel-client", "1.0.0"))
+            .protocol_version(ProtocolVersion::V2025_11_25)
+            .roots(mcp_client::Roots::new(vec![root]))
+            .build(),
+    )
+    .await;
     let tracer = sdk().tracers.tracer("the-application");
     let cx = Context::current_with_span(tracer.start("agent asks for roots"));
     let trace = cx.span().span_context().trace_id();
@@ -769,17 +765,8 @@ async fn fanned_out_notifications_have_one_span_per_session() {
         .expect("the server builds");
     let mut sessions = Vec::new();
     for _ in 0..2 {
-        let (client_io, server_io) = tokio::io::duplex(64 * 1024);
-        let (server_read, server_write) = tokio::io::split(server_io);
-        let serving = server.clone();
-        tokio::spawn(async move {
-            let _ = serving.serve_io(server_read, server_write).await;
-        });
-        let (client_read, client_write) = tokio::io::split(client_io);
-        let session = client(ProtocolVersion::V2025_11_25)
-            .connect(mcp_transport_stdio::io(client_read, client_write))
-            .await
-            .expect("connect");
+        let (session, _serving) =
+            duplex_session(server.clone(), client(ProtocolVersion::V2025_11_25)).await;
         session.subscribe(URI).await.expect("resources/subscribe");
         let notifications = session.notifications();
         sessions.push((session, notifications));

@@ -818,7 +818,7 @@ enum Kind<'a> {
 /// its request.
 macro_rules! oracle {
     ($name:ident, $rev:ident, error: $error:ident, id_may_be_null: $null_ok:expr,
-     enveloped: $enveloped:expr, requests: $requests:path, results: { $($method:literal => $ty:ident),* $(,)? }) => {
+     enveloped: $enveloped:expr, requests: $requests:expr, results: { $($method:literal => $ty:ident),* $(,)? }) => {
         fn $name(kind: Kind<'_>, message: &Value) -> Result<(), String> {
             use mcp_types::$rev as rev;
             match kind {
@@ -853,83 +853,42 @@ macro_rules! oracle {
     };
 }
 
-// `$requests` is applied as a function; each revision passes the check of its `ServerRequest`.
-fn requests_2024_11_05(m: &Value) -> Result<(), String> {
-    strict::<mcp_types::v2024_11_05::ServerRequest>(m)
+/// `fn $name(kind, message)` for a revision with sessions (2024-11-05 to 2025-11-25): the same
+/// methods, their results named alike, and the requests a server sends its `ServerRequest`s.
+macro_rules! session_oracle {
+    ($name:ident, $rev:ident, error: $error:ident, id_may_be_null: $null_ok:expr,
+     enveloped: $enveloped:expr) => {
+        oracle!($name, $rev, error: $error, id_may_be_null: $null_ok, enveloped: $enveloped,
+            requests: strict::<mcp_types::$rev::ServerRequest>, results: {
+            "initialize" => InitializeResult,
+            "ping" => EmptyResult,
+            "logging/setLevel" => EmptyResult,
+            "resources/subscribe" => EmptyResult,
+            "tools/list" => ListToolsResult,
+            "tools/call" => CallToolResult,
+            "resources/list" => ListResourcesResult,
+            "resources/templates/list" => ListResourceTemplatesResult,
+            "resources/read" => ReadResourceResult,
+            "prompts/list" => ListPromptsResult,
+            "prompts/get" => GetPromptResult,
+            "completion/complete" => CompleteResult,
+        });
+    };
 }
-fn requests_2025_03_26(m: &Value) -> Result<(), String> {
-    strict::<mcp_types::v2025_03_26::ServerRequest>(m)
-}
-fn requests_2025_06_18(m: &Value) -> Result<(), String> {
-    strict::<mcp_types::v2025_06_18::ServerRequest>(m)
-}
-fn requests_2025_11_25(m: &Value) -> Result<(), String> {
-    strict::<mcp_types::v2025_11_25::ServerRequest>(m)
-}
+
+session_oracle!(check_2024_11_05, v2024_11_05, error: JSONRPCError, id_may_be_null: false,
+    enveloped: false);
+session_oracle!(check_2025_03_26, v2025_03_26, error: JSONRPCError, id_may_be_null: false,
+    enveloped: false);
+session_oracle!(check_2025_06_18, v2025_06_18, error: JSONRPCError, id_may_be_null: false,
+    enveloped: false);
+session_oracle!(check_2025_11_25, v2025_11_25, error: JSONRPCErrorResponse, id_may_be_null: true,
+    enveloped: true);
+
 fn requests_2026_07_28(m: &Value) -> Result<(), String> {
     Err(format!("2026-07-28 servers send no requests: {m}"))
 }
 
-oracle!(check_2024_11_05, v2024_11_05, error: JSONRPCError, id_may_be_null: false, enveloped: false,
-    requests: requests_2024_11_05, results: {
-    "initialize" => InitializeResult,
-    "ping" => EmptyResult,
-    "logging/setLevel" => EmptyResult,
-    "resources/subscribe" => EmptyResult,
-    "tools/list" => ListToolsResult,
-    "tools/call" => CallToolResult,
-    "resources/list" => ListResourcesResult,
-    "resources/templates/list" => ListResourceTemplatesResult,
-    "resources/read" => ReadResourceResult,
-    "prompts/list" => ListPromptsResult,
-    "prompts/get" => GetPromptResult,
-    "completion/complete" => CompleteResult,
-});
-oracle!(check_2025_03_26, v2025_03_26, error: JSONRPCError, id_may_be_null: false, enveloped: false,
-    requests: requests_2025_03_26, results: {
-    "initialize" => InitializeResult,
-    "ping" => EmptyResult,
-    "logging/setLevel" => EmptyResult,
-    "resources/subscribe" => EmptyResult,
-    "tools/list" => ListToolsResult,
-    "tools/call" => CallToolResult,
-    "resources/list" => ListResourcesResult,
-    "resources/templates/list" => ListResourceTemplatesResult,
-    "resources/read" => ReadResourceResult,
-    "prompts/list" => ListPromptsResult,
-    "prompts/get" => GetPromptResult,
-    "completion/complete" => CompleteResult,
-});
-oracle!(check_2025_06_18, v2025_06_18, error: JSONRPCError, id_may_be_null: false, enveloped: false,
-    requests: requests_2025_06_18, results: {
-    "initialize" => InitializeResult,
-    "ping" => EmptyResult,
-    "logging/setLevel" => EmptyResult,
-    "resources/subscribe" => EmptyResult,
-    "tools/list" => ListToolsResult,
-    "tools/call" => CallToolResult,
-    "resources/list" => ListResourcesResult,
-    "resources/templates/list" => ListResourceTemplatesResult,
-    "resources/read" => ReadResourceResult,
-    "prompts/list" => ListPromptsResult,
-    "prompts/get" => GetPromptResult,
-    "completion/complete" => CompleteResult,
-});
-oracle!(check_2025_11_25, v2025_11_25, error: JSONRPCErrorResponse, id_may_be_null: true, enveloped: true,
-    requests: requests_2025_11_25, results: {
-    "initialize" => InitializeResult,
-    "ping" => EmptyResult,
-    "logging/setLevel" => EmptyResult,
-    "resources/subscribe" => EmptyResult,
-    "tools/list" => ListToolsResult,
-    "tools/call" => CallToolResult,
-    "resources/list" => ListResourcesResult,
-    "resources/templates/list" => ListResourceTemplatesResult,
-    "resources/read" => ReadResourceResult,
-    "prompts/list" => ListPromptsResult,
-    "prompts/get" => GetPromptResult,
-    "completion/complete" => CompleteResult,
-});
 oracle!(check_2026_07_28, v2026_07_28, error: JSONRPCErrorResponse, id_may_be_null: true, enveloped: true,
     requests: requests_2026_07_28, results: {
     "server/discover" => DiscoverResult,

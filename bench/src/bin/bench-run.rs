@@ -22,6 +22,10 @@ use mcp_bench::load::{ColdStartReport, Error, Report, Result};
 use mcp_bench::report::{self, Case, Goal, Outcome, RunInfo, Table};
 use mcp_bench::stats::median;
 
+// The task store's RFC 3339 timestamps (mcp-server), which need no date library either.
+#[path = "../../../crates/mcp-server/src/tasks/time.rs"]
+mod timestamp;
+
 struct Settings {
     rounds: usize,
     duration: f64,
@@ -620,24 +624,11 @@ fn command_output(program: &str, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
-/// `YYYY-MM-DD HH:MM` (UTC) of a Unix time, from the civil-from-days algorithm.
+/// `YYYY-MM-DD HH:MM` (UTC) of a Unix time.
 fn utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    let stamp = timestamp::rfc3339(UNIX_EPOCH + Duration::from_secs(secs));
+    let (date, time) = stamp.split_once('T').unwrap_or((&stamp, ""));
+    format!("{date} {}", time.get(..5).unwrap_or(time))
 }
 
 fn run_info(s: &Settings, pinning: bool) -> RunInfo {

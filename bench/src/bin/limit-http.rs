@@ -53,21 +53,9 @@ fn config() -> Result<Config, ArgError> {
 fn main() -> ExitCode {
     let config = match config() {
         Ok(config) => config,
-        Err(e) => {
-            eprintln!("limit-http: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return e.exit("limit-http"),
     };
-    let runtime = if config.threads == 0 {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.threads)
-            .enable_all()
-            .build()
-    };
+    let runtime = mcp_bench::runtime::build(Some(config.threads));
     let result = runtime.and_then(|runtime| runtime.block_on(serve(config)));
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -18,10 +18,7 @@ fn main() -> ExitCode {
     let parsed = args.parsed("--max-line", 4usize << 20);
     let max_line = match parsed.and_then(|max_line| args.finish().map(|_| max_line)) {
         Ok(max_line) => max_line,
-        Err(e) => {
-            eprintln!("limit-stdio: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return e.exit("limit-stdio"),
     };
     match serve(max_line) {
         Ok(()) => ExitCode::SUCCESS,

@@ -95,16 +95,7 @@ fn options() -> Result<Options> {
 
 fn main() -> ExitCode {
     let result = options().and_then(|options| {
-        let runtime = if options.threads == 0 {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-        } else {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(options.threads)
-                .enable_all()
-                .build()
-        }?;
+        let runtime = mcp_bench::runtime::build(Some(options.threads))?;
         runtime.block_on(async {
             tokio::time::timeout(options.timeout, run(&options))
                 .await

@@ -71,10 +71,7 @@ fn config() -> Result<Config, ArgError> {
 fn main() -> ExitCode {
     let config = match config() {
         Ok(config) => config,
-        Err(e) => {
-            eprintln!("sdk-echo: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return e.exit("sdk-echo"),
     };
     let server = match server() {
         Ok(server) => server,
@@ -92,18 +89,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match config.threads {
-        Some(0) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        Some(n) => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(n)
-            .enable_all()
-            .build(),
-        None => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build(),
-    };
+    let runtime = mcp_bench::runtime::build(config.threads);
     let result = runtime.and_then(|runtime| {
         runtime.block_on(async {
             match config.mode {

@@ -169,10 +169,7 @@ impl Rpc {
         #[cfg(feature = "otel")]
         if let Some(telemetry) = crate::otel::installed() {
             use opentelemetry::trace::FutureExt;
-            let version = self.observed.version.get().copied();
-            let operation =
-                telemetry.start(method, params.as_deref(), version, &self.observed.transport);
-            let params = operation.inject(params);
+            let (operation, params) = self.start_sent(telemetry, method, params);
             let options = operation.options(options);
             let result = self
                 .peer
@@ -183,6 +180,22 @@ impl Rpc {
             return result;
         }
         self.peer.request(method, params, options).await
+    }
+
+    /// The telemetry of a message being sent: its operation, and `params` with the span's
+    /// context in `_meta`.
+    #[cfg(feature = "otel")]
+    fn start_sent(
+        &self,
+        telemetry: &'static crate::otel::Telemetry,
+        method: &str,
+        params: Option<Box<RawValue>>,
+    ) -> (crate::otel::Operation, Option<Box<RawValue>>) {
+        let version = self.observed.version.get().copied();
+        let operation =
+            telemetry.start(method, params.as_deref(), version, &self.observed.transport);
+        let params = operation.inject(params);
+        (operation, params)
     }
 
     /// Sends a notification.
@@ -197,10 +210,7 @@ impl Rpc {
             .map_err(crate::error::CallError::Decode)?;
         #[cfg(feature = "otel")]
         if let Some(telemetry) = crate::otel::installed() {
-            let version = self.observed.version.get().copied();
-            let operation =
-                telemetry.start(method, params.as_deref(), version, &self.observed.transport);
-            let params = operation.inject(params);
+            let (operation, params) = self.start_sent(telemetry, method, params);
             let result = self.peer.notify(method, params).await;
             operation.end(match &result {
                 Ok(()) => crate::otel::Outcome::Done(None),

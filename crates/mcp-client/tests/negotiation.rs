@@ -1,6 +1,8 @@
 //! The session against scripted in-memory servers: negotiation outcomes, checks made before
 //! anything is sent, pagination limits, elicitation answer validation and form field order.
 
+use crate::support::recording_form_fields;
+
 use std::sync::{Arc, Mutex};
 
 use mcp_client::{CallError, Client, ConnectError, ElicitationAnswer, ElicitationRequest};
@@ -289,21 +291,11 @@ async fn elicitation_answers_are_validated_before_they_are_sent() {
 #[tokio::test]
 async fn elicitation_fields_come_in_the_order_the_server_wrote_them() {
     let (connection, peer) = start(Scripted::new("2025-11-25", json!({})));
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let seen = asked.clone();
-    let client = Client::builder(Implementation::new("test", "1"))
-        .on_elicit(move |request: ElicitationRequest| {
-            let seen = seen.clone();
-            async move {
-                if let ElicitationRequest::Form { schema, .. } = request {
-                    seen.lock()
-                        .unwrap()
-                        .extend(schema.fields().iter().map(|f| f.name.clone()));
-                }
-                Ok(ElicitationAnswer::Decline)
-            }
-        })
-        .build();
+    let (client, asked) = recording_form_fields(
+        Client::builder(Implementation::new("test", "1")),
+        ElicitationAnswer::Decline,
+    );
+    let client = client.build();
     let _session = client.connect(connection).await.unwrap();
     // Raw text, so the properties travel in this order (a `Value` would sort them).
     let params = RawValue::from_string(

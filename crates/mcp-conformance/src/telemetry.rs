@@ -9,55 +9,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use opentelemetry::propagation::TextMapCompositePropagator;
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::metrics::data::ResourceMetrics;
-use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
-use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
-use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
-use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+
+// The providers and their exporters that drop everything, shared with the benchmark's servers.
+#[path = "../../../bench/src/otel/discard.rs"]
+mod discard;
 
 /// The variable that turns the fixtures' telemetry on (`on`); unset or `off`, it stays off.
 pub const VARIABLE: &str = "MCP_CONFORMANCE_OTEL";
-
-/// Counts the spans exported, and drops them.
-#[derive(Debug, Clone, Default)]
-struct Counting(Arc<AtomicU64>);
-
-impl SpanExporter for Counting {
-    fn export(
-        &self,
-        batch: Vec<SpanData>,
-    ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
-        let before = self.0.fetch_add(batch.len() as u64, Ordering::Relaxed);
-        if before == 0 && !batch.is_empty() {
-            // One line, so a run's log shows the instrumented path ran.
-            eprintln!("{VARIABLE}: telemetry on, spans exported");
-        }
-        std::future::ready(Ok(()))
-    }
-}
-
-impl PushMetricExporter for Counting {
-    fn export(
-        &self,
-        _metrics: &ResourceMetrics,
-    ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
-        std::future::ready(Ok(()))
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        Ok(())
-    }
-
-    fn shutdown_with_timeout(&self, _timeout: std::time::Duration) -> OTelSdkResult {
-        Ok(())
-    }
-
-    fn temporality(&self) -> Temporality {
-        Temporality::Cumulative
-    }
-}
 
 /// The providers the installed telemetry records into; they live as long as this.
 #[derive(Debug)]
@@ -101,18 +61,7 @@ pub fn install_from_env() -> Result<Option<Installed>, String> {
 
 /// Installs the server's and the client's telemetry, with the W3C propagators.
 pub fn install() -> Installed {
-    let exporter = Counting::default();
-    let spans = Arc::clone(&exporter.0);
-    let tracers = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .build();
-    let meters = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(Counting::default()).build())
-        .build();
-    opentelemetry::global::set_text_map_propagator(TextMapCompositePropagator::new(vec![
-        Box::new(TraceContextPropagator::new()),
-        Box::new(BaggagePropagator::new()),
-    ]));
+    let (tracers, meters, spans) = discard::providers(None, Some(VARIABLE));
     let _ = mcp_server::otel::install(mcp_server::otel::Telemetry::new(&tracers, &meters));
     let _ = mcp_client::otel::install(mcp_client::otel::Telemetry::new(&tracers, &meters));
     Installed {

@@ -5,6 +5,8 @@
 //! instance. Cases where the reference departs from the specification are left out, each with
 //! the reason.
 
+use crate::trees;
+
 use mcp_jsonschema::Validator;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -566,37 +568,14 @@ fn corpus() -> Vec<(Value, Vec<Value>)> {
             ],
         ),
         (
-            json!({
-                "$id": "https://example.com/strict-tree",
-                "$dynamicAnchor": "node",
-                "$ref": "tree",
-                "unevaluatedProperties": false,
-                "$defs": {"tree": {
-                    "$id": "tree",
-                    "$dynamicAnchor": "node",
-                    "type": "object",
-                    "properties": {"data": true, "children": {"type": "array", "items": {"$dynamicRef": "#node"}}}
-                }}
-            }),
+            trees::dynamic_strict_tree(),
             vec![
                 json!({"children": [{"daat": 1}]}),
                 json!({"children": [{"data": 1}]}),
             ],
         ),
         (
-            json!({
-                "$schema": "https://json-schema.org/draft/2019-09/schema",
-                "$id": "https://example.com/strict-tree",
-                "$recursiveAnchor": true,
-                "$ref": "tree",
-                "unevaluatedProperties": false,
-                "$defs": {"tree": {
-                    "$id": "tree",
-                    "$recursiveAnchor": true,
-                    "type": "object",
-                    "properties": {"data": true, "children": {"type": "array", "items": {"$recursiveRef": "#"}}}
-                }}
-            }),
+            trees::recursive_strict_tree("https://example.com/strict-tree", true),
             vec![
                 json!({"children": [{"daat": 1}]}),
                 json!({"children": [{"data": 1}]}),

@@ -1,6 +1,8 @@
 //! Keyword families, dialect differences, messages and the limits that make untrusted schemas
 //! safe to compile.
 
+use crate::trees;
+
 use mcp_jsonschema::{SchemaError, Validator};
 use serde_json::{Value, json};
 
@@ -420,18 +422,7 @@ fn unresolvable_references_are_errors() {
 #[test]
 fn dynamic_references() {
     // The 2020-12 test suite's strict tree: the outer resource's `$dynamicAnchor` wins.
-    let strict = compile(json!({
-        "$id": "https://example.com/strict-tree",
-        "$dynamicAnchor": "node",
-        "$ref": "tree",
-        "unevaluatedProperties": false,
-        "$defs": {"tree": {
-            "$id": "tree",
-            "$dynamicAnchor": "node",
-            "type": "object",
-            "properties": {"data": true, "children": {"type": "array", "items": {"$dynamicRef": "#node"}}}
-        }}
-    }));
+    let strict = compile(trees::dynamic_strict_tree());
     assert!(!strict.is_valid(&json!({"children": [{"daat": 1}]})));
     assert!(strict.is_valid(&json!({"children": [{"data": 1}]})));
 
@@ -460,34 +451,17 @@ fn dynamic_references() {
     assert!(!list.is_valid(&json!([1])));
 
     // 2019-09 `$recursiveRef`.
-    let recursive = compile(json!({
-        "$schema": "https://json-schema.org/draft/2019-09/schema",
-        "$id": "https://example.com/strict-tree",
-        "$recursiveAnchor": true,
-        "$ref": "tree",
-        "unevaluatedProperties": false,
-        "$defs": {"tree": {
-            "$id": "tree",
-            "$recursiveAnchor": true,
-            "type": "object",
-            "properties": {"data": true, "children": {"type": "array", "items": {"$recursiveRef": "#"}}}
-        }}
-    }));
+    let recursive = compile(trees::recursive_strict_tree(
+        "https://example.com/strict-tree",
+        true,
+    ));
     assert!(!recursive.is_valid(&json!({"children": [{"daat": 1}]})));
     assert!(recursive.is_valid(&json!({"children": [{"data": 1}]})));
     // With `$recursiveAnchor: false` outside, `$recursiveRef` is a plain `$ref`.
-    let plain = compile(json!({
-        "$schema": "https://json-schema.org/draft/2019-09/schema",
-        "$id": "https://example.com/root",
-        "$ref": "tree",
-        "unevaluatedProperties": false,
-        "$defs": {"tree": {
-            "$id": "tree",
-            "$recursiveAnchor": true,
-            "type": "object",
-            "properties": {"data": true, "children": {"type": "array", "items": {"$recursiveRef": "#"}}}
-        }}
-    }));
+    let plain = compile(trees::recursive_strict_tree(
+        "https://example.com/root",
+        false,
+    ));
     assert!(plain.is_valid(&json!({"children": [{"daat": 1}]})));
 }
 

@@ -2,6 +2,10 @@
 //! (one link of the dependencies instead of one per file). A new file `tests/NAME.rs` runs
 //! once it is declared here as `mod NAME;` (`mcp-tests` checks every package for this).
 
+// Shared by several test modules.
+mod trees;
+
+// One module per test file.
 mod differential;
 mod keywords;
 mod robustness;

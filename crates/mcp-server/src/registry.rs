@@ -972,12 +972,17 @@ impl TemplateEntry {
     }
 }
 
-fn prompt_arguments_from_schema(schema: &Value, declared: Option<&[&str]>) -> Vec<PromptArgument> {
-    let required: Vec<&str> = schema
+/// The names an object schema's `required` lists.
+fn required_names(schema: &Value) -> Vec<&str> {
+    schema
         .get("required")
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn prompt_arguments_from_schema(schema: &Value, declared: Option<&[&str]>) -> Vec<PromptArgument> {
+    let required = required_names(schema);
     let Some(Value::Object(props)) = schema.get("properties") else {
         return Vec::new();
     };
@@ -1168,16 +1173,10 @@ struct PromptArgForms {
 
 impl PromptArgForms {
     fn from_schema(schema: &Value) -> Self {
-        let required = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| {
-                r.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let required = required_names(schema)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
         let forms = match schema.get("properties") {
             Some(Value::Object(props)) => props
                 .iter()

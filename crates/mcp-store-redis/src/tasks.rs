@@ -236,6 +236,24 @@ impl RedisStore {
         format!("{}:tasks", self.config.prefix)
     }
 
+    /// Runs the script `source` (after the prelude) on `keys` with the arguments `args` adds,
+    /// as the one command of a Redis call named `what`: its value.
+    async fn eval<T: redis::FromRedisValue>(
+        &self,
+        what: &'static str,
+        source: &str,
+        keys: &[String],
+        args: impl FnOnce(&mut redis::Pipeline),
+    ) -> Result<T, TaskBackendError> {
+        let (value,): (T,) = self
+            .run(what, |p| {
+                args(p.cmd("EVAL").arg(script(source)).arg(keys.len()).arg(keys));
+            })
+            .await
+            .map_err(unavailable)?;
+        Ok(value)
+    }
+
     async fn write_task(
         &self,
         task: &SharedTask,
@@ -246,21 +264,16 @@ impl RedisStore {
         let lease = millis(self.config.task_lease);
         let channel = self.task_channel();
         let message = format!("changed\n{}", task.id());
-        let (written,): (i64,) = self
-            .run("task write", |p| {
-                p.cmd("EVAL")
-                    .arg(script(WRITE))
-                    .arg(1)
-                    .arg(&key)
-                    .arg(task.status().as_str())
+        let written: i64 = self
+            .eval("task write", WRITE, &[key], |p| {
+                p.arg(task.status().as_str())
                     .arg(data)
                     .arg(lease)
                     .arg(mode)
                     .arg(&channel)
                     .arg(&message);
             })
-            .await
-            .map_err(unavailable)?;
+            .await?;
         Ok(written == 1)
     }
 }
@@ -287,13 +300,9 @@ impl TaskBackend for RedisStore {
             let flagged =
                 |v: &Option<String>| v.as_ref().map_or_else(String::new, |v| format!("={v}"));
             let (owner, session) = (flagged(&task.owner), flagged(&task.session));
-            let (created,): (i64,) = self
-                .run("task create", |p| {
-                    p.cmd("EVAL")
-                        .arg(script(CREATE))
-                        .arg(keys.len())
-                        .arg(&keys)
-                        .arg(millis(ttl))
+            let created: i64 = self
+                .eval("task create", CREATE, &keys, |p| {
+                    p.arg(millis(ttl))
                         .arg(millis(self.config.task_lease))
                         .arg(task.status().as_str())
                         .arg(data)
@@ -304,8 +313,7 @@ impl TaskBackend for RedisStore {
                         .arg(session)
                         .arg(unix_nanos(task.created));
                 })
-                .await
-                .map_err(unavailable)?;
+                .await?;
             match created {
                 1 => Ok(()),
                 -1 => Err(TaskBackendError::Full(self.config.max_tasks)),
@@ -336,12 +344,7 @@ impl TaskBackend for RedisStore {
     ) -> TaskFuture<'a, Result<Option<LoadedTask>, TaskBackendError>> {
         Box::pin(async move {
             let key = self.task_key(id);
-            let (value,): (Value,) = self
-                .run("task read", |p| {
-                    p.cmd("EVAL").arg(script(LOAD)).arg(1).arg(&key);
-                })
-                .await
-                .map_err(unavailable)?;
+            let value: Value = self.eval("task read", LOAD, &[key], |_| {}).await?;
             decode_loaded(id, value)
         })
     }
@@ -353,17 +356,11 @@ impl TaskBackend for RedisStore {
         Box::pin(async move {
             let index = self.session_tasks_key(session);
             let prefix = self.task_key("");
-            let (value,): (Value,) = self
-                .run("task list", |p| {
-                    p.cmd("EVAL")
-                        .arg(script(LIST))
-                        .arg(1)
-                        .arg(&index)
-                        .arg(&prefix)
-                        .arg(MAX_LISTED);
+            let value: Value = self
+                .eval("task list", LIST, &[index], |p| {
+                    p.arg(&prefix).arg(MAX_LISTED);
                 })
-                .await
-                .map_err(unavailable)?;
+                .await?;
             let Value::Array(records) = value else {
                 return Err(TaskBackendError::Unavailable(format!(
                     "the tasks of session {session}: the store answered {value:?}"
@@ -382,16 +379,11 @@ impl TaskBackend for RedisStore {
             let lease = millis(self.config.task_lease);
             for batch in ids.chunks(RENEW_BATCH) {
                 let keys: Vec<String> = batch.iter().map(|id| self.task_key(id)).collect();
-                self.run::<()>("task lease", |p| {
-                    p.cmd("EVAL")
-                        .arg(script(RENEW))
-                        .arg(keys.len())
-                        .arg(&keys)
-                        .arg(lease)
-                        .ignore();
-                })
-                .await
-                .map_err(unavailable)?;
+                let _: Value = self
+                    .eval("task lease", RENEW, &keys, |p| {
+                        p.arg(lease);
+                    })
+                    .await?;
             }
             Ok(())
         })

@@ -6,7 +6,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use mcp_jsonrpc::{Connection, Message, Notification, Outbound, RequestOptions};
+use mcp_jsonrpc::{Connection, Notification, RequestOptions};
 use mcp_transport_http::client::{ClientMode, StreamableHttpClient};
 use mcp_transport_http::server::{HttpServerConfig, LegacySsePaths, StreamableHttpService};
 use serde_json::{Value, json};
@@ -14,29 +14,20 @@ use serde_json::{Value, json};
 /// Answers `initialize`; `progress` sends two related notifications with line breaks in their
 /// raw params before its result (so the answer is an SSE stream); anything else is echoed.
 async fn server(conn: Connection) {
-    common::answer_requests(conn, |r, tx| async move {
-        let params: Value = r.params_as().unwrap_or(Value::Null);
-        let related = |m: Message| Outbound::related(m, Some(r.id.clone()));
-        match r.method.as_str() {
-            "initialize" => json!({
-                "protocolVersion": params["protocolVersion"],
-                "capabilities": {},
-                "serverInfo": {"name": "sse", "version": "1"},
-            }),
-            "progress" => {
-                for i in 0..2 {
-                    let raw = format!("{{\"progressToken\": \"t\",\r\n \"progress\": {i}}}");
-                    let n = Notification {
-                        method: "notifications/progress".into(),
-                        params: Some(serde_json::value::RawValue::from_string(raw).unwrap()),
-                    };
-                    tx.send(related(n.into())).await.unwrap();
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                json!({"done": true, "text": "a\nb"})
-            }
-            _ => params,
+    common::answer_requests(conn, "sse", |method, params, related| async move {
+        if method != "progress" {
+            return params;
         }
+        for i in 0..2 {
+            let raw = format!("{{\"progressToken\": \"t\",\r\n \"progress\": {i}}}");
+            let n = Notification {
+                method: "notifications/progress".into(),
+                params: Some(serde_json::value::RawValue::from_string(raw).unwrap()),
+            };
+            related.send(n).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        json!({"done": true, "text": "a\nb"})
     })
     .await;
 }

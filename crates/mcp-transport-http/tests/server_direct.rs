@@ -3,6 +3,7 @@
 #![cfg(feature = "server")]
 
 use crate::common;
+use crate::common::json_body;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -10,16 +11,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::Incoming as Body;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use mcp_jsonrpc::{
     CallError, Connection, Engine, ErrorObject, Handler, RawJson, Request as RpcRequest,
     RequestContext, RequestOptions,
 };
-use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
+use mcp_transport_http::server::HttpServerConfig;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -95,22 +93,18 @@ async fn serve(conn: Connection, seen: Shared) {
 struct TestServer {
     addr: SocketAddr,
     seen: Shared,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: common::HttpClient,
     _stop: oneshot::Sender<()>,
 }
 
 impl TestServer {
     async fn start(config: HttpServerConfig) -> TestServer {
-        let seen: Shared = Arc::default();
-        let s = seen.clone();
-        let service = StreamableHttpService::builder(move |conn| serve(conn, s.clone()))
-            .config(config)
-            .build();
-        let common::Listening { addr, stop, .. } = common::listen(service).await;
+        let (seen, common::Listening { addr, stop, .. }) =
+            common::listen_shared(config, serve).await;
         let server = TestServer {
             addr,
             seen,
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client: common::http_client(),
             _stop: stop,
         };
         server.warm_up().await;
@@ -158,12 +152,6 @@ fn rpc(id: i64, method: &str, mut params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
-async fn json_body(resp: Response<Body>) -> Value {
-    assert_eq!(resp.headers()["content-type"], "application/json");
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    serde_json::from_slice(&bytes).unwrap()
-}
-
 /// The messages of an SSE body, until it ends; `stop_after` ends reading early. Stateless
 /// events have no ids.
 async fn sse_messages(resp: Response<Body>, stop_after: Option<usize>) -> (Vec<Value>, Body) {
@@ -189,12 +177,7 @@ async fn requests_are_answered_by_the_direct_handler_with_their_own_ids() {
     let resp = server
         .send("unknown/method", &rpc(7, "unknown/method", json!({})))
         .await;
-    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
-    let v = json_body(resp).await;
-    assert_eq!(
-        (v["id"].clone(), v["error"]["code"].clone()),
-        (json!(7), json!(-32601))
-    );
+    common::assert_method_not_found(resp, 7).await;
 
     // A panicking handler is an internal error; the server keeps serving.
     let v = json_body(server.send("panic", &rpc(8, "panic", json!({}))).await).await;

@@ -3,6 +3,7 @@
 #![cfg(feature = "server")]
 
 use crate::common;
+use crate::common::json_body;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -14,9 +15,6 @@ use futures_util::{SinkExt, StreamExt};
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming as Body;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use mcp_jsonrpc::{
     Connection, Id, Inbound, Message, Notification, Outbound, Request as RpcRequest,
     Response as RpcResponse,
@@ -166,23 +164,19 @@ async fn echo_server(conn: Connection, seen: Shared) {
 struct TestServer {
     addr: SocketAddr,
     seen: Shared,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: common::HttpClient,
     stop: Option<oneshot::Sender<()>>,
     done: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl TestServer {
     async fn start(config: HttpServerConfig) -> TestServer {
-        let seen: Shared = Arc::default();
-        let s = seen.clone();
-        let service = StreamableHttpService::builder(move |conn| echo_server(conn, s.clone()))
-            .config(config)
-            .build();
-        let common::Listening { addr, stop, done } = common::listen(service).await;
+        let (seen, common::Listening { addr, stop, done }) =
+            common::listen_shared(config, echo_server).await;
         TestServer {
             addr,
             seen,
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client: common::http_client(),
             stop: Some(stop),
             done: Some(done),
         }
@@ -221,14 +215,21 @@ impl TestServer {
         sid
     }
 
-    /// The status of a `method` request to `/mcp` without a body, with `headers`.
-    async fn bodiless_status(&self, method: &str, headers: &[(&str, &str)]) -> StatusCode {
-        let mut req = Request::builder().method(method).uri(self.url("/mcp"));
+    /// The answer to a `method` request to `path` without a body, with `headers`.
+    async fn bodiless(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> Response<Body> {
+        let mut req = Request::builder().method(method).uri(self.url(path));
         for (name, value) in headers {
             req = req.header(*name, *value);
         }
         let req = req.body(Full::default()).unwrap();
-        self.client.request(req).await.unwrap().status()
+        self.client.request(req).await.unwrap()
+    }
+
+    /// Asserts that a `method` request to `/mcp` without a body, with `headers`, is answered
+    /// with `status`.
+    async fn assert_bodiless(&self, method: &str, headers: &[(&str, &str)], status: StatusCode) {
+        let answer = self.bodiless(method, "/mcp", headers).await.status();
+        assert_eq!(answer, status, "{method} with {headers:?}");
     }
 
     /// POSTs `body` in the session `sid` of revision `version`.
@@ -254,12 +255,6 @@ impl TestServer {
                 .unwrap();
         }
     }
-}
-
-async fn json_body(resp: Response<Body>) -> Value {
-    assert_eq!(resp.headers()["content-type"], "application/json");
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    serde_json::from_slice(&bytes).unwrap()
 }
 
 /// One parsed SSE event.
@@ -372,12 +367,9 @@ async fn session_lifecycle_json_and_delete() {
         StatusCode::NOT_FOUND
     );
 
-    assert_eq!(
-        server
-            .bodiless_status("DELETE", &[("mcp-session-id", &sid)])
-            .await,
-        StatusCode::OK
-    );
+    server
+        .assert_bodiless("DELETE", &[("mcp-session-id", &sid)], StatusCode::OK)
+        .await;
     let resp = server.session_send(&sid, "2025-06-18", &body).await;
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     server.shutdown().await;
@@ -442,14 +434,11 @@ async fn standalone_get_stream_and_conflict() {
     let body = rpc(1, "broadcast", json!({}));
     let v = json_body(server.session_send(&sid, "2025-06-18", &body).await).await;
     assert_eq!(v["id"], 1);
-    let get = || {
-        Request::get(server.url("/mcp"))
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &sid)
-            .body(Full::default())
-            .unwrap()
-    };
-    let resp = server.client.request(get()).await.unwrap();
+    let get = [
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", sid.as_str()),
+    ];
+    let resp = server.bodiless("GET", "/mcp", &get).await;
     assert_eq!(resp.status(), StatusCode::OK);
     let mut sse = SseReader::new(resp);
     let (_, m) = sse.message().await.unwrap();
@@ -461,7 +450,7 @@ async fn standalone_get_stream_and_conflict() {
     assert_eq!(m["method"], "notifications/message");
     // A second GET stream is refused.
     assert_eq!(
-        server.client.request(get()).await.unwrap().status(),
+        server.bodiless("GET", "/mcp", &get).await.status(),
         StatusCode::CONFLICT
     );
     drop(sse);
@@ -479,18 +468,13 @@ async fn resumes_a_dropped_stream_with_last_event_id() {
     let (last, m) = sse.message().await.unwrap();
     assert_eq!(m["method"], "notifications/progress");
     drop(sse); // the connection breaks before the result
-    let resp = server
-        .client
-        .request(
-            Request::get(server.url("/mcp"))
-                .header("accept", "text/event-stream")
-                .header("mcp-session-id", &sid)
-                .header("last-event-id", last.unwrap())
-                .body(Full::default())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
+    let last = last.unwrap();
+    let headers = [
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", sid.as_str()),
+        ("last-event-id", last.as_str()),
+    ];
+    let resp = server.bodiless("GET", "/mcp", &headers).await;
     assert_eq!(resp.status(), StatusCode::OK);
     let mut sse = SseReader::new(resp);
     let (_, m) = sse.message().await.unwrap();
@@ -518,17 +502,12 @@ async fn polling_pattern_closes_and_resumes() {
         assert!(e.data.is_empty(), "only the priming event before the close");
     }
     assert_eq!(retry, Some(250));
-    let resp = server
-        .client
-        .request(
-            Request::get(server.url("/mcp"))
-                .header("mcp-session-id", &sid)
-                .header("last-event-id", last.unwrap())
-                .body(Full::default())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
+    let last = last.unwrap();
+    let headers = [
+        ("mcp-session-id", sid.as_str()),
+        ("last-event-id", last.as_str()),
+    ];
+    let resp = server.bodiless("GET", "/mcp", &headers).await;
     let mut sse = SseReader::new(resp);
     let (_, n) = sse.message().await.unwrap();
     assert_eq!(n["method"], "notifications/progress");
@@ -563,12 +542,13 @@ async fn origin_and_host_checks() {
         .header("mcp-protocol-version", "2025-11-25");
     assert_eq!(server.send(ok, &body).await.status(), StatusCode::OK);
     // GET and DELETE are checked too.
-    assert_eq!(
-        server
-            .bodiless_status("GET", &[("host", "evil.example.com")])
-            .await,
-        StatusCode::FORBIDDEN
-    );
+    server
+        .assert_bodiless(
+            "GET",
+            &[("host", "evil.example.com")],
+            StatusCode::FORBIDDEN,
+        )
+        .await;
     server.shutdown().await;
 }
 
@@ -663,12 +643,7 @@ async fn stateless_requests_share_one_connection() {
     let resp = server
         .send(stateless_request(&server, "unknown/method", None), &body)
         .await;
-    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
-    let v = json_body(resp).await;
-    assert_eq!(
-        (v["id"].clone(), v["error"]["code"].clone()),
-        (json!(7), json!(-32601))
-    );
+    common::assert_method_not_found(resp, 7).await;
 
     // Missing header: 400 with -32020, before reaching the server.
     let body = rpc(8, "echo", json!({"_meta": meta()}));
@@ -696,12 +671,13 @@ async fn stateless_requests_share_one_connection() {
     assert_eq!(last["id"], 11);
     assert_eq!(server.seen.lock().unwrap().connections, 1);
     // GET has no meaning without a session.
-    assert_eq!(
-        server
-            .bodiless_status("GET", &[("accept", "text/event-stream")])
-            .await,
-        StatusCode::BAD_REQUEST
-    );
+    server
+        .assert_bodiless(
+            "GET",
+            &[("accept", "text/event-stream")],
+            StatusCode::BAD_REQUEST,
+        )
+        .await;
     server.shutdown().await;
 }
 
@@ -743,10 +719,9 @@ async fn legacy_stateless_mode() {
     let body = rpc(1, "echo", json!({"k": 2}));
     let v = json_body(server.send(server.post(Value::Null), &body).await).await;
     assert_eq!(v["result"]["k"], 2);
-    assert_eq!(
-        server.bodiless_status("GET", &[]).await,
-        StatusCode::METHOD_NOT_ALLOWED
-    );
+    server
+        .assert_bodiless("GET", &[], StatusCode::METHOD_NOT_ALLOWED)
+        .await;
     server.shutdown().await;
 }
 
@@ -755,15 +730,8 @@ async fn http_sse_2024_11_05() {
     let server =
         TestServer::start(HttpServerConfig::default().legacy_sse(LegacySsePaths::default())).await;
     let resp = server
-        .client
-        .request(
-            Request::get(server.url("/sse"))
-                .header("accept", "text/event-stream")
-                .body(Full::default())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
+        .bodiless("GET", "/sse", &[("accept", "text/event-stream")])
+        .await;
     let mut sse = SseReader::new(resp);
     let endpoint = sse.next().await.unwrap();
     assert_eq!(endpoint.event.as_deref(), Some("endpoint"));

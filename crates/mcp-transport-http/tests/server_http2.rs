@@ -16,7 +16,7 @@ use hyper::body::Incoming as Body;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use mcp_jsonrpc::{Connection, Message, Notification, Outbound};
+use mcp_jsonrpc::{Connection, Notification};
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -24,34 +24,21 @@ use tokio::sync::oneshot;
 /// Answers `initialize`; `progress` sends two related notifications before its result (so the
 /// answer is an SSE stream); `broadcast` sends an unrelated notification (standalone stream).
 async fn server(conn: Connection) {
-    common::answer_requests(conn, |r, tx| async move {
-        let params: Value = r.params_as().unwrap_or(Value::Null);
-        let related = |m: Message| Outbound::related(m, Some(r.id.clone()));
-        match r.method.as_str() {
-            "initialize" => json!({
-                "protocolVersion": params["protocolVersion"],
-                "capabilities": {},
-                "serverInfo": {"name": "h2", "version": "1"},
-            }),
+    common::answer_requests(conn, "h2", |method, params, related| async move {
+        match method.as_str() {
             "progress" => {
                 for i in 0..2 {
-                    let n = Notification::with_params(
-                        "notifications/progress",
-                        &json!({"progressToken": "t", "progress": i}),
-                    )
-                    .unwrap();
-                    tx.send(related(n.into())).await.unwrap();
+                    let progress = json!({"progressToken": "t", "progress": i});
+                    let n = Notification::with_params("notifications/progress", &progress);
+                    related.send(n.unwrap()).await;
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
                 json!({"done": true})
             }
             "broadcast" => {
-                let n = Notification::with_params(
-                    "notifications/message",
-                    &json!({"level": "info", "data": "to everyone"}),
-                )
-                .unwrap();
-                tx.send(Outbound::new(Message::from(n))).await.unwrap();
+                let message = json!({"level": "info", "data": "to everyone"});
+                let n = Notification::with_params("notifications/message", &message);
+                related.broadcast(n.unwrap()).await;
                 json!({})
             }
             _ => params,

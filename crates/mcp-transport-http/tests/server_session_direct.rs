@@ -7,6 +7,7 @@
 #![cfg(feature = "server")]
 
 use crate::common;
+use crate::common::json_body;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -16,11 +17,8 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming as Body;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use mcp_jsonrpc::{Connection, Engine, ErrorObject, Handler, RequestContext, RequestOptions};
-use mcp_transport_http::server::{HttpServerConfig, SseStreamControl, StreamableHttpService};
+use mcp_transport_http::server::{HttpServerConfig, SseStreamControl};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -125,7 +123,7 @@ async fn serve(conn: Connection, seen: Shared, places: usize) {
 struct TestServer {
     addr: SocketAddr,
     seen: Shared,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: common::HttpClient,
     session: String,
     _stop: oneshot::Sender<()>,
 }
@@ -136,16 +134,13 @@ impl TestServer {
     }
 
     async fn start_with(places: usize) -> TestServer {
-        let seen: Shared = Arc::default();
-        let s = seen.clone();
-        let service = StreamableHttpService::builder(move |conn| serve(conn, s.clone(), places))
-            .config(HttpServerConfig::default())
-            .build();
-        let common::Listening { addr, stop, .. } = common::listen(service).await;
+        let serve_with = move |conn, seen| serve(conn, seen, places);
+        let (seen, common::Listening { addr, stop, .. }) =
+            common::listen_shared(HttpServerConfig::default(), serve_with).await;
         let mut server = TestServer {
             addr,
             seen,
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client: common::http_client(),
             session: String::new(),
             _stop: stop,
         };
@@ -201,12 +196,6 @@ impl TestServer {
 
 fn rpc(id: i64, method: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method})
-}
-
-async fn json_body(resp: Response<Body>) -> Value {
-    assert_eq!(resp.headers()["content-type"], "application/json");
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    serde_json::from_slice(&bytes).unwrap()
 }
 
 /// Reads SSE messages until `n` have arrived; returns them with the rest of the body.

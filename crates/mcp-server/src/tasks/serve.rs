@@ -490,36 +490,25 @@ mod tests {
         let s = server();
         let with = caps(json!({"extensions": {TASKS_EXTENSION: {}}}));
         let without = caps(json!({"sampling": {}}));
-        let call = |name: &str| json!({"name": name, "arguments": {}});
-        let p = call("optional");
-        assert_eq!(
-            eligible(&s, "tools/call", p["name"].as_str(), &with),
-            Ok(true)
-        );
-        assert_eq!(
-            eligible(&s, "tools/call", p["name"].as_str(), &without),
-            Ok(false)
-        );
-        let p = call("required");
-        assert_eq!(
-            eligible(&s, "tools/call", p["name"].as_str(), &with),
-            Ok(true)
-        );
-        let e = eligible(&s, "tools/call", p["name"].as_str(), &without).unwrap_err();
+        for (method, name, caps, may) in [
+            ("tools/call", Some("optional"), &with, true),
+            ("tools/call", Some("optional"), &without, false),
+            ("tools/call", Some("required"), &with, true),
+            ("tools/call", Some("plain"), &with, false),
+            ("tools/call", Some("unknown"), &with, false),
+            ("tools/call", None, &with, false),
+            ("prompts/get", Some("required"), &without, false),
+        ] {
+            assert_eq!(
+                eligible(&s, method, name, caps),
+                Ok(may),
+                "{method} {name:?}"
+            );
+        }
+        let e = eligible(&s, "tools/call", Some("required"), &without).unwrap_err();
         assert_eq!(
             e.code,
             mcp_types::error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY
-        );
-        for p in [call("plain"), call("unknown"), json!({})] {
-            assert_eq!(
-                eligible(&s, "tools/call", p["name"].as_str(), &with),
-                Ok(false)
-            );
-        }
-        let p = call("required");
-        assert_eq!(
-            eligible(&s, "prompts/get", p["name"].as_str(), &without),
-            Ok(false)
         );
         assert!(served(&s));
         let bare = Server::builder(Implementation::new("t", "1"))

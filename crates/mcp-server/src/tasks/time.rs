@@ -1,4 +1,5 @@
-//! ISO 8601 timestamps (`createdAt`, `lastUpdatedAt`) without a date library.
+//! ISO 8601 timestamps (`createdAt`, `lastUpdatedAt`) without a date library. The benchmark's
+//! `bench-run` compiles this file too, for the date of its reports.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -4,7 +4,12 @@
 
 use std::net::SocketAddr;
 
-use mcp_transport_http::server::StreamableHttpService;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -32,6 +37,49 @@ pub async fn listen(service: StreamableHttpService) -> Listening {
             .await
     });
     Listening { addr, stop, done }
+}
+
+/// Serves, with `config`, each connection with `serve` and a record it shares with the test
+/// (`S::default()` to begin with), on a free loopback port: the record and where it listens.
+pub async fn listen_shared<S, F, Fut>(config: HttpServerConfig, serve: F) -> (S, Listening)
+where
+    S: Default + Clone + Send + Sync + 'static,
+    F: Fn(mcp_jsonrpc::Connection, S) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let shared = S::default();
+    let s = shared.clone();
+    let service = StreamableHttpService::builder(move |conn| serve(conn, s.clone()))
+        .config(config)
+        .build();
+    (shared, listen(service).await)
+}
+
+/// An HTTP/1.1 client for the test servers.
+pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+/// A new [`HttpClient`].
+pub fn http_client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// The JSON body of an `application/json` answer.
+pub async fn json_body(resp: http::Response<hyper::body::Incoming>) -> serde_json::Value {
+    use http_body_util::BodyExt;
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// Asserts the stateless answer to a request of an unknown method: `404`, the request's `id`
+/// and the error `-32601`.
+pub async fn assert_method_not_found(resp: http::Response<hyper::body::Incoming>, id: i64) {
+    assert_eq!(resp.status(), http::StatusCode::NOT_FOUND);
+    let v = json_body(resp).await;
+    assert_eq!(
+        (v["id"].clone(), v["error"]["code"].clone()),
+        (serde_json::json!(id), serde_json::json!(-32601))
+    );
 }
 
 /// Sends `notifications/progress` (token `t`, progress `i`) through `peer`, related to the
@@ -99,12 +147,34 @@ pub async fn sse_messages(
     }
 }
 
-/// Serves `conn` as a test server: each request is answered on a task of its own with the
-/// result `answer` makes of it, which may first send related messages through the sender it
+/// What a request of a test server may send before its answer: messages related to it (on
+/// its own stream) or to none (the standalone stream).
+pub struct Related {
+    id: mcp_jsonrpc::Id,
+    tx: tokio::sync::mpsc::Sender<mcp_jsonrpc::Outbound>,
+}
+
+impl Related {
+    /// Sends `message` related to the request.
+    pub async fn send(&self, message: impl Into<mcp_jsonrpc::Message>) {
+        let out = mcp_jsonrpc::Outbound::related(message.into(), Some(self.id.clone()));
+        self.tx.send(out).await.unwrap();
+    }
+
+    /// Sends `message` related to no request.
+    pub async fn broadcast(&self, message: impl Into<mcp_jsonrpc::Message>) {
+        let out = mcp_jsonrpc::Outbound::new(message.into());
+        self.tx.send(out).await.unwrap();
+    }
+}
+
+/// Serves `conn` as the test server `name`: `initialize` is answered with the revision asked
+/// for and no capabilities; every other request on a task of its own with the result `answer`
+/// makes of its method and params, which may first send messages through the [`Related`] it
 /// gets; one writer takes everything to the connection.
-pub async fn answer_requests<F, Fut>(conn: mcp_jsonrpc::Connection, answer: F)
+pub async fn answer_requests<F, Fut>(conn: mcp_jsonrpc::Connection, name: &str, answer: F)
 where
-    F: Fn(mcp_jsonrpc::Request, tokio::sync::mpsc::Sender<mcp_jsonrpc::Outbound>) -> Fut,
+    F: Fn(String, serde_json::Value, Related) -> Fut,
     Fut: std::future::Future<Output = serde_json::Value> + Send + 'static,
 {
     use futures_util::{SinkExt, StreamExt};
@@ -123,7 +193,22 @@ where
             continue;
         };
         let id = r.id.clone();
-        let result = answer(r, tx.clone());
+        let params: serde_json::Value = r.params_as().unwrap_or(serde_json::Value::Null);
+        let result: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send>> =
+            if r.method == "initialize" {
+                let result = serde_json::json!({
+                    "protocolVersion": params["protocolVersion"],
+                    "capabilities": {},
+                    "serverInfo": {"name": name, "version": "1"},
+                });
+                Box::pin(std::future::ready(result))
+            } else {
+                let related = Related {
+                    id: id.clone(),
+                    tx: tx.clone(),
+                };
+                Box::pin(answer(r.method, params, related))
+            };
         let tx = tx.clone();
         tokio::spawn(async move {
             let result = result.await;
