@@ -36,6 +36,7 @@ mod notify;
 pub mod otel;
 mod rpc;
 mod session;
+#[cfg(feature = "skills")]
 pub mod skills;
 mod tasks;
 

@@ -169,6 +169,18 @@ fn in_protocol_namespace(method: &str) -> bool {
         .any(|m| m.name.split_once('/').is_some_and(|(p, _)| p == prefix))
 }
 
+/// Whether `method` is the Skills extension's method in a protocol namespace
+/// (`resources/directory/read`), which goes to the handler when skills are served.
+fn is_skills_method(method: &str) -> bool {
+    #[cfg(feature = "skills")]
+    return method == mcp_types::skills::METHOD_DIRECTORY_READ;
+    #[cfg(not(feature = "skills"))]
+    {
+        let _ = method;
+        false
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -228,9 +240,7 @@ pub(crate) async fn dispatch(
             }
         }
         // An extension's method in a protocol namespace goes to the handler.
-        None if in_protocol_namespace(&request.method)
-            && request.method != mcp_types::skills::METHOD_DIRECTORY_READ =>
-        {
+        None if in_protocol_namespace(&request.method) && !is_skills_method(&request.method) => {
             return Err(ErrorObject::method_not_found(&request.method));
         }
         None => {}

@@ -11,7 +11,8 @@
 //!
 //! Features: `stdio` (on by default) serves stdin/stdout and byte streams; `validation` (on by
 //! default) holds the JSON Schema validator, see docs/server.md for what goes without it; `http`
-//! checks the `Mcp-Param-*` headers of stateless Streamable HTTP requests; `tasks` serves tasks.
+//! checks the `Mcp-Param-*` headers of stateless Streamable HTTP requests; `tasks` serves tasks;
+//! `skills` serves the Skills extension.
 //!
 //! With the feature `tasks`, a tool registered with `Tool::task_support` can answer a client of
 //! the tasks extension (2026-07-28) or of 2025-11-25's tasks with a task handle and keep running
@@ -67,6 +68,7 @@ mod registry;
 mod schema;
 mod server;
 mod session;
+#[cfg(feature = "skills")]
 pub mod skills;
 mod stateless;
 #[cfg(feature = "tasks")]

@@ -30,6 +30,7 @@ use crate::registry::{
     self, Arguments, Prompt, PromptEntry, Registry, Resource, ResourceEntry, ResourceTemplate,
     ServerEvent, Snapshot, TemplateEntry, Tool, ToolEntry,
 };
+#[cfg(feature = "skills")]
 use crate::skills::SkillSet;
 use crate::stateless::mrtr::MrtrLimits;
 use crate::stateless::seal::{RequestStateSealer, SealingKey, ServerSealer};
@@ -445,6 +446,7 @@ pub struct ServerBuilder {
     enable_tasks: bool,
     subject: Option<Arc<SubjectFn>>,
     check_schemas_at_build: bool,
+    #[cfg(feature = "skills")]
     skills: Option<Arc<SkillSet>>,
 }
 
@@ -480,6 +482,7 @@ impl Server {
             enable_tasks: false,
             subject: None,
             check_schemas_at_build: cfg!(debug_assertions),
+            #[cfg(feature = "skills")]
             skills: None,
         }
     }
@@ -833,6 +836,7 @@ impl ServerBuilder {
     /// Serves skills (the Skills extension, SEP-2640): declares the extension, registers every
     /// skill file as a resource and answers `skills/list`, `skills/get` and
     /// `resources/directory/read`. See [`skills`](crate::skills).
+    #[cfg(feature = "skills")]
     pub fn skills(mut self, set: SkillSet) -> Self {
         for (resource, contents) in set.resources() {
             self = self.resource(resource, move |_cx| {
@@ -983,6 +987,7 @@ impl ServerBuilder {
                 enable_prompts: self.enable_prompts,
                 #[cfg(feature = "tasks")]
                 enable_tasks: self.enable_tasks,
+                #[cfg(feature = "skills")]
                 skills: self.skills,
             }),
         };
@@ -1025,6 +1030,7 @@ pub(crate) struct Router {
     enable_prompts: bool,
     #[cfg(feature = "tasks")]
     enable_tasks: bool,
+    #[cfg(feature = "skills")]
     skills: Option<Arc<SkillSet>>,
 }
 
@@ -1068,6 +1074,7 @@ impl ServerHandler for Router {
             // The tasks of 2025-11-25: projected away for every other revision.
             caps.tasks = Some(crate::tasks::session_capability());
         }
+        #[cfg(feature = "skills")]
         if let Some(skills) = &self.skills {
             let (id, settings) = skills.capability();
             caps.extensions
@@ -1077,6 +1084,8 @@ impl ServerHandler for Router {
         caps
     }
 
+    // The Skills extension's methods; without it, the default (-32601).
+    #[cfg(feature = "skills")]
     fn custom(
         &self,
         method: String,

@@ -9,7 +9,7 @@
 //! - [`methods`]: a marker type per method ([`methods::Request`] / [`methods::Notification`])
 //!   and a runtime table ([`methods::lookup`]) of who sends it and in which revisions.
 //! - [`x_mcp_header`]: the rules for `x-mcp-header` tool parameters (`Mcp-Param-*` headers).
-//! - [`skills`]: the Skills extension (SEP-2640): entries, frontmatter, digests.
+//! - `skills` (feature `skills`): the Skills extension (SEP-2640): entries, frontmatter, digests.
 //! - [`ProtocolVersion`], [`Era`], [`Feature`] (what came with which revision), [`error_codes`].
 //!
 //! ```
@@ -40,6 +40,7 @@ mod version;
 
 pub mod error_codes;
 pub mod methods;
+#[cfg(feature = "skills")]
 pub mod skills;
 pub mod wire;
 pub mod x_mcp_header;
