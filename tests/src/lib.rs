@@ -1,12 +1,11 @@
 //! Shared helpers for the cross-crate tests in `tests/tests/`: reading results
 //! ([`content`]), serving and driving Streamable HTTP without the SDK's client ([`http`]),
-//! finding the npm packages of the interop tests ([`interop`]), building and running the
-//! `mcp` command ([`cli`]), and calls through a bare JSON-RPC peer ([`rpc`]).
+//! finding the npm packages of the interop tests ([`interop`]), and calls through a bare
+//! JSON-RPC peer ([`rpc`]). The `mcp` command's tests are `mcp-cli`'s own.
 //!
 //! The test files under `tests/tests/` each build as their own crate; what more than one of them
 //! needs lives here, once.
 
-pub mod cli;
 pub mod content;
 pub mod http;
 pub mod interop;

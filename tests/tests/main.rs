@@ -16,9 +16,6 @@ mod tasks_support;
 // One module per test file.
 mod auth_dpop;
 mod auth_http_e2e;
-mod cli_e2e;
-mod cli_login;
-mod cli_shell;
 mod client_host_http;
 mod client_interop;
 mod client_stateless;

@@ -10,12 +10,12 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cli::{Home, wait};
 use bytes::Bytes;
 use jsonwebtoken::{Algorithm, DecodingKey};
 use mcp_auth::{
     HttpClient, HyperHttpClient, JwtVerifier, ProtectedResourceMetadata, ResourceServer,
 };
-use mcp_tests::cli::{Home, wait};
 use mcp_transport_http::server::{HttpServerConfig, StreamableHttpService};
 use support::{AsConfig, SECRET, TestAs};
 

@@ -2,24 +2,23 @@
 //! `mcp serve --http`, both exporting OTLP/HTTP (`http/json`) to a receiver in this test, give
 //! one trace: the client's span, the server's span as its child, the tool's span inside.
 //!
-//! The binary is built with `cargo build -p mcp-cli --bin mcp --features otel`, into this test
-//! binary's target directory and profile, and copied to `mcp-otel` beside it
-//! (`mcp_tests::cli::mcp_with_otel`).
-//!
-//! `cargo test -p mcp-tests --features otel --test otel_cli`
-#![cfg(feature = "otel")]
+//! A test binary of its own (it installs nothing process-wide, but needs `mcp` built with the
+//! feature): `cargo test -p mcp-cli --features otel --test otel_cli`.
+
+#[allow(dead_code)] // shared with the `all` harness; this test uses part of it
+mod cli;
 
 use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::cli::{Listening, Run, mcp, output};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use mcp_tests::cli::{Listening, Run, mcp_with_otel, output};
 use serde_json::Value;
 use tokio::net::TcpListener;
 
@@ -70,7 +69,7 @@ async fn receiver() -> (SocketAddr, Received) {
 
 /// `mcp` with export to `receiver` as `service`.
 fn command(receiver: SocketAddr, service: &str) -> Command {
-    let mut command = Command::new(mcp_with_otel());
+    let mut command = Command::new(mcp());
     command
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{receiver}"))
         .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
@@ -197,7 +196,7 @@ fn one<'a>(spans: &'a [Exported], service: &str, name: &str, kind: i64) -> &'a E
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_call_against_mcp_serve_exports_one_trace() {
-    tokio::task::spawn_blocking(mcp_with_otel)
+    tokio::task::spawn_blocking(mcp)
         .await
         .expect("build mcp with otel");
     let (receiver, received) = receiver().await;
@@ -263,7 +262,7 @@ async fn mcp_call_against_mcp_serve_exports_one_trace() {
 #[test]
 fn without_an_endpoint_nothing_is_exported_and_stdout_is_the_answer() {
     let quiet = output(
-        Command::new(mcp_with_otel())
+        Command::new(mcp())
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             .args(["call", "echo", "--arg", "text=quiet"]),
@@ -276,11 +275,11 @@ fn without_an_endpoint_nothing_is_exported_and_stdout_is_the_answer() {
 /// export settings) gives one trace, the server's span the client's child.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_call_against_a_stdio_server_exports_one_trace() {
-    tokio::task::spawn_blocking(mcp_with_otel)
+    tokio::task::spawn_blocking(mcp)
         .await
         .expect("build mcp with otel");
     let (receiver, received) = receiver().await;
-    let server = mcp_with_otel().to_string_lossy().into_owned();
+    let server = mcp().to_string_lossy().into_owned();
     let args = [
         "call",
         "echo",
@@ -324,7 +323,7 @@ async fn mcp_call_against_a_stdio_server_exports_one_trace() {
 /// child of that, the upstream server's span the child of the proxy's client span.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_proxy_traces_what_it_forwards() {
-    tokio::task::spawn_blocking(mcp_with_otel)
+    tokio::task::spawn_blocking(mcp)
         .await
         .expect("build mcp with otel");
     let (receiver, received) = receiver().await;

@@ -10,7 +10,7 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_tests::cli::{Home, wait};
+use crate::cli::{Home, wait};
 
 /// How long one step may take to show its output.
 const STEP: Duration = Duration::from_secs(30);

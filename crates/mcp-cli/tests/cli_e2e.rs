@@ -3,17 +3,13 @@
 //! `@modelcontextprotocol/server-everything` from npm (installed by `scripts/test`), checking
 //! output and exit codes.
 //!
-//! The binary lives in another package (`mcp-cli`); `mcp_tests::cli` builds it with this test
-//! binary's profile and target directory, so the tests always run the current sources.
-//!
 //! The npm tests fail, never skip, when `node` or the modules are missing.
 
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use mcp_tests::cli::{Home, Listening, Run, mcp, run};
+use crate::cli::{Home, Listening, Run, mcp, run};
 use serde_json::Value;
 
 /// A local port nothing listens on.
@@ -570,8 +566,7 @@ fn reference_servers_get_checked_and_coerced_arguments() {
 
     // A bare value for an array argument is a one-element array (server-filesystem's
     // `read_multiple_files(paths: string[])`).
-    let filesystem = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("interop/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let filesystem = mcp_tests::interop::reference_server("server-filesystem");
     let dir = Home::new("coerce");
     let file = dir.write("note.txt", "coerced into an array");
     let fs_script = filesystem.to_string_lossy().into_owned();

@@ -1,17 +1,11 @@
-//! The `mcp` command (package `mcp-cli`) as the tests run it: built once per test process,
-//! run with its output captured and a time limit, long-running (`serve`, `proxy`) with the URL
-//! it announces, and with a home directory of its own.
-//!
-//! The binary lives in another package, so `CARGO_BIN_EXE_mcp` is not available to these
-//! tests. They build it the way `escargot` would: one `cargo build -p mcp-cli --bin mcp` with
-//! the test binary's profile and target directory (read off the test binary's own path), then
-//! run `<target>/<profile>/mcp`. That always tests the current sources, also under
-//! `cargo test -p mcp-tests`, which by itself builds no binaries of other packages.
+//! The `mcp` command as the tests run it: run with its output captured and a time limit,
+//! long-running (`serve`, `proxy`) with the URL it announces, and with a home directory of its
+//! own. The binary is this package's (`CARGO_BIN_EXE_mcp`), built by cargo with the tests and
+//! with their features (`--features otel` for `tests/otel_cli.rs`).
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -19,72 +13,9 @@ use serde_json::Value;
 /// Longest a single `mcp` run may take.
 pub const RUN_LIMIT: Duration = Duration::from_secs(60);
 
-/// `mcp`, built once per test process; its path.
+/// The `mcp` binary.
 pub fn mcp() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| build(None))
-}
-
-/// `mcp` with telemetry (`--features otel`), built once per test process and copied to
-/// `mcp-otel` beside it: another test may rebuild `mcp` without the feature.
-pub fn mcp_with_otel() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let built = build(Some("otel"));
-        let copy = built.with_file_name(format!("mcp-otel{}", std::env::consts::EXE_SUFFIX));
-        std::fs::copy(&built, &copy).expect("copy mcp");
-        copy
-    })
-}
-
-/// `cargo build -p mcp-cli --bin mcp` into this test binary's profile and target directory.
-fn build(features: Option<&str>) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    // <target>/[<triple>/]<profile>/deps/<test>-<hash>
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test binary sits in <profile>/deps");
-    let dir_name = profile_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .expect("a profile directory");
-    let profile = match dir_name {
-        "debug" => "dev",
-        other => other,
-    };
-    let mut target_dir = profile_dir.parent().expect("a target directory");
-    let mut triple = None;
-    // Cargo marks the root of a target dir it created with CACHEDIR.TAG, and keeps its rustc
-    // cache there (a target dir that existed before cargo first ran lacks the tag).
-    let is_root = |d: &Path| d.join("CACHEDIR.TAG").exists() || d.join(".rustc_info.json").exists();
-    if !is_root(target_dir) && target_dir.parent().is_some_and(is_root) {
-        // A cross build: <target>/<triple>/<profile>.
-        triple = target_dir.file_name().and_then(|n| n.to_str());
-        target_dir = target_dir.parent().expect("a target directory");
-    }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace");
-    let mut command = Command::new(cargo);
-    command
-        .current_dir(workspace)
-        .args(["build", "--quiet", "-p", "mcp-cli", "--bin", "mcp"])
-        .args(["--profile", profile])
-        .arg("--target-dir")
-        .arg(target_dir);
-    if let Some(features) = features {
-        command.args(["--features", features]);
-    }
-    if let Some(triple) = triple {
-        command.args(["--target", triple]);
-    }
-    let status = command.status().expect("run cargo to build mcp");
-    assert!(status.success(), "building mcp failed: {status}");
-    let binary = profile_dir.join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-    assert!(binary.is_file(), "{} was not built", binary.display());
-    binary
+    Path::new(env!("CARGO_BIN_EXE_mcp"))
 }
 
 /// What one run printed and how it ended.
@@ -231,6 +162,7 @@ impl Listening {
 
     /// Ends it as an operator would (SIGTERM), so it exports what it holds; panics when it
     /// has not ended 30 s later.
+    #[allow(dead_code)] // only tests/otel_cli.rs stops a server this way
     pub fn terminate(mut self) {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
