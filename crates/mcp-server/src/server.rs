@@ -1273,7 +1273,8 @@ fn template_completer<'s>(
 
 /// Without the `tasks` feature a server declares no task, lists no tool as supporting one and
 /// knows no tasks method, in either era.
-#[cfg(all(test, not(feature = "tasks")))]
+#[cfg(test)]
+#[cfg(not(feature = "tasks"))]
 mod without_tasks {
     use super::*;
     use mcp_jsonrpc::{CallError, Engine, Peer, RequestOptions, memory_pair};
