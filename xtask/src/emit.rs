@@ -713,13 +713,18 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                     out,
                     "impl<'de> serde::Deserialize<'de> for {name} {{
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<Self, D::Error> {{
+        crate::support::deserialize_union(deserializer)
+    }}
+}}
+
+impl crate::support::Union for {name} {{
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {{
         static SHAPES: &[crate::support::Shape] = &[{shapes}];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, {name:?}, SHAPES, |index, value| match index {{
+        crate::support::pick(value, {name:?}, SHAPES, |index, value| match index {{
             {arms}
             _ => None,
         }})
-        .map_err(<D::Error as serde::de::Error>::custom)
     }}
 }}
 

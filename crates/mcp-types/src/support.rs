@@ -70,6 +70,26 @@ pub(crate) fn kind(value: &Value) -> &'static str {
     }
 }
 
+/// A generated union: the variant a JSON value belongs to is picked from the value.
+///
+/// [`pick`](Union::pick) is not generic and not inlined, so a union's variant selection and its
+/// variants' deserializers from `&Value` are compiled once, in this crate, whatever
+/// `Deserializer` the union is read from: a crate reading the model instantiates only
+/// [`deserialize_union`] per deserializer (a `Value` read and a call).
+pub(crate) trait Union: Sized {
+    /// The variant `value` is, deserialized; the message says why none fits.
+    fn pick(value: &Value) -> Result<Self, String>;
+}
+
+/// A union's `Deserialize`: the value is buffered as a [`Value`] (the variant is chosen by
+/// looking at all of it), then [`Union::pick`] chooses and reads the variant.
+pub(crate) fn deserialize_union<'de, T: Union, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    let value = <Value as serde::Deserialize>::deserialize(deserializer)?;
+    T::pick(&value).map_err(<D::Error as serde::de::Error>::custom)
+}
+
 /// Picks the union variant `value` belongs to and deserializes it with `parse`: variants are
 /// ranked by how exactly the value fits them (constants, required fields, known fields), and
 /// tried best first.

@@ -452,6 +452,13 @@ impl<'de> serde::Deserialize<'de> for CallToolResultResponseResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for CallToolResultResponseResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -472,9 +479,8 @@ impl<'de> serde::Deserialize<'de> for CallToolResultResponseResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "CallToolResultResponseResult",
             SHAPES,
             |index, value| match index {
@@ -489,7 +495,6 @@ impl<'de> serde::Deserialize<'de> for CallToolResultResponseResult {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -947,6 +952,13 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for CompleteRequestParamsRef {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "ref/prompt", true)],
@@ -967,9 +979,8 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "CompleteRequestParamsRef",
             SHAPES,
             |index, value| match index {
@@ -988,7 +999,6 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1104,6 +1114,13 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ContentBlock {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -1147,8 +1164,7 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ContentBlock", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ContentBlock", SHAPES, |index, value| match index {
             0 => Some(<TextContent as serde::Deserialize>::deserialize(value).map(Self::Text)),
             1 => Some(<ImageContent as serde::Deserialize>::deserialize(value).map(Self::Image)),
             2 => Some(<AudioContent as serde::Deserialize>::deserialize(value).map(Self::Audio)),
@@ -1161,7 +1177,6 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1652,6 +1667,13 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ElicitRequestParams {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("mode", "form", false)],
@@ -1666,9 +1688,8 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ElicitRequestParams",
             SHAPES,
             |index, value| match index {
@@ -1684,7 +1705,6 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1850,15 +1870,21 @@ impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ElicitResultContentValue {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Array,
             crate::support::Shape::String,
             crate::support::Shape::Integer,
             crate::support::Shape::Boolean,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ElicitResultContentValue",
             SHAPES,
             |index, value| match index {
@@ -1872,7 +1898,6 @@ impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2011,6 +2036,13 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for EnumSchema {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "string", true)],
@@ -2066,8 +2098,7 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "EnumSchema", SHAPES, |index, value| match index {
+        crate::support::pick(value, "EnumSchema", SHAPES, |index, value| match index {
             0 => Some(
                 <UntitledSingleSelectEnumSchema as serde::Deserialize>::deserialize(value)
                     .map(Self::UntitledSingleSelect),
@@ -2091,7 +2122,6 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2250,6 +2280,13 @@ impl<'de> serde::Deserialize<'de> for GetPromptResultResponseResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for GetPromptResultResponseResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -2264,9 +2301,8 @@ impl<'de> serde::Deserialize<'de> for GetPromptResultResponseResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "GetPromptResultResponseResult",
             SHAPES,
             |index, value| match index {
@@ -2282,7 +2318,6 @@ impl<'de> serde::Deserialize<'de> for GetPromptResultResponseResult {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2828,6 +2863,13 @@ impl<'de> serde::Deserialize<'de> for InputRequest {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for InputRequest {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[
@@ -2854,8 +2896,7 @@ impl<'de> serde::Deserialize<'de> for InputRequest {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "InputRequest", SHAPES, |index, value| match index {
+        crate::support::pick(value, "InputRequest", SHAPES, |index, value| match index {
             0 => Some(
                 <CreateMessageRequest as serde::Deserialize>::deserialize(value)
                     .map(Self::CreateMessage),
@@ -2867,7 +2908,6 @@ impl<'de> serde::Deserialize<'de> for InputRequest {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2950,6 +2990,13 @@ impl<'de> serde::Deserialize<'de> for InputResponse {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for InputResponse {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -2970,28 +3017,18 @@ impl<'de> serde::Deserialize<'de> for InputResponse {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "InputResponse",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(
-                    <CreateMessageResult as serde::Deserialize>::deserialize(value)
-                        .map(Self::CreateMessage),
-                ),
-                1 => Some(
-                    <ListRootsResult as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListRoots),
-                ),
-                2 => {
-                    Some(<ElicitResult as serde::Deserialize>::deserialize(value).map(Self::Elicit))
-                }
+        crate::support::pick(value, "InputResponse", SHAPES, |index, value| match index {
+            0 => Some(
+                <CreateMessageResult as serde::Deserialize>::deserialize(value)
+                    .map(Self::CreateMessage),
+            ),
+            1 => Some(
+                <ListRootsResult as serde::Deserialize>::deserialize(value).map(Self::ListRoots),
+            ),
+            2 => Some(<ElicitResult as serde::Deserialize>::deserialize(value).map(Self::Elicit)),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -3271,6 +3308,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCResponse {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -3285,9 +3329,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCResponse",
             SHAPES,
             |index, value| match index {
@@ -3303,7 +3346,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -4332,6 +4374,13 @@ impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for MultiSelectEnumSchema {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "array", true)],
@@ -4362,9 +4411,8 @@ impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "MultiSelectEnumSchema",
             SHAPES,
             |index, value| match index {
@@ -4380,7 +4428,6 @@ impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -4726,6 +4773,13 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for PrimitiveSchemaDefinition {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "string", true)],
@@ -4815,9 +4869,8 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
             }),
             crate::support::Shape::Any,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "PrimitiveSchemaDefinition",
             SHAPES,
             |index, value| match index {
@@ -4855,7 +4908,6 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -4941,23 +4993,23 @@ impl<'de> serde::Deserialize<'de> for ProgressToken {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ProgressToken {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ProgressToken",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
-                1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
+        crate::support::pick(value, "ProgressToken", SHAPES, |index, value| match index {
+            0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
+            1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -5312,6 +5364,13 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResultResponseResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ReadResourceResultResponseResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -5326,9 +5385,8 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResultResponseResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ReadResourceResultResponseResult",
             SHAPES,
             |index, value| match index {
@@ -5344,7 +5402,6 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResultResponseResult {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -5401,18 +5458,23 @@ impl<'de> serde::Deserialize<'de> for RequestId {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for RequestId {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "RequestId", SHAPES, |index, value| match index {
+        crate::support::pick(value, "RequestId", SHAPES, |index, value| match index {
             0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
             1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -5619,6 +5681,13 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ResourceContentsKind {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -5633,9 +5702,8 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ResourceContentsKind",
             SHAPES,
             |index, value| match index {
@@ -5651,7 +5719,6 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -6135,6 +6202,13 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SamplingContent {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -6175,9 +6249,8 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
             }),
             crate::support::Shape::Array,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SamplingContent",
             SHAPES,
             |index, value| match index {
@@ -6203,7 +6276,6 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -6263,6 +6335,13 @@ impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SamplingMessageContentBlock {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -6302,9 +6381,8 @@ impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SamplingMessageContentBlock",
             SHAPES,
             |index, value| match index {
@@ -6326,7 +6404,6 @@ impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -6567,6 +6644,13 @@ impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SingleSelectEnumSchema {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "string", true)],
@@ -6581,9 +6665,8 @@ impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SingleSelectEnumSchema",
             SHAPES,
             |index, value| match index {
@@ -6599,7 +6682,6 @@ impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 

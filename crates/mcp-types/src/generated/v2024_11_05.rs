@@ -186,6 +186,13 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientNotification {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "notifications/cancelled", true)],
@@ -212,9 +219,8 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ClientNotification",
             SHAPES,
             |index, value| match index {
@@ -238,7 +244,6 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -279,6 +284,13 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientRequest {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "initialize", true)],
@@ -359,63 +371,52 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ClientRequest",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(
-                    <InitializeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Initialize),
-                ),
-                1 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
-                2 => Some(
-                    <ListResourcesRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListResources),
-                ),
-                3 => Some(
-                    <ListResourceTemplatesRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListResourceTemplates),
-                ),
-                4 => Some(
-                    <ReadResourceRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ReadResource),
-                ),
-                5 => Some(
-                    <SubscribeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Subscribe),
-                ),
-                6 => Some(
-                    <UnsubscribeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Unsubscribe),
-                ),
-                7 => Some(
-                    <ListPromptsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListPrompts),
-                ),
-                8 => Some(
-                    <GetPromptRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::GetPrompt),
-                ),
-                9 => Some(
-                    <ListToolsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListTools),
-                ),
-                10 => Some(
-                    <CallToolRequest as serde::Deserialize>::deserialize(value).map(Self::CallTool),
-                ),
-                11 => Some(
-                    <SetLevelRequest as serde::Deserialize>::deserialize(value).map(Self::SetLevel),
-                ),
-                12 => Some(
-                    <CompleteRequest as serde::Deserialize>::deserialize(value).map(Self::Complete),
-                ),
+        crate::support::pick(value, "ClientRequest", SHAPES, |index, value| match index {
+            0 => Some(
+                <InitializeRequest as serde::Deserialize>::deserialize(value).map(Self::Initialize),
+            ),
+            1 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
+            2 => Some(
+                <ListResourcesRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListResources),
+            ),
+            3 => Some(
+                <ListResourceTemplatesRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListResourceTemplates),
+            ),
+            4 => Some(
+                <ReadResourceRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ReadResource),
+            ),
+            5 => Some(
+                <SubscribeRequest as serde::Deserialize>::deserialize(value).map(Self::Subscribe),
+            ),
+            6 => Some(
+                <UnsubscribeRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::Unsubscribe),
+            ),
+            7 => Some(
+                <ListPromptsRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListPrompts),
+            ),
+            8 => Some(
+                <GetPromptRequest as serde::Deserialize>::deserialize(value).map(Self::GetPrompt),
+            ),
+            9 => Some(
+                <ListToolsRequest as serde::Deserialize>::deserialize(value).map(Self::ListTools),
+            ),
+            10 => Some(
+                <CallToolRequest as serde::Deserialize>::deserialize(value).map(Self::CallTool),
+            ),
+            11 => Some(
+                <SetLevelRequest as serde::Deserialize>::deserialize(value).map(Self::SetLevel),
+            ),
+            12 => Some(
+                <CompleteRequest as serde::Deserialize>::deserialize(value).map(Self::Complete),
+            ),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -436,6 +437,13 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -456,8 +464,7 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ClientResult", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ClientResult", SHAPES, |index, value| match index {
             0 => Some(<EmptyResult as serde::Deserialize>::deserialize(value).map(Self::Empty)),
             1 => Some(
                 <CreateMessageResult as serde::Deserialize>::deserialize(value)
@@ -469,7 +476,6 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -524,6 +530,13 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for CompleteRequestParamsRef {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "ref/prompt", true)],
@@ -538,9 +551,8 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "CompleteRequestParamsRef",
             SHAPES,
             |index, value| match index {
@@ -556,7 +568,6 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -604,6 +615,13 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ContentBlock {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -624,8 +642,7 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ContentBlock", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ContentBlock", SHAPES, |index, value| match index {
             0 => Some(<TextContent as serde::Deserialize>::deserialize(value).map(Self::Text)),
             1 => Some(<ImageContent as serde::Deserialize>::deserialize(value).map(Self::Image)),
             2 => Some(
@@ -634,7 +651,6 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -980,6 +996,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCMessage {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -1006,9 +1029,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCMessage",
             SHAPES,
             |index, value| match index {
@@ -1029,7 +1051,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1607,23 +1628,23 @@ impl<'de> serde::Deserialize<'de> for ProgressToken {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ProgressToken {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ProgressToken",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
-                1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
+        crate::support::pick(value, "ProgressToken", SHAPES, |index, value| match index {
+            0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
+            1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -1776,18 +1797,23 @@ impl<'de> serde::Deserialize<'de> for RequestId {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for RequestId {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "RequestId", SHAPES, |index, value| match index {
+        crate::support::pick(value, "RequestId", SHAPES, |index, value| match index {
             0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
             1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1868,6 +1894,13 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ResourceContentsKind {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -1882,9 +1915,8 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ResourceContentsKind",
             SHAPES,
             |index, value| match index {
@@ -1900,7 +1932,6 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2090,6 +2121,13 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SamplingContent {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -2104,9 +2142,8 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SamplingContent",
             SHAPES,
             |index, value| match index {
@@ -2118,7 +2155,6 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2226,6 +2262,13 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerNotification {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "notifications/cancelled", true)],
@@ -2270,9 +2313,8 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ServerNotification",
             SHAPES,
             |index, value| match index {
@@ -2308,7 +2350,6 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2329,6 +2370,13 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerRequest {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "ping", true)],
@@ -2349,26 +2397,18 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
                 open: true,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ServerRequest",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
-                1 => Some(
-                    <CreateMessageRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::CreateMessage),
-                ),
-                2 => Some(
-                    <ListRootsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListRoots),
-                ),
+        crate::support::pick(value, "ServerRequest", SHAPES, |index, value| match index {
+            0 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
+            1 => Some(
+                <CreateMessageRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::CreateMessage),
+            ),
+            2 => Some(
+                <ListRootsRequest as serde::Deserialize>::deserialize(value).map(Self::ListRoots),
+            ),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -2403,6 +2443,13 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -2471,8 +2518,7 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ServerResult", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ServerResult", SHAPES, |index, value| match index {
             0 => Some(<EmptyResult as serde::Deserialize>::deserialize(value).map(Self::Empty)),
             1 => Some(
                 <InitializeResult as serde::Deserialize>::deserialize(value).map(Self::Initialize),
@@ -2508,7 +2554,6 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 

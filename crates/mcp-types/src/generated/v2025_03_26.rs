@@ -195,6 +195,13 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientNotification {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "notifications/cancelled", true)],
@@ -221,9 +228,8 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ClientNotification",
             SHAPES,
             |index, value| match index {
@@ -247,7 +253,6 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -288,6 +293,13 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientRequest {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "initialize", true)],
@@ -368,63 +380,52 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ClientRequest",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(
-                    <InitializeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Initialize),
-                ),
-                1 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
-                2 => Some(
-                    <ListResourcesRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListResources),
-                ),
-                3 => Some(
-                    <ListResourceTemplatesRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListResourceTemplates),
-                ),
-                4 => Some(
-                    <ReadResourceRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ReadResource),
-                ),
-                5 => Some(
-                    <SubscribeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Subscribe),
-                ),
-                6 => Some(
-                    <UnsubscribeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Unsubscribe),
-                ),
-                7 => Some(
-                    <ListPromptsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListPrompts),
-                ),
-                8 => Some(
-                    <GetPromptRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::GetPrompt),
-                ),
-                9 => Some(
-                    <ListToolsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListTools),
-                ),
-                10 => Some(
-                    <CallToolRequest as serde::Deserialize>::deserialize(value).map(Self::CallTool),
-                ),
-                11 => Some(
-                    <SetLevelRequest as serde::Deserialize>::deserialize(value).map(Self::SetLevel),
-                ),
-                12 => Some(
-                    <CompleteRequest as serde::Deserialize>::deserialize(value).map(Self::Complete),
-                ),
+        crate::support::pick(value, "ClientRequest", SHAPES, |index, value| match index {
+            0 => Some(
+                <InitializeRequest as serde::Deserialize>::deserialize(value).map(Self::Initialize),
+            ),
+            1 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
+            2 => Some(
+                <ListResourcesRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListResources),
+            ),
+            3 => Some(
+                <ListResourceTemplatesRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListResourceTemplates),
+            ),
+            4 => Some(
+                <ReadResourceRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ReadResource),
+            ),
+            5 => Some(
+                <SubscribeRequest as serde::Deserialize>::deserialize(value).map(Self::Subscribe),
+            ),
+            6 => Some(
+                <UnsubscribeRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::Unsubscribe),
+            ),
+            7 => Some(
+                <ListPromptsRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListPrompts),
+            ),
+            8 => Some(
+                <GetPromptRequest as serde::Deserialize>::deserialize(value).map(Self::GetPrompt),
+            ),
+            9 => Some(
+                <ListToolsRequest as serde::Deserialize>::deserialize(value).map(Self::ListTools),
+            ),
+            10 => Some(
+                <CallToolRequest as serde::Deserialize>::deserialize(value).map(Self::CallTool),
+            ),
+            11 => Some(
+                <SetLevelRequest as serde::Deserialize>::deserialize(value).map(Self::SetLevel),
+            ),
+            12 => Some(
+                <CompleteRequest as serde::Deserialize>::deserialize(value).map(Self::Complete),
+            ),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -445,6 +446,13 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -465,8 +473,7 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ClientResult", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ClientResult", SHAPES, |index, value| match index {
             0 => Some(<EmptyResult as serde::Deserialize>::deserialize(value).map(Self::Empty)),
             1 => Some(
                 <CreateMessageResult as serde::Deserialize>::deserialize(value)
@@ -478,7 +485,6 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -533,6 +539,13 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for CompleteRequestParamsRef {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "ref/prompt", true)],
@@ -547,9 +560,8 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "CompleteRequestParamsRef",
             SHAPES,
             |index, value| match index {
@@ -565,7 +577,6 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -615,6 +626,13 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ContentBlock {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -641,8 +659,7 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ContentBlock", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ContentBlock", SHAPES, |index, value| match index {
             0 => Some(<TextContent as serde::Deserialize>::deserialize(value).map(Self::Text)),
             1 => Some(<ImageContent as serde::Deserialize>::deserialize(value).map(Self::Image)),
             2 => Some(<AudioContent as serde::Deserialize>::deserialize(value).map(Self::Audio)),
@@ -652,7 +669,6 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -982,6 +998,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCBatchRequestItem {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCBatchRequestItem {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -996,9 +1019,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCBatchRequestItem {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCBatchRequestItem",
             SHAPES,
             |index, value| match index {
@@ -1013,7 +1035,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCBatchRequestItem {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1035,6 +1056,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCBatchResponseItem {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCBatchResponseItem {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -1049,9 +1077,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCBatchResponseItem {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCBatchResponseItem",
             SHAPES,
             |index, value| match index {
@@ -1065,7 +1092,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCBatchResponseItem {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1107,6 +1133,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCMessage {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -1135,9 +1168,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
             }),
             crate::support::Shape::Array,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCMessage",
             SHAPES,
             |index, value| match index {
@@ -1166,7 +1198,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1185,6 +1216,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant2Item {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCMessageVariant2Item {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -1199,9 +1237,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant2Item {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCMessageVariant2Item",
             SHAPES,
             |index, value| match index {
@@ -1216,7 +1253,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant2Item {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1235,6 +1271,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant5Item {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCMessageVariant5Item {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -1249,9 +1292,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant5Item {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCMessageVariant5Item",
             SHAPES,
             |index, value| match index {
@@ -1265,7 +1307,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant5Item {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1846,23 +1887,23 @@ impl<'de> serde::Deserialize<'de> for ProgressToken {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ProgressToken {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ProgressToken",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
-                1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
+        crate::support::pick(value, "ProgressToken", SHAPES, |index, value| match index {
+            0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
+            1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -2015,18 +2056,23 @@ impl<'de> serde::Deserialize<'de> for RequestId {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for RequestId {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "RequestId", SHAPES, |index, value| match index {
+        crate::support::pick(value, "RequestId", SHAPES, |index, value| match index {
             0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
             1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2107,6 +2153,13 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ResourceContentsKind {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -2121,9 +2174,8 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ResourceContentsKind",
             SHAPES,
             |index, value| match index {
@@ -2139,7 +2191,6 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2331,6 +2382,13 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SamplingContent {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -2351,9 +2409,8 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SamplingContent",
             SHAPES,
             |index, value| match index {
@@ -2368,7 +2425,6 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2483,6 +2539,13 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerNotification {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "notifications/cancelled", true)],
@@ -2527,9 +2590,8 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ServerNotification",
             SHAPES,
             |index, value| match index {
@@ -2565,7 +2627,6 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2586,6 +2647,13 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerRequest {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "ping", true)],
@@ -2606,26 +2674,18 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
                 open: true,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ServerRequest",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
-                1 => Some(
-                    <CreateMessageRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::CreateMessage),
-                ),
-                2 => Some(
-                    <ListRootsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListRoots),
-                ),
+        crate::support::pick(value, "ServerRequest", SHAPES, |index, value| match index {
+            0 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
+            1 => Some(
+                <CreateMessageRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::CreateMessage),
+            ),
+            2 => Some(
+                <ListRootsRequest as serde::Deserialize>::deserialize(value).map(Self::ListRoots),
+            ),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -2660,6 +2720,13 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -2728,8 +2795,7 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ServerResult", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ServerResult", SHAPES, |index, value| match index {
             0 => Some(<EmptyResult as serde::Deserialize>::deserialize(value).map(Self::Empty)),
             1 => Some(
                 <InitializeResult as serde::Deserialize>::deserialize(value).map(Self::Initialize),
@@ -2765,7 +2831,6 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 

@@ -266,6 +266,13 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientNotification {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "notifications/cancelled", true)],
@@ -292,9 +299,8 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ClientNotification",
             SHAPES,
             |index, value| match index {
@@ -318,7 +324,6 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -359,6 +364,13 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientRequest {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "initialize", true)],
@@ -439,63 +451,52 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ClientRequest",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(
-                    <InitializeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Initialize),
-                ),
-                1 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
-                2 => Some(
-                    <ListResourcesRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListResources),
-                ),
-                3 => Some(
-                    <ListResourceTemplatesRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListResourceTemplates),
-                ),
-                4 => Some(
-                    <ReadResourceRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ReadResource),
-                ),
-                5 => Some(
-                    <SubscribeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Subscribe),
-                ),
-                6 => Some(
-                    <UnsubscribeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Unsubscribe),
-                ),
-                7 => Some(
-                    <ListPromptsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListPrompts),
-                ),
-                8 => Some(
-                    <GetPromptRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::GetPrompt),
-                ),
-                9 => Some(
-                    <ListToolsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListTools),
-                ),
-                10 => Some(
-                    <CallToolRequest as serde::Deserialize>::deserialize(value).map(Self::CallTool),
-                ),
-                11 => Some(
-                    <SetLevelRequest as serde::Deserialize>::deserialize(value).map(Self::SetLevel),
-                ),
-                12 => Some(
-                    <CompleteRequest as serde::Deserialize>::deserialize(value).map(Self::Complete),
-                ),
+        crate::support::pick(value, "ClientRequest", SHAPES, |index, value| match index {
+            0 => Some(
+                <InitializeRequest as serde::Deserialize>::deserialize(value).map(Self::Initialize),
+            ),
+            1 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
+            2 => Some(
+                <ListResourcesRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListResources),
+            ),
+            3 => Some(
+                <ListResourceTemplatesRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListResourceTemplates),
+            ),
+            4 => Some(
+                <ReadResourceRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ReadResource),
+            ),
+            5 => Some(
+                <SubscribeRequest as serde::Deserialize>::deserialize(value).map(Self::Subscribe),
+            ),
+            6 => Some(
+                <UnsubscribeRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::Unsubscribe),
+            ),
+            7 => Some(
+                <ListPromptsRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListPrompts),
+            ),
+            8 => Some(
+                <GetPromptRequest as serde::Deserialize>::deserialize(value).map(Self::GetPrompt),
+            ),
+            9 => Some(
+                <ListToolsRequest as serde::Deserialize>::deserialize(value).map(Self::ListTools),
+            ),
+            10 => Some(
+                <CallToolRequest as serde::Deserialize>::deserialize(value).map(Self::CallTool),
+            ),
+            11 => Some(
+                <SetLevelRequest as serde::Deserialize>::deserialize(value).map(Self::SetLevel),
+            ),
+            12 => Some(
+                <CompleteRequest as serde::Deserialize>::deserialize(value).map(Self::Complete),
+            ),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -518,6 +519,13 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -544,8 +552,7 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ClientResult", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ClientResult", SHAPES, |index, value| match index {
             0 => Some(<EmptyResult as serde::Deserialize>::deserialize(value).map(Self::Empty)),
             1 => Some(
                 <CreateMessageResult as serde::Deserialize>::deserialize(value)
@@ -558,7 +565,6 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -625,6 +631,13 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for CompleteRequestParamsRef {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "ref/prompt", true)],
@@ -639,9 +652,8 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "CompleteRequestParamsRef",
             SHAPES,
             |index, value| match index {
@@ -657,7 +669,6 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -709,6 +720,13 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ContentBlock {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -751,8 +769,7 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ContentBlock", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ContentBlock", SHAPES, |index, value| match index {
             0 => Some(<TextContent as serde::Deserialize>::deserialize(value).map(Self::Text)),
             1 => Some(<ImageContent as serde::Deserialize>::deserialize(value).map(Self::Image)),
             2 => Some(<AudioContent as serde::Deserialize>::deserialize(value).map(Self::Audio)),
@@ -765,7 +782,6 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -998,14 +1014,20 @@ impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ElicitResultContentValue {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
             crate::support::Shape::Boolean,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ElicitResultContentValue",
             SHAPES,
             |index, value| match index {
@@ -1016,7 +1038,6 @@ impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1282,6 +1303,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCMessage {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -1308,9 +1336,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCMessage",
             SHAPES,
             |index, value| match index {
@@ -1331,7 +1358,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1941,6 +1967,13 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for PrimitiveSchemaDefinition {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "string", true)],
@@ -1974,9 +2007,8 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "PrimitiveSchemaDefinition",
             SHAPES,
             |index, value| match index {
@@ -1994,7 +2026,6 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2048,23 +2079,23 @@ impl<'de> serde::Deserialize<'de> for ProgressToken {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ProgressToken {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ProgressToken",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
-                1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
+        crate::support::pick(value, "ProgressToken", SHAPES, |index, value| match index {
+            0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
+            1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -2244,18 +2275,23 @@ impl<'de> serde::Deserialize<'de> for RequestId {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for RequestId {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "RequestId", SHAPES, |index, value| match index {
+        crate::support::pick(value, "RequestId", SHAPES, |index, value| match index {
             0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
             1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2348,6 +2384,13 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ResourceContentsKind {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -2362,9 +2405,8 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ResourceContentsKind",
             SHAPES,
             |index, value| match index {
@@ -2380,7 +2422,6 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2636,6 +2677,13 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SamplingContent {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -2656,9 +2704,8 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SamplingContent",
             SHAPES,
             |index, value| match index {
@@ -2673,7 +2720,6 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2788,6 +2834,13 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerNotification {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "notifications/cancelled", true)],
@@ -2832,9 +2885,8 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ServerNotification",
             SHAPES,
             |index, value| match index {
@@ -2870,7 +2922,6 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2893,6 +2944,13 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerRequest {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "ping", true)],
@@ -2919,29 +2977,19 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ServerRequest",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
-                1 => Some(
-                    <CreateMessageRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::CreateMessage),
-                ),
-                2 => Some(
-                    <ListRootsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListRoots),
-                ),
-                3 => Some(
-                    <ElicitRequest as serde::Deserialize>::deserialize(value).map(Self::Elicit),
-                ),
+        crate::support::pick(value, "ServerRequest", SHAPES, |index, value| match index {
+            0 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
+            1 => Some(
+                <CreateMessageRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::CreateMessage),
+            ),
+            2 => Some(
+                <ListRootsRequest as serde::Deserialize>::deserialize(value).map(Self::ListRoots),
+            ),
+            3 => Some(<ElicitRequest as serde::Deserialize>::deserialize(value).map(Self::Elicit)),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -2976,6 +3024,13 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -3044,8 +3099,7 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ServerResult", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ServerResult", SHAPES, |index, value| match index {
             0 => Some(<EmptyResult as serde::Deserialize>::deserialize(value).map(Self::Empty)),
             1 => Some(
                 <InitializeResult as serde::Deserialize>::deserialize(value).map(Self::Initialize),
@@ -3081,7 +3135,6 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 

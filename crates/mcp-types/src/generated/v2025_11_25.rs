@@ -448,6 +448,13 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientNotification {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[
@@ -495,9 +502,8 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ClientNotification",
             SHAPES,
             |index, value| match index {
@@ -525,7 +531,6 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -574,6 +579,13 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientRequest {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true), ("method", "initialize", true)],
@@ -693,78 +705,65 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ClientRequest",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(
-                    <InitializeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Initialize),
-                ),
-                1 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
-                2 => Some(
-                    <ListResourcesRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListResources),
-                ),
-                3 => Some(
-                    <ListResourceTemplatesRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListResourceTemplates),
-                ),
-                4 => Some(
-                    <ReadResourceRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ReadResource),
-                ),
-                5 => Some(
-                    <SubscribeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Subscribe),
-                ),
-                6 => Some(
-                    <UnsubscribeRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::Unsubscribe),
-                ),
-                7 => Some(
-                    <ListPromptsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListPrompts),
-                ),
-                8 => Some(
-                    <GetPromptRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::GetPrompt),
-                ),
-                9 => Some(
-                    <ListToolsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListTools),
-                ),
-                10 => Some(
-                    <CallToolRequest as serde::Deserialize>::deserialize(value).map(Self::CallTool),
-                ),
-                11 => Some(
-                    <GetTaskRequest as serde::Deserialize>::deserialize(value).map(Self::GetTask),
-                ),
-                12 => Some(
-                    <GetTaskPayloadRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::GetTaskPayload),
-                ),
-                13 => Some(
-                    <CancelTaskRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::CancelTask),
-                ),
-                14 => Some(
-                    <ListTasksRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListTasks),
-                ),
-                15 => Some(
-                    <SetLevelRequest as serde::Deserialize>::deserialize(value).map(Self::SetLevel),
-                ),
-                16 => Some(
-                    <CompleteRequest as serde::Deserialize>::deserialize(value).map(Self::Complete),
-                ),
+        crate::support::pick(value, "ClientRequest", SHAPES, |index, value| match index {
+            0 => Some(
+                <InitializeRequest as serde::Deserialize>::deserialize(value).map(Self::Initialize),
+            ),
+            1 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
+            2 => Some(
+                <ListResourcesRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListResources),
+            ),
+            3 => Some(
+                <ListResourceTemplatesRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListResourceTemplates),
+            ),
+            4 => Some(
+                <ReadResourceRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ReadResource),
+            ),
+            5 => Some(
+                <SubscribeRequest as serde::Deserialize>::deserialize(value).map(Self::Subscribe),
+            ),
+            6 => Some(
+                <UnsubscribeRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::Unsubscribe),
+            ),
+            7 => Some(
+                <ListPromptsRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListPrompts),
+            ),
+            8 => Some(
+                <GetPromptRequest as serde::Deserialize>::deserialize(value).map(Self::GetPrompt),
+            ),
+            9 => Some(
+                <ListToolsRequest as serde::Deserialize>::deserialize(value).map(Self::ListTools),
+            ),
+            10 => Some(
+                <CallToolRequest as serde::Deserialize>::deserialize(value).map(Self::CallTool),
+            ),
+            11 => {
+                Some(<GetTaskRequest as serde::Deserialize>::deserialize(value).map(Self::GetTask))
+            }
+            12 => Some(
+                <GetTaskPayloadRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::GetTaskPayload),
+            ),
+            13 => Some(
+                <CancelTaskRequest as serde::Deserialize>::deserialize(value).map(Self::CancelTask),
+            ),
+            14 => Some(
+                <ListTasksRequest as serde::Deserialize>::deserialize(value).map(Self::ListTasks),
+            ),
+            15 => Some(
+                <SetLevelRequest as serde::Deserialize>::deserialize(value).map(Self::SetLevel),
+            ),
+            16 => Some(
+                <CompleteRequest as serde::Deserialize>::deserialize(value).map(Self::Complete),
+            ),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -795,6 +794,13 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -863,8 +869,7 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ClientResult", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ClientResult", SHAPES, |index, value| match index {
             0 => Some(<EmptyResult as serde::Deserialize>::deserialize(value).map(Self::Empty)),
             1 => Some(<GetTaskResult as serde::Deserialize>::deserialize(value).map(Self::GetTask)),
             2 => Some(
@@ -888,7 +893,6 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -964,6 +968,13 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for CompleteRequestParamsRef {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "ref/prompt", true)],
@@ -978,9 +989,8 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "CompleteRequestParamsRef",
             SHAPES,
             |index, value| match index {
@@ -996,7 +1006,6 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1048,6 +1057,13 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ContentBlock {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -1091,8 +1107,7 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ContentBlock", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ContentBlock", SHAPES, |index, value| match index {
             0 => Some(<TextContent as serde::Deserialize>::deserialize(value).map(Self::Text)),
             1 => Some(<ImageContent as serde::Deserialize>::deserialize(value).map(Self::Image)),
             2 => Some(<AudioContent as serde::Deserialize>::deserialize(value).map(Self::Audio)),
@@ -1105,7 +1120,6 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1369,6 +1383,13 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ElicitRequestParams {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("mode", "url", true)],
@@ -1383,9 +1404,8 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ElicitRequestParams",
             SHAPES,
             |index, value| match index {
@@ -1401,7 +1421,6 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1505,15 +1524,21 @@ impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ElicitResultContentValue {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Array,
             crate::support::Shape::String,
             crate::support::Shape::Integer,
             crate::support::Shape::Boolean,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ElicitResultContentValue",
             SHAPES,
             |index, value| match index {
@@ -1527,7 +1552,6 @@ impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1613,6 +1637,13 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for EnumSchema {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "string", true)],
@@ -1668,8 +1699,7 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "EnumSchema", SHAPES, |index, value| match index {
+        crate::support::pick(value, "EnumSchema", SHAPES, |index, value| match index {
             0 => Some(
                 <UntitledSingleSelectEnumSchema as serde::Deserialize>::deserialize(value)
                     .map(Self::UntitledSingleSelect),
@@ -1693,7 +1723,6 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2126,6 +2155,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCMessage {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -2152,9 +2188,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCMessage",
             SHAPES,
             |index, value| match index {
@@ -2177,7 +2212,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2229,6 +2263,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCResponse {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -2243,9 +2284,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCResponse",
             SHAPES,
             |index, value| match index {
@@ -2261,7 +2301,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2715,6 +2754,13 @@ impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for MultiSelectEnumSchema {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "array", true)],
@@ -2745,9 +2791,8 @@ impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "MultiSelectEnumSchema",
             SHAPES,
             |index, value| match index {
@@ -2763,7 +2808,6 @@ impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2949,6 +2993,13 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for PrimitiveSchemaDefinition {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "string", true)],
@@ -3037,9 +3088,8 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "PrimitiveSchemaDefinition",
             SHAPES,
             |index, value| match index {
@@ -3076,7 +3126,6 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -3136,23 +3185,23 @@ impl<'de> serde::Deserialize<'de> for ProgressToken {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ProgressToken {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ProgressToken",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
-                1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
+        crate::support::pick(value, "ProgressToken", SHAPES, |index, value| match index {
+            0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
+            1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -3353,18 +3402,23 @@ impl<'de> serde::Deserialize<'de> for RequestId {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for RequestId {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "RequestId", SHAPES, |index, value| match index {
+        crate::support::pick(value, "RequestId", SHAPES, |index, value| match index {
             0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
             1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -3465,6 +3519,13 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ResourceContentsKind {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -3479,9 +3540,8 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ResourceContentsKind",
             SHAPES,
             |index, value| match index {
@@ -3497,7 +3557,6 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -3781,6 +3840,13 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SamplingContent {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -3821,9 +3887,8 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
             }),
             crate::support::Shape::Array,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SamplingContent",
             SHAPES,
             |index, value| match index {
@@ -3849,7 +3914,6 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -3889,6 +3953,13 @@ impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SamplingMessageContentBlock {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -3928,9 +3999,8 @@ impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SamplingMessageContentBlock",
             SHAPES,
             |index, value| match index {
@@ -3952,7 +4022,6 @@ impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -4095,6 +4164,13 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerNotification {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[
@@ -4178,9 +4254,8 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ServerNotification",
             SHAPES,
             |index, value| match index {
@@ -4224,7 +4299,6 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -4255,6 +4329,13 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerRequest {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true), ("method", "ping", true)],
@@ -4311,44 +4392,32 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ServerRequest",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
-                1 => Some(
-                    <GetTaskRequest as serde::Deserialize>::deserialize(value).map(Self::GetTask),
-                ),
-                2 => Some(
-                    <GetTaskPayloadRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::GetTaskPayload),
-                ),
-                3 => Some(
-                    <CancelTaskRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::CancelTask),
-                ),
-                4 => Some(
-                    <ListTasksRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListTasks),
-                ),
-                5 => Some(
-                    <CreateMessageRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::CreateMessage),
-                ),
-                6 => Some(
-                    <ListRootsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListRoots),
-                ),
-                7 => Some(
-                    <ElicitRequest as serde::Deserialize>::deserialize(value).map(Self::Elicit),
-                ),
+        crate::support::pick(value, "ServerRequest", SHAPES, |index, value| match index {
+            0 => Some(<PingRequest as serde::Deserialize>::deserialize(value).map(Self::Ping)),
+            1 => {
+                Some(<GetTaskRequest as serde::Deserialize>::deserialize(value).map(Self::GetTask))
+            }
+            2 => Some(
+                <GetTaskPayloadRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::GetTaskPayload),
+            ),
+            3 => Some(
+                <CancelTaskRequest as serde::Deserialize>::deserialize(value).map(Self::CancelTask),
+            ),
+            4 => Some(
+                <ListTasksRequest as serde::Deserialize>::deserialize(value).map(Self::ListTasks),
+            ),
+            5 => Some(
+                <CreateMessageRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::CreateMessage),
+            ),
+            6 => Some(
+                <ListRootsRequest as serde::Deserialize>::deserialize(value).map(Self::ListRoots),
+            ),
+            7 => Some(<ElicitRequest as serde::Deserialize>::deserialize(value).map(Self::Elicit)),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -4391,6 +4460,13 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -4501,8 +4577,7 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ServerResult", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ServerResult", SHAPES, |index, value| match index {
             0 => Some(<EmptyResult as serde::Deserialize>::deserialize(value).map(Self::Empty)),
             1 => Some(
                 <InitializeResult as serde::Deserialize>::deserialize(value).map(Self::Initialize),
@@ -4549,7 +4624,6 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -4598,6 +4672,13 @@ impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SingleSelectEnumSchema {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "string", true)],
@@ -4612,9 +4693,8 @@ impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SingleSelectEnumSchema",
             SHAPES,
             |index, value| match index {
@@ -4630,7 +4710,6 @@ impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 

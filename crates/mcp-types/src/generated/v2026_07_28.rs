@@ -314,6 +314,13 @@ impl<'de> serde::Deserialize<'de> for CallToolResultResponseResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for CallToolResultResponseResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -334,9 +341,8 @@ impl<'de> serde::Deserialize<'de> for CallToolResultResponseResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "CallToolResultResponseResult",
             SHAPES,
             |index, value| match index {
@@ -351,7 +357,6 @@ impl<'de> serde::Deserialize<'de> for CallToolResultResponseResult {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -508,6 +513,13 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ClientRequest {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[
@@ -582,54 +594,45 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ClientRequest",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(
-                    <DiscoverRequest as serde::Deserialize>::deserialize(value).map(Self::Discover),
-                ),
-                1 => Some(
-                    <ListResourcesRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListResources),
-                ),
-                2 => Some(
-                    <ListResourceTemplatesRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListResourceTemplates),
-                ),
-                3 => Some(
-                    <ReadResourceRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ReadResource),
-                ),
-                4 => Some(
-                    <SubscriptionsListenRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::SubscriptionsListen),
-                ),
-                5 => Some(
-                    <ListPromptsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListPrompts),
-                ),
-                6 => Some(
-                    <GetPromptRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::GetPrompt),
-                ),
-                7 => Some(
-                    <ListToolsRequest as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListTools),
-                ),
-                8 => Some(
-                    <CallToolRequest as serde::Deserialize>::deserialize(value).map(Self::CallTool),
-                ),
-                9 => Some(
-                    <CompleteRequest as serde::Deserialize>::deserialize(value).map(Self::Complete),
-                ),
+        crate::support::pick(value, "ClientRequest", SHAPES, |index, value| match index {
+            0 => Some(
+                <DiscoverRequest as serde::Deserialize>::deserialize(value).map(Self::Discover),
+            ),
+            1 => Some(
+                <ListResourcesRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListResources),
+            ),
+            2 => Some(
+                <ListResourceTemplatesRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListResourceTemplates),
+            ),
+            3 => Some(
+                <ReadResourceRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ReadResource),
+            ),
+            4 => Some(
+                <SubscriptionsListenRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::SubscriptionsListen),
+            ),
+            5 => Some(
+                <ListPromptsRequest as serde::Deserialize>::deserialize(value)
+                    .map(Self::ListPrompts),
+            ),
+            6 => Some(
+                <GetPromptRequest as serde::Deserialize>::deserialize(value).map(Self::GetPrompt),
+            ),
+            7 => Some(
+                <ListToolsRequest as serde::Deserialize>::deserialize(value).map(Self::ListTools),
+            ),
+            8 => Some(
+                <CallToolRequest as serde::Deserialize>::deserialize(value).map(Self::CallTool),
+            ),
+            9 => Some(
+                <CompleteRequest as serde::Deserialize>::deserialize(value).map(Self::Complete),
+            ),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -708,6 +711,13 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for CompleteRequestParamsRef {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "ref/prompt", true)],
@@ -722,9 +732,8 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "CompleteRequestParamsRef",
             SHAPES,
             |index, value| match index {
@@ -740,7 +749,6 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -816,6 +824,13 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ContentBlock {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -859,8 +874,7 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ContentBlock", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ContentBlock", SHAPES, |index, value| match index {
             0 => Some(<TextContent as serde::Deserialize>::deserialize(value).map(Self::Text)),
             1 => Some(<ImageContent as serde::Deserialize>::deserialize(value).map(Self::Image)),
             2 => Some(<AudioContent as serde::Deserialize>::deserialize(value).map(Self::Audio)),
@@ -873,7 +887,6 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1188,6 +1201,13 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ElicitRequestParams {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("mode", "form", false)],
@@ -1202,9 +1222,8 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ElicitRequestParams",
             SHAPES,
             |index, value| match index {
@@ -1220,7 +1239,6 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1306,15 +1324,21 @@ impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ElicitResultContentValue {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Array,
             crate::support::Shape::String,
             crate::support::Shape::Integer,
             crate::support::Shape::Boolean,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ElicitResultContentValue",
             SHAPES,
             |index, value| match index {
@@ -1328,7 +1352,6 @@ impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1399,6 +1422,13 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for EnumSchema {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "string", true)],
@@ -1454,8 +1484,7 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "EnumSchema", SHAPES, |index, value| match index {
+        crate::support::pick(value, "EnumSchema", SHAPES, |index, value| match index {
             0 => Some(
                 <UntitledSingleSelectEnumSchema as serde::Deserialize>::deserialize(value)
                     .map(Self::UntitledSingleSelect),
@@ -1479,7 +1508,6 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1588,6 +1616,13 @@ impl<'de> serde::Deserialize<'de> for GetPromptResultResponseResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for GetPromptResultResponseResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -1602,9 +1637,8 @@ impl<'de> serde::Deserialize<'de> for GetPromptResultResponseResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "GetPromptResultResponseResult",
             SHAPES,
             |index, value| match index {
@@ -1620,7 +1654,6 @@ impl<'de> serde::Deserialize<'de> for GetPromptResultResponseResult {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1811,6 +1844,13 @@ impl<'de> serde::Deserialize<'de> for InputRequest {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for InputRequest {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("method", "sampling/createMessage", true)],
@@ -1831,8 +1871,7 @@ impl<'de> serde::Deserialize<'de> for InputRequest {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "InputRequest", SHAPES, |index, value| match index {
+        crate::support::pick(value, "InputRequest", SHAPES, |index, value| match index {
             0 => Some(
                 <CreateMessageRequest as serde::Deserialize>::deserialize(value)
                     .map(Self::CreateMessage),
@@ -1844,7 +1883,6 @@ impl<'de> serde::Deserialize<'de> for InputRequest {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -1907,6 +1945,13 @@ impl<'de> serde::Deserialize<'de> for InputResponse {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for InputResponse {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -1927,28 +1972,18 @@ impl<'de> serde::Deserialize<'de> for InputResponse {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "InputResponse",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(
-                    <CreateMessageResult as serde::Deserialize>::deserialize(value)
-                        .map(Self::CreateMessage),
-                ),
-                1 => Some(
-                    <ListRootsResult as serde::Deserialize>::deserialize(value)
-                        .map(Self::ListRoots),
-                ),
-                2 => {
-                    Some(<ElicitResult as serde::Deserialize>::deserialize(value).map(Self::Elicit))
-                }
+        crate::support::pick(value, "InputResponse", SHAPES, |index, value| match index {
+            0 => Some(
+                <CreateMessageResult as serde::Deserialize>::deserialize(value)
+                    .map(Self::CreateMessage),
+            ),
+            1 => Some(
+                <ListRootsResult as serde::Deserialize>::deserialize(value).map(Self::ListRoots),
+            ),
+            2 => Some(<ElicitResult as serde::Deserialize>::deserialize(value).map(Self::Elicit)),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -2074,6 +2109,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCMessage {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -2100,9 +2142,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCMessage",
             SHAPES,
             |index, value| match index {
@@ -2125,7 +2166,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2177,6 +2217,13 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for JSONRPCResponse {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("jsonrpc", "2.0", true)],
@@ -2191,9 +2238,8 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "JSONRPCResponse",
             SHAPES,
             |index, value| match index {
@@ -2209,7 +2255,6 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -2865,6 +2910,13 @@ impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for MultiSelectEnumSchema {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "array", true)],
@@ -2895,9 +2947,8 @@ impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "MultiSelectEnumSchema",
             SHAPES,
             |index, value| match index {
@@ -2913,7 +2964,6 @@ impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -3127,6 +3177,13 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for PrimitiveSchemaDefinition {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "string", true)],
@@ -3215,9 +3272,8 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "PrimitiveSchemaDefinition",
             SHAPES,
             |index, value| match index {
@@ -3254,7 +3310,6 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -3314,23 +3369,23 @@ impl<'de> serde::Deserialize<'de> for ProgressToken {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ProgressToken {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(
-            &value,
-            "ProgressToken",
-            SHAPES,
-            |index, value| match index {
-                0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
-                1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
+        crate::support::pick(value, "ProgressToken", SHAPES, |index, value| match index {
+            0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
+            1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
-                _ => None,
-            },
-        )
-        .map_err(<D::Error as serde::de::Error>::custom)
+            _ => None,
+        })
     }
 }
 
@@ -3569,6 +3624,13 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResultResponseResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ReadResourceResultResponseResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -3583,9 +3645,8 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResultResponseResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ReadResourceResultResponseResult",
             SHAPES,
             |index, value| match index {
@@ -3601,7 +3662,6 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResultResponseResult {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -3632,18 +3692,23 @@ impl<'de> serde::Deserialize<'de> for RequestId {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for RequestId {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
             crate::support::Shape::Integer,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "RequestId", SHAPES, |index, value| match index {
+        crate::support::pick(value, "RequestId", SHAPES, |index, value| match index {
             0 => Some(<String as serde::Deserialize>::deserialize(value).map(Self::String)),
             1 => Some(<i64 as serde::Deserialize>::deserialize(value).map(Self::Integer)),
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -3800,6 +3865,13 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ResourceContentsKind {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -3814,9 +3886,8 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ResourceContentsKind",
             SHAPES,
             |index, value| match index {
@@ -3832,7 +3903,6 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -4129,6 +4199,13 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SamplingContent {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -4169,9 +4246,8 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
             }),
             crate::support::Shape::Array,
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SamplingContent",
             SHAPES,
             |index, value| match index {
@@ -4197,7 +4273,6 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -4237,6 +4312,13 @@ impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SamplingMessageContentBlock {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "text", true)],
@@ -4276,9 +4358,8 @@ impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SamplingMessageContentBlock",
             SHAPES,
             |index, value| match index {
@@ -4300,7 +4381,6 @@ impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -4417,6 +4497,13 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerNotification {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[
@@ -4491,9 +4578,8 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "ServerNotification",
             SHAPES,
             |index, value| match index {
@@ -4535,7 +4621,6 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -4574,6 +4659,13 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for ServerResult {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[],
@@ -4696,8 +4788,7 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
-        crate::support::pick(&value, "ServerResult", SHAPES, |index, value| match index {
+        crate::support::pick(value, "ServerResult", SHAPES, |index, value| match index {
             0 => Some(<EmptyResult as serde::Deserialize>::deserialize(value).map(Self::Empty)),
             1 => Some(
                 <InputRequiredResult as serde::Deserialize>::deserialize(value)
@@ -4741,7 +4832,6 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
 
             _ => None,
         })
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
@@ -4760,6 +4850,13 @@ impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<Self, D::Error> {
+        crate::support::deserialize_union(deserializer)
+    }
+}
+
+impl crate::support::Union for SingleSelectEnumSchema {
+    #[inline(never)]
+    fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
                 consts: &[("type", "string", true)],
@@ -4774,9 +4871,8 @@ impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
                 open: false,
             }),
         ];
-        let value = <serde_json::Value as serde::Deserialize>::deserialize(deserializer)?;
         crate::support::pick(
-            &value,
+            value,
             "SingleSelectEnumSchema",
             SHAPES,
             |index, value| match index {
@@ -4792,7 +4888,6 @@ impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
                 _ => None,
             },
         )
-        .map_err(<D::Error as serde::de::Error>::custom)
     }
 }
 
