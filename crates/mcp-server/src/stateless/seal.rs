@@ -651,7 +651,9 @@ impl RequestStateSealer {
         let arguments: [u8; DIGEST_LEN] = r.array()?;
         let subject: [u8; DIGEST_LEN] = r.array()?;
         let round = u16::from_be_bytes(r.array()?);
-        let body: Body = serde_json::from_slice(r.rest).map_err(|_| StateError::Malformed)?;
+        // Read as text, as every other JSON here is: the sealed body is what `to_vec` wrote.
+        let body = std::str::from_utf8(r.rest).map_err(|_| StateError::Malformed)?;
+        let body: Body = serde_json::from_str(body).map_err(|_| StateError::Malformed)?;
 
         if (self.clock)() > expiry {
             return Err(StateError::Expired);

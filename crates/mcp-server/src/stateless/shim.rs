@@ -10,6 +10,7 @@ use mcp_jsonrpc::{ErrorObject, Peer, RequestOptions};
 use mcp_types::wire::{self, InputKind};
 use mcp_types::{InputRequest, InputRequests, InputResponse, Project, ProtocolVersion};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::mrtr::InputRequired;
@@ -64,25 +65,42 @@ impl SessionInputs {
     }
 }
 
-fn params_of(request: InputRequest, version: ProtocolVersion) -> Result<Option<Value>, String> {
-    let value = match request {
+/// The params of an input request, projected to `version` and encoded once, straight from the
+/// typed params.
+///
+/// The wire form has its object members in name order: the generated types declare their fields
+/// in that order, and the one exception, the schema keywords a sampling tool's `inputSchema` or
+/// `outputSchema` carries beyond the named ones (kept in a flattened map, so written after them),
+/// is put back in order by one pass through a [`Value`] (whose maps are sorted), only when the
+/// request offers tools.
+fn params_of(
+    request: InputRequest,
+    version: ProtocolVersion,
+) -> Result<Option<Box<RawValue>>, serde_json::Error> {
+    let raw = match request {
         InputRequest::Elicit(mut r) => {
             r.params.project(version);
-            serde_json::to_value(r.params)
+            mcp_jsonrpc::to_raw(&r.params)?
         }
         InputRequest::CreateMessage(mut r) => {
             r.params.project(version);
-            serde_json::to_value(r.params)
+            let raw = mcp_jsonrpc::to_raw(&r.params)?;
+            if r.params.tools.as_ref().is_some_and(|t| !t.is_empty()) {
+                let sorted: Value = serde_json::from_str(raw.get())?;
+                mcp_jsonrpc::to_raw(&sorted)?
+            } else {
+                raw
+            }
         }
         InputRequest::ListRoots(r) => match r.params {
             None => return Ok(None),
             Some(mut p) => {
                 p.project(version);
-                serde_json::to_value(p)
+                mcp_jsonrpc::to_raw(&p)?
             }
         },
     };
-    value.map(Some).map_err(|e| e.to_string())
+    Ok(Some(raw))
 }
 
 /// Sends every request of `ask` to the client and keeps the answers for the replay.
@@ -117,10 +135,6 @@ pub(crate) async fn fulfil(
         }
         let params = params_of(request, scope.version)
             .map_err(|e| ErrorObject::internal_error(format!("input request {key}: {e}")))?;
-        let params = match params {
-            Some(p) => Some(mcp_jsonrpc::to_raw(&p).map_err(ErrorObject::internal_error)?),
-            None => None,
-        };
         let call = peer.request(kind.method(), params, RequestOptions::new());
         let raw = tokio::select! {
             r = call => r.map_err(AskError::from_rpc),
