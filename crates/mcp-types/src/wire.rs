@@ -1129,14 +1129,14 @@ impl InputKind {
                 crate::support::kind(answer)
             ));
         }
+        // Read from `&Value` (no copy of the answer): the deserializers the unions' variant
+        // picking uses already, not a second set from an owned `Value`.
         let parsed = match self {
-            InputKind::Elicitation => {
-                serde_json::from_value::<ElicitResult>(answer.clone()).map(InputResponse::Elicit)
+            InputKind::Elicitation => ElicitResult::deserialize(answer).map(InputResponse::Elicit),
+            InputKind::Sampling => {
+                CreateMessageResult::deserialize(answer).map(InputResponse::CreateMessage)
             }
-            InputKind::Sampling => serde_json::from_value::<CreateMessageResult>(answer.clone())
-                .map(InputResponse::CreateMessage),
-            InputKind::Roots => serde_json::from_value::<ListRootsResult>(answer.clone())
-                .map(InputResponse::ListRoots),
+            InputKind::Roots => ListRootsResult::deserialize(answer).map(InputResponse::ListRoots),
         };
         parsed.map_err(|e| format!("the answer to {} is malformed: {e}", self.method()))
     }

@@ -192,7 +192,7 @@ impl<'a> Watched<'a> {
             let Some(task) = self.server.inner.tasks.get(task_id, self.owner) else {
                 continue;
             };
-            match serde_json::to_value(task.detailed()) {
+            match crate::tasks::serve::detailed_json(task.detailed()) {
                 Ok(params) => {
                     let status = mcp_types::wire::tasks::NOTIFICATION_STATUS;
                     if !send(peer, status, params, id).await {

@@ -120,7 +120,9 @@ fn required_capabilities(paths: &BTreeSet<&'static str>) -> ClientCapabilities {
             node = next;
         }
     }
-    serde_json::from_value(Value::Object(root)).unwrap_or_default()
+    // Read from text, as client capabilities are everywhere else (one deserializer for the
+    // whole capabilities tree in the crate, not a second one from `Value`).
+    serde_json::from_str(&Value::Object(root).to_string()).unwrap_or_default()
 }
 
 fn invalid_params(message: impl Into<String>) -> RpcError {

@@ -587,7 +587,7 @@ async fn call(
                 channel,
                 request,
                 owner,
-                waiting,
+                &waiting,
                 tasks::serve::Form::Extension,
             ))
             .await;

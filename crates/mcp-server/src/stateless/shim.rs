@@ -152,3 +152,79 @@ pub(crate) async fn fulfil(
     }
     Ok(Resume::Replay)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What the params were encoded as before they were encoded straight from the typed
+    /// params: the typed params turned into a `Value`, then written.
+    fn through_value(request: InputRequest, version: ProtocolVersion) -> Option<String> {
+        let value = match request {
+            InputRequest::Elicit(mut r) => {
+                r.params.project(version);
+                serde_json::to_value(r.params)
+            }
+            InputRequest::CreateMessage(mut r) => {
+                r.params.project(version);
+                serde_json::to_value(r.params)
+            }
+            InputRequest::ListRoots(r) => {
+                let mut p = r.params?;
+                p.project(version);
+                serde_json::to_value(p)
+            }
+        };
+        Some(
+            mcp_jsonrpc::to_raw(&value.unwrap())
+                .unwrap()
+                .get()
+                .to_owned(),
+        )
+    }
+
+    #[test]
+    fn input_request_params_are_written_as_through_a_value() {
+        let requests = [
+            json!({"method": "elicitation/create", "params": {
+                "mode": "form", "message": "n?", "_meta": {"z": 1, "a": 2},
+                "requestedSchema": {"type": "object", "required": ["n"], "properties": {
+                    "n": {"type": "number", "minimum": 1.5, "title": "N"},
+                    "c": {"type": "string", "enum": ["x", "y"]}
+                }}
+            }}),
+            json!({"method": "elicitation/create", "params": {
+                "mode": "url", "message": "go", "url": "https://example.com/x",
+                "elicitationId": "e1"
+            }}),
+            json!({"method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                "maxTokens": 10, "temperature": 0.5, "stopSequences": ["a"],
+                "modelPreferences": {"hints": [{"name": "m"}], "speedPriority": 1.0},
+                "metadata": {"b": 1, "a": [2.5e30]}
+            }}),
+            json!({"method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                "maxTokens": 10,
+                "tools": [{"name": "t", "description": "d", "inputSchema": {
+                    "type": "object", "properties": {"q": {"type": "string"}},
+                    "additionalProperties": false, "$schema": "x", "$defs": {}
+                }, "outputSchema": {"type": "object", "title": "o"}}],
+                "toolChoice": {"mode": "auto"}
+            }}),
+            json!({"method": "roots/list", "params": {"_meta": {"k": true}}}),
+            json!({"method": "roots/list"}),
+        ];
+        for request in requests {
+            let request: InputRequest = serde_json::from_value(request).unwrap();
+            for version in [ProtocolVersion::V2025_06_18, ProtocolVersion::V2025_11_25] {
+                let expected = through_value(request.clone(), version);
+                let got = params_of(request.clone(), version)
+                    .unwrap()
+                    .map(|raw| raw.get().to_owned());
+                assert_eq!(got, expected);
+            }
+        }
+    }
+}

@@ -5,7 +5,8 @@ use std::sync::{Arc, Weak};
 
 use mcp_jsonrpc::{ErrorObject, RawJson};
 use mcp_types::wire::tasks::{
-    CreateTaskResult, METHOD_CANCEL, METHOD_GET, METHOD_UPDATE, TaskIdParams, UpdateTaskParams,
+    CreateTaskResult, DetailedTask, METHOD_CANCEL, METHOD_GET, METHOD_UPDATE, TaskIdParams,
+    UpdateTaskParams,
 };
 use mcp_types::wire::{self, ResultType, TASKS_EXTENSION};
 use mcp_types::{ClientCapabilities, JsonObject, ProtocolVersion};
@@ -140,7 +141,8 @@ pub(crate) async fn run_as(
     channel: Arc<dyn ClientChannel>,
     request: Request,
     owner: Option<String>,
-    blocked: impl Fn() -> bool,
+    // `dyn`: the state machine of this function is compiled once, not once per caller.
+    blocked: &(dyn Fn() -> bool + Send + Sync),
     form: Form,
 ) -> Ran {
     let inner = &server.inner;
@@ -357,6 +359,36 @@ pub(crate) fn created(server: &Server, task: &TaskRecord) -> Result<RawJson, Err
     lower(server, "tools/call", value, ResultType::Task)
 }
 
+/// `task` as the JSON object the stateless wire lowers or sends (`tasks/get`,
+/// `notifications/tasks/status`): the same object `serde_json::to_value` makes of it.
+///
+/// Built member by member so that the outstanding input requests, the one large part, go
+/// through their text form, which the crate writes for `input_required` results anyway,
+/// rather than instantiating a second serializer (into `Value`) for every request type.
+pub(crate) fn detailed_json(task: DetailedTask) -> Result<Value, serde_json::Error> {
+    let DetailedTask {
+        task,
+        input_requests,
+        result,
+        error,
+        ..
+    } = task;
+    let Value::Object(mut map) = serde_json::to_value(&task)? else {
+        return Err(serde::ser::Error::custom("a task is not a JSON object"));
+    };
+    if let Some(requests) = input_requests {
+        let raw = mcp_jsonrpc::to_raw(&requests)?;
+        map.insert("inputRequests".into(), serde_json::from_str(raw.get())?);
+    }
+    if let Some(result) = result {
+        map.insert("result".into(), Value::Object(result));
+    }
+    if let Some(error) = error {
+        map.insert("error".into(), serde_json::to_value(&error)?);
+    }
+    Ok(Value::Object(map))
+}
+
 /// Whether the server serves the extension (declares it in its capabilities).
 pub(crate) fn served(server: &Server) -> bool {
     server
@@ -410,7 +442,7 @@ pub(crate) fn handle(
         return Err(ErrorObject::invalid_params(format!("unknown task: {id}")));
     };
     let value = match (method, responses) {
-        (METHOD_GET, _) => serde_json::to_value(task.detailed()).map_err(internal)?,
+        (METHOD_GET, _) => detailed_json(task.detailed()).map_err(internal)?,
         (METHOD_UPDATE, Some(responses)) => {
             task.update(responses).map_err(rpc_error)?;
             Value::Object(JsonObject::new())
@@ -442,7 +474,7 @@ pub(crate) async fn handle_shared(
     let value = match (method, responses) {
         (METHOD_GET, _) => {
             let task = super::shared::get(store, &id, finder).await?;
-            serde_json::to_value(task.detailed).map_err(internal)?
+            detailed_json(task.detailed).map_err(internal)?
         }
         (METHOD_UPDATE, Some(responses)) => {
             super::shared::update(store, &id, owner, responses).await?;
@@ -483,6 +515,55 @@ mod tests {
             )
             .build()
             .unwrap()
+    }
+
+    #[test]
+    fn a_detailed_task_is_the_object_to_value_makes() {
+        let task: DetailedTask = serde_json::from_value(json!({
+            "taskId": "t1",
+            "status": "input_required",
+            "statusMessage": "waiting",
+            "createdAt": "2026-01-01T00:00:00Z",
+            "lastUpdatedAt": "2026-01-01T00:00:01Z",
+            "ttlMs": null,
+            "pollIntervalMs": 500,
+            "inputRequests": {
+                "ask": {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": "n?",
+                    "requestedSchema": {"type": "object", "properties": {
+                        "n": {"type": "number", "minimum": 1.5, "description": "a number"}
+                    }}
+                }},
+                "llm": {"method": "sampling/createMessage", "params": {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                    "maxTokens": 10,
+                    "temperature": 0.25,
+                    "tools": [{"name": "t", "inputSchema": {
+                        "type": "object", "additionalProperties": false, "$defs": {}
+                    }}]
+                }},
+                "roots": {"method": "roots/list"}
+            },
+            "result": {"content": [], "z": 1, "a": [1.0, 2e40]},
+            "error": {"code": -32000, "message": "failed", "data": {"why": "x"}}
+        }))
+        .unwrap();
+        let expected = serde_json::to_value(&task).unwrap();
+        let got = detailed_json(task).unwrap();
+        assert_eq!(got, expected);
+        assert_eq!(
+            mcp_jsonrpc::to_raw(&got).unwrap().get(),
+            mcp_jsonrpc::to_raw(&expected).unwrap().get()
+        );
+        let plain: DetailedTask = serde_json::from_value(json!({
+            "taskId": "t2", "status": "working", "createdAt": "c", "lastUpdatedAt": "l",
+            "ttlMs": 1000
+        }))
+        .unwrap();
+        assert_eq!(
+            detailed_json(plain.clone()).unwrap(),
+            serde_json::to_value(&plain).unwrap()
+        );
     }
 
     #[test]

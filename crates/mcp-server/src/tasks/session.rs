@@ -178,7 +178,7 @@ async fn start(
         origin.channel,
         request,
         owner.clone(),
-        || false,
+        &|| false,
         Form::Session {
             ttl,
             key: key.clone(),
