@@ -50,8 +50,15 @@ thread_local! {
 impl RawJson {
     /// Serializes `value` into JSON text.
     pub fn serialize<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
-        let mut out = Vec::with_capacity(START.with(Cell::get));
+        // Only the write depends on `T`: the buffer's sizing and the text's check are compiled
+        // once, not once per serialized type.
+        let mut out = start_buffer();
         serde_json::to_writer(&mut out, value)?;
+        Self::from_written(out)
+    }
+
+    /// The JSON text `serde_json` wrote into `out` (a buffer from [`start_buffer`]).
+    fn from_written(out: Vec<u8>) -> Result<Self, serde_json::Error> {
         START.with(|start| start.set(start_for(out.len())));
         // serde_json writes UTF-8 only; the check is one pass over ASCII.
         let text = String::from_utf8(out).map_err(serde_json::Error::custom)?;
@@ -90,6 +97,11 @@ impl RawJson {
             }
         }
     }
+}
+
+/// An empty buffer the size of this thread's last result (see `START`).
+fn start_buffer() -> Vec<u8> {
+    Vec::with_capacity(START.with(Cell::get))
 }
 
 /// The start size after a result of `len` bytes.

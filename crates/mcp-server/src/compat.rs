@@ -140,10 +140,10 @@ impl LegacyMethods {
                     let vars: Vec<String> = UriTemplate::parse(tpl)
                         .map(|p| p.variables().into_iter().map(str::to_owned).collect())
                         .unwrap_or_default();
-                    let props: Map<String, Value> = vars
-                        .iter()
-                        .map(|v| (v.clone(), json!({"type": "string"})))
-                        .collect();
+                    let mut props = Map::new();
+                    for v in &vars {
+                        props.insert(v.clone(), json!({"type": "string"}));
+                    }
                     t["resourceId"] = json!(tpl);
                     t["querySchema"] = json!({"type": "object", "properties": props});
                     out.push(t);

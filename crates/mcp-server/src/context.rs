@@ -20,10 +20,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use mcp_jsonrpc::{ErrorObject, Extensions, Id};
 use mcp_types::wire;
 use mcp_types::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams,
-    ElicitRequestURLParams, ElicitResultAction, Feature, Implementation, InputResponse, JsonObject,
-    ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams,
-    ProgressToken, Project, ProtocolVersion, Root,
+    ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequest, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestURLParams,
+    ElicitResultAction, Feature, Implementation, InputRequest, InputResponse, JsonObject,
+    ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
+    ProgressNotificationParams, ProgressToken, Project, ProtocolVersion, Root,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -32,7 +33,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::AskError;
-use crate::input::InputRequired;
+use crate::input::{InputRequired, Outgoing};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -64,8 +65,7 @@ pub(crate) trait ClientChannel: Send + Sync + 'static {
     fn request(
         &self,
         key: &str,
-        method: &'static str,
-        params: Option<Box<RawValue>>,
+        ask: Outgoing,
         cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Box<RawValue>, AskError>>;
 
@@ -235,6 +235,33 @@ fn encode<T: Serialize + Project>(
 ) -> Result<Box<RawValue>, AskError> {
     value.project(version);
     mcp_jsonrpc::to_raw(&value).map_err(|e| AskError::InvalidRequest(e.to_string()))
+}
+
+/// An ask of `method` with `params`: projected to `version`, encoded once for a session, and
+/// kept typed (`wrap` makes it the input request) for the channels that record asks.
+fn outgoing<T: Serialize + Project>(
+    method: &'static str,
+    mut params: T,
+    version: ProtocolVersion,
+    wrap: impl FnOnce(T) -> InputRequest,
+) -> Result<Outgoing, AskError> {
+    params.project(version);
+    let raw = mcp_jsonrpc::to_raw(&params).map_err(|e| AskError::InvalidRequest(e.to_string()))?;
+    Ok(Outgoing {
+        method,
+        params: Some(raw),
+        request: wrap(params),
+    })
+}
+
+/// An elicitation with `params`, as an input request.
+fn elicit_request(params: ElicitRequestParams) -> InputRequest {
+    InputRequest::Elicit(ElicitRequest {
+        id: None,
+        jsonrpc: None,
+        method: mcp_types::tag::ElicitationCreate,
+        params,
+    })
 }
 
 fn decode<T: DeserializeOwned>(raw: &RawValue) -> Result<T, AskError> {
@@ -471,14 +498,16 @@ impl RequestContext {
             requested_schema,
             task: None,
         };
-        let mut encoded = encode(params, self.scope.version)?;
-        if let Some(order) = order {
-            encoded = crate::schema::with_property_order(&encoded, &order)
-                .map_err(|e| AskError::InvalidRequest(e.to_string()))?;
+        let mut ask = outgoing("elicitation/create", params, self.scope.version, |p| {
+            elicit_request(ElicitRequestParams::Form(p))
+        })?;
+        if let (Some(order), Some(encoded)) = (order, &ask.params) {
+            ask.params = Some(
+                crate::schema::with_property_order(encoded, &order)
+                    .map_err(|e| AskError::InvalidRequest(e.to_string()))?,
+            );
         }
-        let raw = self
-            .request(key, "elicitation/create", Some(encoded))
-            .await?;
+        let raw = self.request(key, ask).await?;
         let answer: RawElicitResult = decode(&raw)?;
         Ok(match answer.action {
             ElicitResultAction::Accept => {
@@ -520,13 +549,10 @@ impl RequestContext {
             task: None,
             url: url.to_owned(),
         };
-        let raw = self
-            .request(
-                key,
-                "elicitation/create",
-                Some(encode(params, self.scope.version)?),
-            )
-            .await?;
+        let ask = outgoing("elicitation/create", params, self.scope.version, |p| {
+            elicit_request(ElicitRequestParams::URL(p))
+        })?;
+        let raw = self.request(key, ask).await?;
         let answer: RawElicitResult = decode(&raw)?;
         Ok(answer.action)
     }
@@ -573,13 +599,20 @@ impl RequestContext {
                 return Err(self.missing("sampling.tools"));
             }
         }
-        let raw = self
-            .request(
-                key,
-                "sampling/createMessage",
-                Some(encode(request, self.scope.version)?),
-            )
-            .await?;
+        let ask = outgoing(
+            "sampling/createMessage",
+            request,
+            self.scope.version,
+            |params| {
+                InputRequest::CreateMessage(CreateMessageRequest {
+                    id: None,
+                    jsonrpc: None,
+                    method: mcp_types::tag::SamplingCreateMessage,
+                    params,
+                })
+            },
+        )?;
+        let raw = self.request(key, ask).await?;
         decode(&raw)
     }
 
@@ -588,7 +621,12 @@ impl RequestContext {
         if !self.client_supports(&["roots"]) {
             return Err(self.missing("roots"));
         }
-        let raw = self.request(key, "roots/list", None).await?;
+        let ask = Outgoing {
+            method: "roots/list",
+            params: None,
+            request: InputRequest::ListRoots(ListRootsRequest::default()),
+        };
+        let raw = self.request(key, ask).await?;
         let list: ListRootsResult = decode(&raw)?;
         Ok(list.roots)
     }
@@ -692,15 +730,8 @@ impl RequestContext {
         self.channel.records_asks()
     }
 
-    async fn request(
-        &self,
-        key: &str,
-        method: &'static str,
-        params: Option<Box<RawValue>>,
-    ) -> Result<Box<RawValue>, AskError> {
-        self.channel
-            .request(key, method, params, self.cancel.token())
-            .await
+    async fn request(&self, key: &str, ask: Outgoing) -> Result<Box<RawValue>, AskError> {
+        self.channel.request(key, ask, self.cancel.token()).await
     }
 }
 

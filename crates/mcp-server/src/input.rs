@@ -2,15 +2,12 @@
 //! [`InputRequired`] a handler returns to ask explicitly, and the input request a context's
 //! ask is made into.
 
-use mcp_types::wire::InputKind;
 use mcp_types::{
     CreateMessageRequest, CreateMessageRequestParams, ElicitRequest, ElicitRequestParams,
-    InputRequest, InputRequests, ListRootsRequest, ListRootsRequestParams, tag,
+    InputRequest, InputRequests, ListRootsRequest, tag,
 };
 use serde_json::Value;
 use serde_json::value::RawValue;
-
-use crate::error::AskError;
 
 /// What a handler returns to ask the client for input explicitly (the lower layer of the two
 /// ways to ask): requests keyed by name, and optional state of its own. Under 2026-07-28 it is
@@ -113,37 +110,15 @@ impl std::fmt::Display for InputRequired {
     }
 }
 
-/// Builds the input request a context asks for from its method and encoded params.
-pub(crate) fn input_request(
-    method: &str,
-    params: Option<&RawValue>,
-) -> Result<InputRequest, AskError> {
-    let invalid = |e: serde_json::Error| AskError::InvalidRequest(e.to_string());
-    let raw = params.map_or("{}", RawValue::get);
-    match InputKind::from_method(method) {
-        Some(InputKind::Elicitation) => Ok(InputRequest::Elicit(ElicitRequest {
-            id: None,
-            jsonrpc: None,
-            method: tag::ElicitationCreate,
-            params: serde_json::from_str::<ElicitRequestParams>(raw).map_err(invalid)?,
-        })),
-        Some(InputKind::Sampling) => Ok(InputRequest::CreateMessage(CreateMessageRequest {
-            id: None,
-            jsonrpc: None,
-            method: tag::SamplingCreateMessage,
-            params: serde_json::from_str::<CreateMessageRequestParams>(raw).map_err(invalid)?,
-        })),
-        Some(InputKind::Roots) => Ok(InputRequest::ListRoots(ListRootsRequest {
-            params: match params {
-                None => None,
-                Some(p) => {
-                    Some(serde_json::from_str::<ListRootsRequestParams>(p.get()).map_err(invalid)?)
-                }
-            },
-            ..ListRootsRequest::default()
-        })),
-        None => Err(AskError::InvalidRequest(format!(
-            "{method} is not a request for client input"
-        ))),
-    }
+/// A request for client input as a context makes it: the method, the params encoded for the
+/// request's revision (what a session sends the client) and the same params as the typed input
+/// request (what the stateless revision and tasks record and answer), each made once from the
+/// handler's typed params, neither read back from the other.
+pub(crate) struct Outgoing {
+    /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+    pub(crate) method: &'static str,
+    /// The params as sent, projected to the request's revision.
+    pub(crate) params: Option<Box<RawValue>>,
+    /// The same request, typed.
+    pub(crate) request: InputRequest,
 }

@@ -32,7 +32,7 @@ use crate::context::{BoxFuture, ClientChannel, ClientScope, LogThreshold, Resume
 use crate::dispatch::{Origin, dispatch, empty, encode, encode_params};
 use crate::error::{AskError, ServeError, not_initialized};
 use crate::handler::{Endpoint, Next, Request};
-use crate::input::input_request;
+use crate::input::Outgoing;
 use crate::registry::ServerEvent;
 use crate::server::Server;
 use crate::stateless::mrtr::InputRequired;
@@ -120,14 +120,13 @@ impl SessionChannel {
     fn replayed(
         &self,
         key: &str,
-        method: &'static str,
-        params: Option<&RawValue>,
+        request: mcp_types::InputRequest,
     ) -> Result<Box<RawValue>, AskError> {
         if let Some(answer) = self.inputs().response(key) {
             return mcp_jsonrpc::to_raw(&answer)
                 .map_err(|e| AskError::InvalidResponse(e.to_string()));
         }
-        self.inputs().pend(key, input_request(method, params)?);
+        self.inputs().pend(key, request);
         Err(AskError::InputRequired)
     }
 }
@@ -136,14 +135,14 @@ impl ClientChannel for SessionChannel {
     fn request(
         &self,
         key: &str,
-        method: &'static str,
-        params: Option<Box<RawValue>>,
+        ask: Outgoing,
         cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Box<RawValue>, AskError>> {
         if self.replay {
-            let result = self.replayed(key, method, params.as_deref());
+            let result = self.replayed(key, ask.request);
             return Box::pin(std::future::ready(result));
         }
+        let Outgoing { method, params, .. } = ask;
         // The telemetry hook of what the server sends: a span, its context in `_meta`.
         #[cfg(feature = "otel")]
         let (params, operation) = match crate::otel::installed() {

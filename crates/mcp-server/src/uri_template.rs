@@ -166,12 +166,11 @@ impl TemplateVars {
     /// Converts the variables to a JSON object of strings (handy for deserializing into a typed
     /// struct with `serde_json::from_value`).
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::Value::Object(
-            self.values
-                .iter()
-                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-                .collect(),
-        )
+        let mut object = serde_json::Map::new();
+        for (k, v) in &self.values {
+            object.insert(k.clone(), serde_json::Value::String(v.clone()));
+        }
+        serde_json::Value::Object(object)
     }
 }
 

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::mrtr::{Ask, Exchange, InputRequired, MrtrLimits};
 use crate::context::{BoxFuture, ClientChannel, ClientScope, Resume};
 use crate::error::AskError;
-use crate::input::input_request;
+use crate::input::Outgoing;
 
 /// A request's method: the protocol's own names are static, a custom one is copied.
 pub(crate) type MethodName = std::borrow::Cow<'static, str>;
@@ -106,19 +106,18 @@ impl ClientChannel for StatelessChannel {
     fn request(
         &self,
         key: &str,
-        method: &'static str,
-        params: Option<Box<RawValue>>,
+        ask: Outgoing,
         _cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Box<RawValue>, AskError>> {
         let result = match self.exchange.needed() {
             None => Err(AskError::NoInputChannel(self.method.to_string())),
-            Some(exchange) => input_request(method, params.as_deref()).and_then(|request| {
+            Some(exchange) => {
                 // The form's fields in the order the context wrote them (the model's schema
                 // sorts them).
-                if let Some(order) = params.as_deref().and_then(crate::schema::form_order_of) {
+                if let Some(order) = ask.params.as_deref().and_then(crate::schema::form_order_of) {
                     exchange.form_order(key, order);
                 }
-                match exchange.ask(key, request) {
+                match exchange.ask(key, ask.request) {
                     Ask::Answered(answer) => mcp_jsonrpc::to_raw(&*answer)
                         .map_err(|e| AskError::InvalidResponse(e.to_string())),
                     Ask::Pending => Err(AskError::InputRequired),
@@ -127,7 +126,7 @@ impl ClientChannel for StatelessChannel {
                     }
                     Ask::Invalid(message) => Err(AskError::InvalidResponse(message)),
                 }
-            }),
+            }
         };
         Box::pin(std::future::ready(result))
     }

@@ -158,11 +158,12 @@ impl Exchange {
                 .open(token, &binding)
                 .map_err(|e| invalid_params(format!("invalid requestState: {e}")))?,
         };
-        let asked: BTreeMap<String, InputKind> = sealed
-            .asked
-            .iter()
-            .filter_map(|(k, m)| InputKind::from_method(m).map(|kind| (k.clone(), kind)))
-            .collect();
+        let mut asked: BTreeMap<String, InputKind> = BTreeMap::new();
+        for (k, m) in &sealed.asked {
+            if let Some(kind) = InputKind::from_method(m) {
+                asked.insert(k.clone(), kind);
+            }
+        }
         for (key, kind) in &asked {
             if let Some(answer) = retry.responses.get(key) {
                 kind.parse_response(answer)
@@ -229,11 +230,15 @@ impl Exchange {
     /// [`finish`](Self::finish), which ends the run).
     pub(crate) fn form_orders(&self) -> BTreeMap<String, Vec<String>> {
         let run = self.run();
-        run.form_orders
-            .iter()
-            .filter(|(key, _)| run.asks.contains_key(key.as_str()))
-            .map(|(key, order)| (key.clone(), order.clone()))
-            .collect()
+        // Inserted one by one: collecting into a map sorts first, an instantiation of the
+        // sort for every map type (the keys come sorted anyway).
+        let mut orders = BTreeMap::new();
+        for (key, order) in &run.form_orders {
+            if run.asks.contains_key(key.as_str()) {
+                orders.insert(key.clone(), order.clone());
+            }
+        }
+        orders
     }
 
     /// Resolves one ask of the handler (the sugar layer).
@@ -387,15 +392,15 @@ impl Exchange {
         }
         let mut answers = self.carried.clone();
         answers.append(&mut run.used);
+        let mut asked = BTreeMap::new();
+        for (k, r) in &run.asks {
+            asked.insert(k.clone(), InputKind::of(r).method().to_owned());
+        }
         let sealed = SealedState {
             round,
             state: next_state,
             answers,
-            asked: run
-                .asks
-                .iter()
-                .map(|(k, r)| (k.clone(), InputKind::of(r).method().to_owned()))
-                .collect(),
+            asked,
         };
         let token = match sealer.seal(&self.binding, &sealed) {
             Ok(token) => token,

@@ -26,7 +26,7 @@ use crate::context::{BoxFuture, ClientChannel, ClientScope, Resume};
 use crate::error::AskError;
 use crate::error::rpc_error;
 use crate::input::InputRequired;
-use crate::input::input_request;
+use crate::input::Outgoing;
 
 /// The handler asks to become a task; the request answers with the task it created, or with
 /// `None` when it did not create one (the request then ends and the handler is dropped).
@@ -153,27 +153,36 @@ impl ClientChannel for TaskChannel {
     fn request(
         &self,
         key: &str,
-        method: &'static str,
-        params: Option<Box<RawValue>>,
+        ask: Outgoing,
         cancel: &CancellationToken,
     ) -> BoxFuture<'static, Result<Box<RawValue>, AskError>> {
         let Some(task) = self.task() else {
-            return self.inner.request(key, method, params, cancel);
+            return self.inner.request(key, ask, cancel);
         };
         if self.forward {
+            let Outgoing {
+                method,
+                params,
+                request,
+            } = ask;
             let params = match related(params, &task.id) {
                 Ok(params) => params,
                 Err(e) => return Box::pin(std::future::ready(Err(e))),
             };
             let outstanding = Outstanding::new(task);
-            let call = self.session().request(key, method, Some(params), cancel);
+            let ask = Outgoing {
+                method,
+                params: Some(params),
+                request,
+            };
+            let call = self.session().request(key, ask, cancel);
             return Box::pin(async move {
                 let answer = call.await;
                 drop(outstanding);
                 answer
             });
         }
-        let asked = input_request(method, params.as_deref()).and_then(|r| task.ask(key, r));
+        let asked = task.ask(key, ask.request);
         match asked {
             Err(e) => Box::pin(std::future::ready(Err(e))),
             Ok(Asked::Answered(a)) => Box::pin(std::future::ready(encode(&a))),

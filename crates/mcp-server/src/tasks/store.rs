@@ -264,13 +264,12 @@ impl TaskRecord {
         let mut detailed = DetailedTask::from(self.task_of(&state));
         match state.status {
             TaskStatus::InputRequired => {
-                detailed.input_requests = Some(
-                    state
-                        .pending
-                        .iter()
-                        .map(|(k, p)| (k.clone(), p.request.clone()))
-                        .collect(),
-                );
+                // Inserted one by one (collecting sorts first: one more sort instantiation).
+                let mut requests = BTreeMap::new();
+                for (k, p) in &state.pending {
+                    requests.insert(k.clone(), p.request.clone());
+                }
+                detailed.input_requests = Some(requests);
             }
             TaskStatus::Completed => detailed.result.clone_from(&state.result),
             TaskStatus::Failed => detailed.error.clone_from(&state.error),
