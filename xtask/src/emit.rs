@@ -718,7 +718,7 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
 }}
 
 impl crate::support::Union for {name} {{
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {{
         static SHAPES: &[crate::support::Shape] = &[{shapes}];
         crate::support::pick(value, {name:?}, SHAPES, |index, value| match index {{

@@ -72,10 +72,11 @@ pub(crate) fn kind(value: &Value) -> &'static str {
 
 /// A generated union: the variant a JSON value belongs to is picked from the value.
 ///
-/// [`pick`](Union::pick) is not generic and not inlined, so a union's variant selection and its
-/// variants' deserializers from `&Value` are compiled once, in this crate, whatever
-/// `Deserializer` the union is read from: a crate reading the model instantiates only
-/// [`deserialize_union`] per deserializer (a `Value` read and a call).
+/// [`pick`](Union::pick) is not generic: a crate that reads a union compiles its variant
+/// selection and its variants' deserializers from `&Value` once, whatever `Deserializer` the
+/// union is read from (per deserializer it instantiates only [`deserialize_union`], a `Value`
+/// read and a call). It is `#[inline]`, so that only the crates that read a union compile it:
+/// not inlined, every union would be compiled here, read or not.
 pub(crate) trait Union: Sized {
     /// The variant `value` is, deserialized; the message says why none fits.
     fn pick(value: &Value) -> Result<Self, String>;

@@ -457,7 +457,7 @@ impl<'de> serde::Deserialize<'de> for CallToolResultResponseResult {
 }
 
 impl crate::support::Union for CallToolResultResponseResult {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -957,7 +957,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
 }
 
 impl crate::support::Union for CompleteRequestParamsRef {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1119,7 +1119,7 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
 }
 
 impl crate::support::Union for ContentBlock {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1672,7 +1672,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
 }
 
 impl crate::support::Union for ElicitRequestParams {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1875,7 +1875,7 @@ impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
 }
 
 impl crate::support::Union for ElicitResultContentValue {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Array,
@@ -2041,7 +2041,7 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
 }
 
 impl crate::support::Union for EnumSchema {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2285,7 +2285,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptResultResponseResult {
 }
 
 impl crate::support::Union for GetPromptResultResponseResult {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2868,7 +2868,7 @@ impl<'de> serde::Deserialize<'de> for InputRequest {
 }
 
 impl crate::support::Union for InputRequest {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2995,7 +2995,7 @@ impl<'de> serde::Deserialize<'de> for InputResponse {
 }
 
 impl crate::support::Union for InputResponse {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -3313,7 +3313,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
 }
 
 impl crate::support::Union for JSONRPCResponse {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -4379,7 +4379,7 @@ impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
 }
 
 impl crate::support::Union for MultiSelectEnumSchema {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -4778,7 +4778,7 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
 }
 
 impl crate::support::Union for PrimitiveSchemaDefinition {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -4998,7 +4998,7 @@ impl<'de> serde::Deserialize<'de> for ProgressToken {
 }
 
 impl crate::support::Union for ProgressToken {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
@@ -5369,7 +5369,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResultResponseResult {
 }
 
 impl crate::support::Union for ReadResourceResultResponseResult {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -5463,7 +5463,7 @@ impl<'de> serde::Deserialize<'de> for RequestId {
 }
 
 impl crate::support::Union for RequestId {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
@@ -5686,7 +5686,7 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
 }
 
 impl crate::support::Union for ResourceContentsKind {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -6207,7 +6207,7 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
 }
 
 impl crate::support::Union for SamplingContent {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -6340,7 +6340,7 @@ impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
 }
 
 impl crate::support::Union for SamplingMessageContentBlock {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -6649,7 +6649,7 @@ impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
 }
 
 impl crate::support::Union for SingleSelectEnumSchema {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {

@@ -191,7 +191,7 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
 }
 
 impl crate::support::Union for ClientNotification {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -289,7 +289,7 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
 }
 
 impl crate::support::Union for ClientRequest {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -442,7 +442,7 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
 }
 
 impl crate::support::Union for ClientResult {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -535,7 +535,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
 }
 
 impl crate::support::Union for CompleteRequestParamsRef {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -620,7 +620,7 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
 }
 
 impl crate::support::Union for ContentBlock {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1001,7 +1001,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
 }
 
 impl crate::support::Union for JSONRPCMessage {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1633,7 +1633,7 @@ impl<'de> serde::Deserialize<'de> for ProgressToken {
 }
 
 impl crate::support::Union for ProgressToken {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
@@ -1802,7 +1802,7 @@ impl<'de> serde::Deserialize<'de> for RequestId {
 }
 
 impl crate::support::Union for RequestId {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
@@ -1899,7 +1899,7 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
 }
 
 impl crate::support::Union for ResourceContentsKind {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2126,7 +2126,7 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
 }
 
 impl crate::support::Union for SamplingContent {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2267,7 +2267,7 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
 }
 
 impl crate::support::Union for ServerNotification {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2375,7 +2375,7 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
 }
 
 impl crate::support::Union for ServerRequest {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2448,7 +2448,7 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
 }
 
 impl crate::support::Union for ServerResult {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {

@@ -200,7 +200,7 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
 }
 
 impl crate::support::Union for ClientNotification {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -298,7 +298,7 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
 }
 
 impl crate::support::Union for ClientRequest {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -451,7 +451,7 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
 }
 
 impl crate::support::Union for ClientResult {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -544,7 +544,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
 }
 
 impl crate::support::Union for CompleteRequestParamsRef {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -631,7 +631,7 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
 }
 
 impl crate::support::Union for ContentBlock {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1003,7 +1003,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCBatchRequestItem {
 }
 
 impl crate::support::Union for JSONRPCBatchRequestItem {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1061,7 +1061,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCBatchResponseItem {
 }
 
 impl crate::support::Union for JSONRPCBatchResponseItem {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1138,7 +1138,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
 }
 
 impl crate::support::Union for JSONRPCMessage {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1221,7 +1221,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant2Item {
 }
 
 impl crate::support::Union for JSONRPCMessageVariant2Item {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1276,7 +1276,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant5Item {
 }
 
 impl crate::support::Union for JSONRPCMessageVariant5Item {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1892,7 +1892,7 @@ impl<'de> serde::Deserialize<'de> for ProgressToken {
 }
 
 impl crate::support::Union for ProgressToken {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
@@ -2061,7 +2061,7 @@ impl<'de> serde::Deserialize<'de> for RequestId {
 }
 
 impl crate::support::Union for RequestId {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
@@ -2158,7 +2158,7 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
 }
 
 impl crate::support::Union for ResourceContentsKind {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2387,7 +2387,7 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
 }
 
 impl crate::support::Union for SamplingContent {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2544,7 +2544,7 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
 }
 
 impl crate::support::Union for ServerNotification {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2652,7 +2652,7 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
 }
 
 impl crate::support::Union for ServerRequest {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2725,7 +2725,7 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
 }
 
 impl crate::support::Union for ServerResult {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {

@@ -271,7 +271,7 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
 }
 
 impl crate::support::Union for ClientNotification {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -369,7 +369,7 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
 }
 
 impl crate::support::Union for ClientRequest {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -524,7 +524,7 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
 }
 
 impl crate::support::Union for ClientResult {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -636,7 +636,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
 }
 
 impl crate::support::Union for CompleteRequestParamsRef {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -725,7 +725,7 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
 }
 
 impl crate::support::Union for ContentBlock {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1019,7 +1019,7 @@ impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
 }
 
 impl crate::support::Union for ElicitResultContentValue {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
@@ -1308,7 +1308,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
 }
 
 impl crate::support::Union for JSONRPCMessage {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1972,7 +1972,7 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
 }
 
 impl crate::support::Union for PrimitiveSchemaDefinition {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2084,7 +2084,7 @@ impl<'de> serde::Deserialize<'de> for ProgressToken {
 }
 
 impl crate::support::Union for ProgressToken {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
@@ -2280,7 +2280,7 @@ impl<'de> serde::Deserialize<'de> for RequestId {
 }
 
 impl crate::support::Union for RequestId {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
@@ -2389,7 +2389,7 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
 }
 
 impl crate::support::Union for ResourceContentsKind {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2682,7 +2682,7 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
 }
 
 impl crate::support::Union for SamplingContent {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2839,7 +2839,7 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
 }
 
 impl crate::support::Union for ServerNotification {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2949,7 +2949,7 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
 }
 
 impl crate::support::Union for ServerRequest {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -3029,7 +3029,7 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
 }
 
 impl crate::support::Union for ServerResult {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {

@@ -453,7 +453,7 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
 }
 
 impl crate::support::Union for ClientNotification {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -584,7 +584,7 @@ impl<'de> serde::Deserialize<'de> for ClientRequest {
 }
 
 impl crate::support::Union for ClientRequest {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -799,7 +799,7 @@ impl<'de> serde::Deserialize<'de> for ClientResult {
 }
 
 impl crate::support::Union for ClientResult {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -973,7 +973,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
 }
 
 impl crate::support::Union for CompleteRequestParamsRef {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1062,7 +1062,7 @@ impl<'de> serde::Deserialize<'de> for ContentBlock {
 }
 
 impl crate::support::Union for ContentBlock {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1388,7 +1388,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
 }
 
 impl crate::support::Union for ElicitRequestParams {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -1529,7 +1529,7 @@ impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
 }
 
 impl crate::support::Union for ElicitResultContentValue {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Array,
@@ -1642,7 +1642,7 @@ impl<'de> serde::Deserialize<'de> for EnumSchema {
 }
 
 impl crate::support::Union for EnumSchema {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2160,7 +2160,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
 }
 
 impl crate::support::Union for JSONRPCMessage {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2268,7 +2268,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
 }
 
 impl crate::support::Union for JSONRPCResponse {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2759,7 +2759,7 @@ impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
 }
 
 impl crate::support::Union for MultiSelectEnumSchema {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -2998,7 +2998,7 @@ impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
 }
 
 impl crate::support::Union for PrimitiveSchemaDefinition {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -3190,7 +3190,7 @@ impl<'de> serde::Deserialize<'de> for ProgressToken {
 }
 
 impl crate::support::Union for ProgressToken {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
@@ -3407,7 +3407,7 @@ impl<'de> serde::Deserialize<'de> for RequestId {
 }
 
 impl crate::support::Union for RequestId {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::String,
@@ -3524,7 +3524,7 @@ impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
 }
 
 impl crate::support::Union for ResourceContentsKind {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -3845,7 +3845,7 @@ impl<'de> serde::Deserialize<'de> for SamplingContent {
 }
 
 impl crate::support::Union for SamplingContent {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -3958,7 +3958,7 @@ impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
 }
 
 impl crate::support::Union for SamplingMessageContentBlock {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -4169,7 +4169,7 @@ impl<'de> serde::Deserialize<'de> for ServerNotification {
 }
 
 impl crate::support::Union for ServerNotification {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -4334,7 +4334,7 @@ impl<'de> serde::Deserialize<'de> for ServerRequest {
 }
 
 impl crate::support::Union for ServerRequest {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -4465,7 +4465,7 @@ impl<'de> serde::Deserialize<'de> for ServerResult {
 }
 
 impl crate::support::Union for ServerResult {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
@@ -4677,7 +4677,7 @@ impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
 }
 
 impl crate::support::Union for SingleSelectEnumSchema {
-    #[inline(never)]
+    #[inline]
     fn pick(value: &serde_json::Value) -> ::core::result::Result<Self, String> {
         static SHAPES: &[crate::support::Shape] = &[
             crate::support::Shape::Object(&crate::support::ObjectShape {
