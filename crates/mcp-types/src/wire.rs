@@ -1121,6 +1121,9 @@ impl InputKind {
 
     /// Parses a client's answer to a request of this kind: an `ElicitResult`, a
     /// `CreateMessageResult` or a `ListRootsResult`. `Err` describes the mismatch.
+    // `#[inline]`: compiled by the crates that parse answers (a server), which compile these
+    // results' deserializers anyway, not here for every user of the model.
+    #[inline]
     pub fn parse_response(self, answer: &Value) -> Result<InputResponse, String> {
         if !answer.is_object() {
             return Err(format!(
