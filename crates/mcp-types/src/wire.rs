@@ -407,6 +407,9 @@ impl<'a> StatelessParams<'a> {
 
     /// Lifts `_meta` ([`RequestMeta::lift_members`], with its checks and errors), and keeps the
     /// target's name and URI when they are strings, and the arguments as text.
+    // `#[inline]`: compiled by the crate that lifts requests (a server), which compiles the
+    // capabilities' and client info's deserializers anyway, not here a second time.
+    #[inline]
     pub fn lift(self, supported: &[ProtocolVersion]) -> Result<LiftedParams, MetaError> {
         let meta = RequestMeta::lift_members(self.meta, supported)?;
         let text = |member: Option<&serde_json::value::RawValue>| {
@@ -590,6 +593,9 @@ impl RequestMeta {
     /// assert_eq!(lifted.protocol_version, ProtocolVersion::V2026_07_28);
     /// assert_eq!(lifted.other["traceparent"], "00-1");
     /// ```
+    // `#[inline]`: compiled by the crate that lifts requests (a server), which compiles the
+    // capabilities' and client info's deserializers anyway, not here a second time.
+    #[inline]
     pub fn lift_meta_raw(
         meta: Option<&serde_json::value::RawValue>,
         supported: &[ProtocolVersion],
@@ -605,6 +611,9 @@ impl RequestMeta {
     /// [`RequestMeta::lift_meta_raw`] from members already read ([`MetaMembers`]; `None`: the
     /// params have no `_meta`): the same checks, in the same order, with no second pass over
     /// the `_meta` text.
+    // `#[inline]`: compiled by the crate that lifts requests (a server), which compiles the
+    // capabilities' and client info's deserializers anyway, not here a second time.
+    #[inline]
     pub fn lift_members(
         members: Option<MetaMembers<'_>>,
         supported: &[ProtocolVersion],
