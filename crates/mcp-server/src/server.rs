@@ -1271,14 +1271,20 @@ fn template_completer<'s>(
     Ok(s.template_completions.get(&(uri.to_owned(), argument)))
 }
 
-/// Without the `tasks` feature a server declares no task, lists no tool as supporting one and
-/// knows no tasks method, in either era.
+/// What a server built without the `tasks` or the `skills` feature declares and answers.
 #[cfg(test)]
-#[cfg(not(feature = "tasks"))]
-mod without_tasks {
+#[cfg(any(not(feature = "tasks"), not(feature = "skills")))]
+mod without_features {
     use super::*;
     use mcp_jsonrpc::{CallError, Engine, Peer, RequestOptions, memory_pair};
     use serde_json::json;
+
+    /// `server` on an in-memory connection; the client's end.
+    fn serve(server: Server) -> Peer {
+        let (client_side, server_side) = memory_pair(16);
+        tokio::spawn(async move { server.serve(server_side).await });
+        Engine::builder().spawn(client_side, ()).0
+    }
 
     async fn call(peer: &Peer, method: &str, params: Value) -> Result<Value, CallError> {
         peer.call(method, &params, RequestOptions::new()).await
@@ -1288,6 +1294,42 @@ mod without_tasks {
         matches!(answer, Err(CallError::Rpc(e)) if e.code == crate::codes::METHOD_NOT_FOUND)
     }
 
+    /// Initializes a 2025-11-25 session declaring `capabilities`; the initialize result.
+    async fn initialize(peer: &Peer, capabilities: Value) -> Value {
+        let init = call(
+            peer,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                   "clientInfo": {"name": "t", "version": "1"}}),
+        )
+        .await
+        .unwrap();
+        peer.notify_with("notifications/initialized", &json!({}))
+            .await
+            .unwrap();
+        init
+    }
+
+    /// Without `skills`, the Skills extension's method in the `resources/` namespace is not
+    /// routed to the handler: it is unknown, as any method a revision lacks.
+    #[cfg(not(feature = "skills"))]
+    #[tokio::test]
+    async fn the_skills_directory_method_is_unknown() {
+        let server = Server::builder(Implementation::new("t", "1"))
+            .enable_resources()
+            .build()
+            .unwrap();
+        let peer = serve(server);
+        initialize(&peer, json!({})).await;
+        let read = json!({"uri": "skill://team"});
+        assert!(method_not_found(
+            call(&peer, "resources/directory/read", read).await
+        ));
+    }
+
+    /// Without `tasks`, no task is declared, no tool is listed as supporting one and no tasks
+    /// method is known, in either era.
+    #[cfg(not(feature = "tasks"))]
     #[tokio::test]
     async fn no_task_is_declared_or_served() {
         let def: mcp_types::Tool = serde_json::from_value(json!({
@@ -1302,9 +1344,7 @@ mod without_tasks {
             })
             .build()
             .unwrap();
-        let (client_side, server_side) = memory_pair(16);
-        tokio::spawn(async move { server.serve(server_side).await });
-        let (peer, _driver) = Engine::builder().spawn(client_side, ());
+        let peer = serve(server);
 
         // 2026-07-28: no tasks extension, and its methods are unknown.
         let meta = json!({
@@ -1328,18 +1368,8 @@ mod without_tasks {
         assert_eq!(result["resultType"], "complete");
 
         // 2025-11-25: no `tasks` capability, and its methods are unknown.
-        let init = call(
-            &peer,
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {"tasks": {}},
-                   "clientInfo": {"name": "t", "version": "1"}}),
-        )
-        .await
-        .unwrap();
+        let init = initialize(&peer, json!({"tasks": {}})).await;
         assert!(init["capabilities"].get("tasks").is_none());
-        peer.notify_with("notifications/initialized", &json!({}))
-            .await
-            .unwrap();
         let listed = call(&peer, "tools/list", json!({})).await.unwrap();
         assert!(listed["tools"][0].get("execution").is_none());
         for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
