@@ -80,6 +80,29 @@ pub(crate) struct TaskPlan {
 }
 
 impl TaskPlan {
+    /// The plan a definition's `execution.taskSupport` states. Without the `tasks` feature no
+    /// call becomes a task, so none is declared.
+    fn declared(execution: Option<mcp_types::ToolExecution>) -> Self {
+        #[cfg(feature = "tasks")]
+        {
+            use mcp_types::ToolExecutionTaskSupport as Declared;
+            let support = match execution.and_then(|e| e.task_support) {
+                Some(Declared::Optional) => TaskSupport::Optional,
+                Some(Declared::Required) => TaskSupport::Required,
+                Some(Declared::Forbidden) | None => TaskSupport::Forbidden,
+            };
+            TaskPlan {
+                support,
+                deferred: false,
+            }
+        }
+        #[cfg(not(feature = "tasks"))]
+        {
+            let _ = execution;
+            TaskPlan::default()
+        }
+    }
+
     /// The `execution` member of the tool's definition.
     fn execution(self) -> Option<mcp_types::ToolExecution> {
         #[cfg(feature = "tasks")]
@@ -181,22 +204,7 @@ impl From<mcp_types::Tool> for Tool {
             .output_schema
             .as_ref()
             .and_then(|s| serde_json::to_value(s).ok());
-        // Without the `tasks` feature no call becomes a task, so none is declared.
-        let declared = def.execution.take().and_then(|e| e.task_support);
-        #[cfg(not(feature = "tasks"))]
-        let _ = declared;
-        let tasks = TaskPlan {
-            #[cfg(feature = "tasks")]
-            support: match declared {
-                Some(mcp_types::ToolExecutionTaskSupport::Optional) => TaskSupport::Optional,
-                Some(mcp_types::ToolExecutionTaskSupport::Required) => TaskSupport::Required,
-                Some(mcp_types::ToolExecutionTaskSupport::Forbidden) | None => {
-                    TaskSupport::Forbidden
-                }
-            },
-            #[cfg(feature = "tasks")]
-            deferred: false,
-        };
+        let tasks = TaskPlan::declared(def.execution.take());
         Self {
             def,
             input_schema,
