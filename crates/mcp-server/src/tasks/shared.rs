@@ -119,15 +119,17 @@ pub enum TaskSignal {
 /// What a [`TaskBackend`] hands each signal to.
 pub type TaskSignalHandler = Arc<dyn Fn(TaskSignal) + Send + Sync>;
 
-/// Why a [`TaskBackend`] call failed.
+/// Why a [`TaskBackend`] call failed, or a task could not be created in this replica's own
+/// store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TaskBackendError {
-    /// The caller holds the most tasks it may, over every replica.
+    /// The caller holds the most tasks it may (over every replica, with a backend).
     CallerFull(usize),
     /// The store holds the most tasks it may.
     Full(usize),
-    /// The store is unreachable, did not answer in time, or holds something unreadable.
+    /// The store is unreachable, did not answer in time, or holds something unreadable; or no
+    /// task id could be drawn from the system's random source.
     Unavailable(String),
 }
 

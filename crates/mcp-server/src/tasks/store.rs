@@ -8,7 +8,6 @@
 //! ids are 128 random bits; a task is found only with the caller that created it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -20,7 +19,7 @@ use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::TaskOptions;
-use super::shared::{Shared, TaskBackend};
+use super::shared::{Shared, TaskBackend, TaskBackendError};
 use super::time::rfc3339;
 use crate::context::ClientScope;
 use crate::error::AskError;
@@ -483,32 +482,6 @@ impl TaskRecord {
     }
 }
 
-/// Why a task was not created.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum CreateError {
-    Full(usize),
-    CallerFull(usize),
-    Random(String),
-}
-
-impl fmt::Display for CreateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CreateError::Full(e) => write!(
-                f,
-                "the server holds the most tasks it may ({e}); try again later"
-            ),
-            CreateError::CallerFull(e) => write!(
-                f,
-                "the caller holds the most tasks it may ({e}); try again later"
-            ),
-            CreateError::Random(e) => write!(f, "no task id: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for CreateError {}
-
 /// How many task changes a slow watcher may fall behind before it skips ahead.
 const CHANGES_CAPACITY: usize = 256;
 
@@ -609,7 +582,7 @@ impl TaskStore {
         owner: Option<String>,
         cancel: CancellationToken,
         limits: InputLimits,
-    ) -> Result<Arc<TaskRecord>, CreateError> {
+    ) -> Result<Arc<TaskRecord>, TaskBackendError> {
         self.create_in(owner, cancel, limits, Placement::default())
     }
 
@@ -620,12 +593,12 @@ impl TaskStore {
         cancel: CancellationToken,
         limits: InputLimits,
         placement: Placement,
-    ) -> Result<Arc<TaskRecord>, CreateError> {
+    ) -> Result<Arc<TaskRecord>, TaskBackendError> {
         let mut tasks = lock(&self.tasks);
         let now = tokio::time::Instant::now();
         Self::sweep(&mut tasks, now);
         if tasks.len() >= self.options.max_tasks {
-            return Err(CreateError::Full(self.options.max_tasks));
+            return Err(TaskBackendError::Full(self.options.max_tasks));
         }
         if let Some(owner) = &owner {
             let held = tasks
@@ -633,11 +606,14 @@ impl TaskStore {
                 .filter(|t| t.owner.as_deref() == Some(owner))
                 .count();
             if held >= self.options.max_tasks_per_caller {
-                return Err(CreateError::CallerFull(self.options.max_tasks_per_caller));
+                return Err(TaskBackendError::CallerFull(
+                    self.options.max_tasks_per_caller,
+                ));
             }
         }
         let id: Arc<str> = loop {
-            let id = fresh_id().map_err(|e| CreateError::Random(e.to_string()))?;
+            let id = fresh_id()
+                .map_err(|e| TaskBackendError::Unavailable(format!("no task id: {e}")))?;
             if !tasks.contains_key(id.as_str()) {
                 break Arc::from(id);
             }
@@ -861,13 +837,13 @@ mod tests {
         assert_eq!(
             s.create(alice(), CancellationToken::new(), limits())
                 .unwrap_err(),
-            CreateError::CallerFull(2)
+            TaskBackendError::CallerFull(2)
         );
         let anon = s.create(None, CancellationToken::new(), limits()).unwrap();
         assert_eq!(
             s.create(Some("bob".into()), CancellationToken::new(), limits())
                 .unwrap_err(),
-            CreateError::Full(3)
+            TaskBackendError::Full(3)
         );
         // Only the owner finds a task.
         assert!(s.get(&a1.id, Some("alice")).is_some());
