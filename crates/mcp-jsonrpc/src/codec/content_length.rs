@@ -6,7 +6,7 @@ use std::io;
 use bytes::{Buf, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::{CodecConfig, Encodable, encode_checked, is_blank};
+use super::{CodecConfig, Encodable, encode_checked, is_blank, scan};
 use crate::decode::decode_frame;
 use crate::error::FrameError;
 use crate::message::Inbound;
@@ -129,7 +129,7 @@ fn is_token_byte(b: u8) -> bool {
 /// Finds the blank line ending a header section: returns the length of the headers and the
 /// length including the blank line.
 fn find_header_end(buf: &[u8]) -> Option<(usize, usize)> {
-    for nl in memchr::memchr_iter(b'\n', buf) {
+    for nl in scan::positions(b'\n', buf) {
         match buf.get(nl + 1..) {
             Some([b'\n', ..]) => return Some((nl + 1, nl + 2)),
             Some([b'\r', b'\n', ..]) => return Some((nl + 1, nl + 3)),
@@ -147,7 +147,7 @@ fn parse_headers(head: &[u8]) -> Result<usize, String> {
         if line.is_empty() {
             continue;
         }
-        let Some(colon) = memchr::memchr(b':', line) else {
+        let Some(colon) = scan::find(b':', line) else {
             return Err("header line without `:`".into());
         };
         let (name, value) = (&line[..colon], &line[colon + 1..]);
@@ -175,7 +175,7 @@ fn parse_headers(head: &[u8]) -> Result<usize, String> {
 /// Finds the next `Content-Length` header name (case-insensitive) in `buf`. Returns the index to
 /// keep from: the match, or the start of a possible partial match at the end.
 fn find_resync(buf: &[u8]) -> Result<usize, usize> {
-    for i in memchr::memchr2_iter(b'c', b'C', buf) {
+    for i in scan::positions2(b'c', b'C', buf) {
         let rest = &buf[i..];
         if rest.len() < CONTENT_LENGTH.len() {
             if rest.eq_ignore_ascii_case(&CONTENT_LENGTH[..rest.len()]) {

@@ -5,7 +5,7 @@ use std::io;
 use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::{CodecConfig, Encodable, encode_checked, is_blank};
+use super::{CodecConfig, Encodable, encode_checked, is_blank, scan};
 use crate::decode::decode_frame;
 use crate::error::FrameError;
 use crate::message::Inbound;
@@ -78,7 +78,7 @@ impl Decoder for LineCodec {
     fn decode(&mut self, buf: &mut BytesMut) -> io::Result<Option<Self::Item>> {
         loop {
             let from = self.next_index.min(buf.len());
-            match memchr::memchr(b'\n', &buf[from..]) {
+            match scan::find(b'\n', &buf[from..]) {
                 Some(offset) => {
                     let end = from + offset;
                     self.next_index = 0;
@@ -142,7 +142,7 @@ impl<T: Encodable> Encoder<T> for LineCodec {
         // Compact serde_json output never contains a raw line break, but raw params may carry
         // one as whitespace between tokens (inside strings JSON requires it escaped).
         let written = &mut dst[start..];
-        if memchr::memchr2(b'\n', b'\r', written).is_some() {
+        if scan::find2(b'\n', b'\r', written).is_some() {
             for b in written.iter_mut() {
                 if *b == b'\n' || *b == b'\r' {
                     *b = b' ';

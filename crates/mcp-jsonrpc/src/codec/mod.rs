@@ -17,6 +17,7 @@
 mod auto;
 mod content_length;
 mod line;
+mod scan;
 mod sse;
 
 pub use auto::AutoCodec;

@@ -18,7 +18,7 @@ use std::ops::Range;
 use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::{CodecConfig, Encodable, encode_checked};
+use super::{CodecConfig, Encodable, encode_checked, scan};
 use crate::error::FrameError;
 use crate::message::Inbound;
 
@@ -141,7 +141,7 @@ impl SseFields<'_> {
     /// Appends one event carrying `data` to `dst`, reserving its size first. `\r\n`, `\r` and
     /// `\n` in `data` each end a `data:` line; decoders join the lines again with `\n`.
     pub fn encode(&self, data: &str, dst: &mut BytesMut) {
-        let breaks = memchr::memchr2_iter(b'\n', b'\r', data.as_bytes()).count();
+        let breaks = scan::positions2(b'\n', b'\r', data.as_bytes()).count();
         dst.reserve(self.head_len() + data.len() + 8 * (breaks + 1) + 1);
         self.put_head(dst);
         put_data(dst, data.as_bytes());
@@ -166,7 +166,7 @@ impl SseFields<'_> {
             return Err(e);
         }
         let end = dst.len();
-        if memchr::memchr2(b'\n', b'\r', &dst[start..end]).is_some() {
+        if scan::find2(b'\n', b'\r', &dst[start..end]).is_some() {
             // Line breaks inside raw values (pretty-printed params): split them over lines.
             let json = dst.split_off(start);
             dst.truncate(start - b"data: ".len());
@@ -227,7 +227,7 @@ fn put_data(dst: &mut BytesMut, data: &[u8]) {
     let mut rest = data;
     loop {
         dst.put_slice(b"data: ");
-        match memchr::memchr2(b'\n', b'\r', rest) {
+        match scan::find2(b'\n', b'\r', rest) {
             Some(i) => {
                 dst.put_slice(&rest[..i]);
                 dst.put_u8(b'\n');
@@ -362,7 +362,7 @@ impl SseCodec {
         if line.first() == Some(&b':') {
             return Ok(());
         }
-        let (name, value) = match memchr::memchr(b':', line) {
+        let (name, value) = match scan::find(b':', line) {
             Some(i) => {
                 let value = &line[i + 1..];
                 (&line[..i], value.strip_prefix(b" ").unwrap_or(value))
@@ -424,7 +424,7 @@ impl Decoder for SseCodec {
                 self.pending_cr = false;
             }
             let from = self.next_index.min(buf.len());
-            let Some(offset) = memchr::memchr2(b'\n', b'\r', &buf[from..]) else {
+            let Some(offset) = scan::find2(b'\n', b'\r', &buf[from..]) else {
                 // An unfinished line: drop it if it is being dropped anyway, fail as soon as
                 // it is too large (the finished line would be too), else wait for more.
                 if buf.is_empty() {
