@@ -74,7 +74,7 @@ impl HttpLimits {
 }
 
 #[cfg(feature = "rustls")]
-type Connector = hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>;
+type Connector = mcp_tls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>;
 #[cfg(not(feature = "rustls"))]
 type Connector = hyper_util::client::legacy::connect::HttpConnector;
 
@@ -115,22 +115,9 @@ impl HyperHttpClient {
 
     #[cfg(feature = "rustls")]
     fn connector() -> Result<Connector, HttpError> {
-        let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
-        http.enforce_http(false);
-        let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| HttpError::InvalidRequest(format!("TLS setup failed: {e}")))?
-        .with_root_certificates(rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        })
-        .with_no_client_auth();
-        Ok(hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_all_versions()
-            .wrap_connector(http))
+        let http = hyper_util::client::legacy::connect::HttpConnector::new();
+        mcp_tls::https_connector(http)
+            .map_err(|e| HttpError::InvalidRequest(format!("TLS setup failed: {e}")))
     }
 
     #[cfg(not(feature = "rustls"))]

@@ -15,7 +15,7 @@ use hyper_util::rt::TokioExecutor;
 use super::error::HttpError;
 
 #[cfg(feature = "rustls")]
-type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+type Connector = mcp_tls::HttpsConnector<HttpConnector>;
 #[cfg(not(feature = "rustls"))]
 type Connector = HttpConnector;
 
@@ -179,19 +179,7 @@ fn insufficient_scope(headers: &HeaderMap) -> bool {
 
 #[cfg(feature = "rustls")]
 fn connector(http: HttpConnector) -> Result<Connector, HttpError> {
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| HttpError::Tls(e.to_string()))?
-        .with_root_certificates(rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        })
-        .with_no_client_auth();
-    Ok(hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_all_versions()
-        .wrap_connector(http))
+    mcp_tls::https_connector(http).map_err(|e| HttpError::Tls(e.to_string()))
 }
 
 #[cfg(not(feature = "rustls"))]
