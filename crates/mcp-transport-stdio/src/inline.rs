@@ -60,7 +60,7 @@
 //! ```
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -82,7 +82,7 @@ use tokio_util::codec::{Decoder, Encoder};
 use crate::StdioOptions;
 use crate::streams::imp::{Writer, writer_for};
 
-/// Bytes read from stdin per `read(2)`.
+/// Bytes read from stdin per `read(2)`, at most.
 const READ_CHUNK: usize = 64 * 1024;
 /// Encoded frames the engine may leave in the output buffer before it writes them out.
 const BACKPRESSURE: usize = 64 * 1024;
@@ -159,8 +159,10 @@ impl Shared {
 /// The reading side of a connection made by [`stdio_inline`] or [`fds_inline`]: run it on a
 /// thread of its own with [`run`](Self::run).
 pub struct InlineReader {
-    /// Read with `read(2)`; a `File` only for its safe `Read` (any descriptor will do).
-    input: File,
+    /// Read with `read(2)`; a `File` only for its safe `Read` (any descriptor will do). The
+    /// buffer is not zeroed: a read touches only the pages it fills. (A zeroed 64 KiB buffer
+    /// was sixteen page faults and a tenth of the instructions of a server's start.)
+    input: BufReader<File>,
     /// A duplicate of the output descriptor, written with `write(2)` by this thread.
     output: File,
     /// Waits for input or for room in the output when a descriptor left in non-blocking mode
@@ -174,8 +176,6 @@ pub struct InlineReader {
     forwarded: u64,
     /// Bytes read and not decoded yet.
     buf: BytesMut,
-    /// What each `read(2)` reads into (zeroed once, on the first read).
-    chunk: Vec<u8>,
     /// Whether serving may wait (for room in the channel, for a permit).
     blocking: bool,
     deferred: Option<Deferred>,
@@ -257,7 +257,7 @@ fn made(
     };
     let connection = Connection::new(inbound, outbound).with_extension(link.clone());
     let reader = InlineReader {
-        input: File::from(input),
+        input: BufReader::with_capacity(READ_CHUNK, File::from(input)),
         output,
         waiter: None,
         shared,
@@ -266,7 +266,6 @@ fn made(
         forward,
         forwarded: 0,
         buf: BytesMut::with_capacity(READ_CHUNK),
-        chunk: Vec::new(),
         blocking: true,
         deferred: None,
         eof: false,
@@ -341,19 +340,19 @@ impl InlineReader {
         }
     }
 
+    /// One `read(2)` of what is there (up to [`READ_CHUNK`] bytes), appended to `buf`.
     fn read(&mut self) -> io::Result<usize> {
-        if self.chunk.is_empty() {
-            self.chunk.resize(READ_CHUNK, 0);
-        }
         loop {
-            match self.input.read(&mut self.chunk) {
-                Ok(n) => {
-                    self.buf.extend_from_slice(&self.chunk[..n]);
+            match self.input.fill_buf() {
+                Ok(data) => {
+                    let n = data.len();
+                    self.buf.extend_from_slice(data);
+                    self.input.consume(n);
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    Waiter::wait(&mut self.waiter, &self.input, &self.output, INPUT)?
+                    Waiter::wait(&mut self.waiter, self.input.get_ref(), &self.output, INPUT)?
                 }
                 Err(e) => return Err(e),
             }
@@ -487,7 +486,7 @@ impl InlineReader {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // Others may write while this thread waits for room.
                     drop(out);
-                    Waiter::wait(&mut self.waiter, &self.input, &self.output, OUTPUT)?;
+                    Waiter::wait(&mut self.waiter, self.input.get_ref(), &self.output, OUTPUT)?;
                     out = self.shared.out();
                 }
                 Err(e) => return Err(e),
