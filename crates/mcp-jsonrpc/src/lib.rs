@@ -108,7 +108,7 @@ pub use connection::{
 pub use engine::{
     CANCELLED_METHOD, Cancellation, Driver, Engine, EngineBuilder, Handler, Inlet, InletLink,
     NotificationContext, PING_METHOD, PROGRESS_METHOD, Peer, Progress, RequestContext,
-    RequestOptions, RequestParts, ResponseFuture, Running, Served, Step,
+    RequestOptions, RequestParts, ResponseFuture, Running, Served, Step, WhenWoken,
 };
 pub use error::{CallError, ErrorObject, FrameError, InvalidMessage, TransportError, codes};
 pub use id::{BuildIdHasher, Id, IdHasher, IdMap, IdSet};

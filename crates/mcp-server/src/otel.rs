@@ -259,8 +259,8 @@ impl Operation {
 pub(crate) fn in_tool_span<F: std::future::Future>(
     name: &str,
     tool: F,
-) -> futures_util::future::Either<opentelemetry::context::WithContext<F>, F> {
-    use futures_util::future::Either;
+) -> tokio_util::either::Either<opentelemetry::context::WithContext<F>, F> {
+    use tokio_util::either::Either;
     let Some(telemetry) = installed() else {
         return Either::Right(tool);
     };

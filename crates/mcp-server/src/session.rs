@@ -8,16 +8,11 @@
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
-
-use futures_util::task::AtomicWaker;
 
 use mcp_jsonrpc::{
     Connection, ErrorObject, Handler, Notification, NotificationContext, Peer, RawJson,
-    RequestOptions,
+    RequestOptions, WhenWoken,
 };
 use mcp_types::{
     ClientCapabilities, Implementation, InitializeResult, InputResponse, ProtocolVersion,
@@ -507,7 +502,7 @@ impl Handler for SessionHandler {
         // hook adds a branch on a static, and nothing to the future.
         #[cfg(feature = "otel")]
         {
-            use futures_util::future::Either;
+            use tokio_util::either::Either;
             if let Some(telemetry) = crate::otel::installed() {
                 let operation = self.observe(telemetry, &request, cx.extensions());
                 let served = self.clone().serve(request, cx);
@@ -548,57 +543,6 @@ impl Handler for SessionHandler {
 /// Forwards registry events to the client: list changes to every initialized session, resource
 /// updates to the sessions subscribed to the URI. Unrelated to any request (HTTP sends them on
 /// the standalone stream).
-/// A future polled only when its own waker fired (and on the first poll). The session's
-/// list-change listener shares a task with the engine's driver, which wakes for every request:
-/// polled each time, the listener would lock its broadcast channel and clone a waker per
-/// request for nothing.
-struct WhenWoken<F> {
-    inner: F,
-    flag: Arc<WakeFlag>,
-}
-
-struct WakeFlag {
-    woken: AtomicBool,
-    task: AtomicWaker,
-}
-
-impl Wake for WakeFlag {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.store(true, Ordering::Release);
-        self.task.wake();
-    }
-}
-
-impl<F: Future + Unpin> WhenWoken<F> {
-    fn new(inner: F) -> Self {
-        WhenWoken {
-            inner,
-            flag: Arc::new(WakeFlag {
-                woken: AtomicBool::new(true),
-                task: AtomicWaker::new(),
-            }),
-        }
-    }
-}
-
-impl<F: Future + Unpin> Future for WhenWoken<F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        // Registered before the flag is read: a wake in between is not lost.
-        self.flag.task.register(cx.waker());
-        if !self.flag.woken.swap(false, Ordering::AcqRel) {
-            return Poll::Pending;
-        }
-        let waker = Waker::from(Arc::clone(&self.flag));
-        Pin::new(&mut self.inner).poll(&mut Context::from_waker(&waker))
-    }
-}
-
 async fn fan_out(session: Arc<Session>, peer: Peer) {
     let mut events = session.server.inner.registry.subscribe();
     loop {
@@ -914,41 +858,5 @@ impl Server {
         let codec = mcp_transport_stdio::CodecConfig::default()
             .max_frame_size(self.inner.options.max_message_bytes);
         mcp_transport_stdio::StdioOptions::auto().codec(codec)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Counts its polls and keeps the waker of the last one.
-    #[derive(Default)]
-    struct Probe {
-        polls: usize,
-        waker: Option<Waker>,
-    }
-
-    impl Future for Probe {
-        type Output = ();
-
-        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-            self.polls += 1;
-            self.waker = Some(cx.waker().clone());
-            Poll::Pending
-        }
-    }
-
-    #[test]
-    fn a_quiet_future_is_polled_only_when_its_own_waker_fired() {
-        let mut quiet = WhenWoken::new(Probe::default());
-        let mut cx = Context::from_waker(Waker::noop());
-        for _ in 0..3 {
-            assert!(Pin::new(&mut quiet).poll(&mut cx).is_pending());
-        }
-        assert_eq!(quiet.inner.polls, 1, "only the first poll reaches it");
-        quiet.inner.waker.take().expect("it registered").wake();
-        assert!(Pin::new(&mut quiet).poll(&mut cx).is_pending());
-        assert!(Pin::new(&mut quiet).poll(&mut cx).is_pending());
-        assert_eq!(quiet.inner.polls, 2, "polled again once, after its wake");
     }
 }

@@ -13,20 +13,17 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
-use futures_util::FutureExt as _;
-use futures_util::StreamExt as _;
-use futures_util::stream::FuturesUnordered;
 use serde::Deserialize;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::sync::PollSemaphore;
 
 use super::inlet::{Admitted, Door, Refusal, Run, duplicate};
+use super::poll::caught;
 use super::queue::Tx;
 use super::{
     CANCELLED_METHOD, Handler, NotificationContext, PING_METHOD, PROGRESS_METHOD, Peer, Progress,
@@ -257,14 +254,14 @@ impl<H: Handler> DriverState<H> {
                 extensions,
             };
             let method = notification.method.clone();
-            let fut = async move { handler.handle_notification(notification, cx).await };
-            self.current = Some(Box::pin(AssertUnwindSafe(fut).catch_unwind().map(
-                move |r| {
-                    if r.is_err() {
-                        tracing::error!(%method, "notification handler panicked");
-                    }
-                },
-            )));
+            self.current = Some(Box::pin(async move {
+                if caught(handler.handle_notification(notification, cx))
+                    .await
+                    .is_err()
+                {
+                    tracing::error!(%method, "notification handler panicked");
+                }
+            }));
         }
     }
 
@@ -436,13 +433,14 @@ impl<H: Handler> DriverState<H> {
         tokio::spawn(async move {
             let _permit = permit;
             let mut responses = batch.responses;
-            let mut running: FuturesUnordered<_> = batch
-                .requests
-                .into_iter()
-                .map(|(request, admitted)| door.start(request, admitted))
-                .collect();
-            while let Some(response) = running.next().await {
-                responses.extend(response);
+            let mut running = tokio::task::JoinSet::new();
+            for (request, admitted) in batch.requests {
+                running.spawn(door.start(request, admitted));
+            }
+            while let Some(joined) = running.join_next().await {
+                // A request's own panic is already its error response; a task that failed
+                // anyway has nothing to add.
+                responses.extend(joined.ok().flatten());
             }
             if !responses.is_empty() {
                 let frame = Frame::Batch(responses.into_iter().map(Message::Response).collect());

@@ -17,15 +17,14 @@
 
 use std::fmt;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
-use futures_util::FutureExt as _;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
+use super::poll::CatchUnwind;
 use super::queue::{RequestRx, Tx, request_queue};
 use super::{Cancellation, Handler, Peer, Queued, RequestContext, Shared, lock};
 use crate::connection::{Extensions, Outbound};
@@ -142,9 +141,8 @@ async fn run_handler<H: Handler>(
     let cancel = cx.cancel.clone();
     // Pinned where it is built: the handler's future is the largest value of a request (its
     // whole call chain), and `select!` would move it once more.
-    let mut handling =
-        std::pin::pin!(AssertUnwindSafe(handler.handle_request(request, cx)).catch_unwind());
-    let mut run = Cancellable::new(handling.as_mut());
+    let mut handling = std::pin::pin!(handler.handle_request(request, cx));
+    let mut run = Cancellable::new(CatchUnwind(handling.as_mut()));
     let outcome = std::future::poll_fn(|cx| match Pin::new(&mut run).poll(cx) {
         // The handler waits: from now on its token is watched, and the next poll registers
         // with it. A handler that answers on its first poll (most do) never makes the token.
@@ -383,18 +381,19 @@ impl Inlet {
         let cancel = admitted.cx.cancel.clone();
         let mut run = self.door.start(request, admitted);
         // The first poll, here. (`None` inside: cancelled.)
-        let (first, answer, run) = match (&mut run).now_or_never() {
-            Some(answer) => {
-                let first = related.try_recv();
-                match (first, answer) {
-                    // Answered with nothing sent before (most requests): nothing else is made.
-                    (None, Some(response)) => return Served::Answered(response),
-                    (None, None) => return Served::Closed,
-                    (first, answer) => (first, answer, None),
+        let (first, answer, run) =
+            match Pin::new(&mut run).poll(&mut Context::from_waker(Waker::noop())) {
+                Poll::Ready(answer) => {
+                    let first = related.try_recv();
+                    match (first, answer) {
+                        // Answered with nothing sent before (most requests): nothing else is made.
+                        (None, Some(response)) => return Served::Answered(response),
+                        (None, None) => return Served::Closed,
+                        (first, answer) => (first, answer, None),
+                    }
                 }
-            }
-            None => (None, None, Some(run)),
-        };
+                Poll::Pending => (None, None, Some(run)),
+            };
         Served::Running(Running {
             id,
             first,

@@ -4,6 +4,7 @@ mod cancel;
 mod driver;
 mod inlet;
 mod peer;
+mod poll;
 mod queue;
 
 use std::future::Future;
@@ -13,7 +14,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_util::task::AtomicWaker;
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
@@ -22,6 +22,9 @@ use tokio_util::sync::CancellationToken;
 pub use cancel::Cancellation;
 pub use inlet::{Inlet, InletLink, Running, Served, Step};
 pub use peer::{Peer, Progress, RequestOptions, ResponseFuture};
+pub use poll::WhenWoken;
+
+use poll::WakerSlot;
 
 use crate::connection::{Connection, Extensions};
 use crate::error::{ErrorObject, TransportError};
@@ -436,7 +439,7 @@ struct Shared {
     pending: Mutex<IdMap<Pending>>,
     inflight: Mutex<IdMap<Cancellation>>,
     cancels: Mutex<Vec<CancelNotice>>,
-    driver_waker: AtomicWaker,
+    driver_waker: WakerSlot,
     close_requested: AtomicBool,
     /// Fires when shutdown begins: handlers are cancelled, new requests fail.
     shutdown: CancellationToken,
@@ -462,7 +465,7 @@ impl Shared {
             pending: Mutex::default(),
             inflight: Mutex::default(),
             cancels: Mutex::default(),
-            driver_waker: AtomicWaker::new(),
+            driver_waker: WakerSlot::default(),
             close_requested: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
             shutting_down: AtomicBool::new(false),
