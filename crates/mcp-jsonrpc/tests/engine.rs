@@ -106,6 +106,9 @@ impl mcp_jsonrpc::Handler for TestHandler {
     async fn handle_notification(&self, n: Notification, _cx: NotificationContext) {
         // Yield so that a wrong implementation could reorder.
         tokio::task::yield_now().await;
+        if n.method == "panic" {
+            panic!("notification handler bug");
+        }
         let params: Value = n.params_as().unwrap_or(Value::Null);
         self.state
             .notifications
@@ -653,6 +656,69 @@ async fn batch_with_bad_elements_answers_each() {
             .iter()
             .any(|a| a["id"] == json!(1) && a["result"] == json!({}))
     );
+}
+
+#[tokio::test]
+async fn a_batch_answers_each_request_when_one_handler_panics() {
+    let (a, b) = tokio::io::duplex(4096);
+    let (read, write) = tokio::io::split(b);
+    let conn = Connection::framed(read, write, Framing::Line, CodecConfig::default());
+    let (_peer, _) = Engine::builder()
+        .batches_allowed(true)
+        .spawn(conn, TestHandler::default());
+    let (raw_read, mut raw_write) = tokio::io::split(a);
+    let mut lines = BufReader::new(raw_read).lines();
+    raw_write
+        .write_all(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"sleep\",\"params\":{\"ms\":30}}, {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"panic\",\"params\":{}}, {\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"echo\",\"params\":{}}]\n")
+        .await
+        .unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+        .await
+        .expect("the batch is answered")
+        .unwrap()
+        .unwrap();
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    let by_id = |id: i64| {
+        answer
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["id"] == json!(id))
+            .cloned()
+            .unwrap_or_else(|| panic!("no answer for {id} in {answer}"))
+    };
+    assert_eq!(by_id(1)["result"], json!({"slept": 30}));
+    assert_eq!(by_id(2)["error"]["code"], json!(codes::INTERNAL_ERROR));
+    assert_eq!(by_id(3)["result"], json!({}));
+}
+
+#[tokio::test]
+async fn a_panicking_notification_handler_leaves_the_connection_serving() {
+    let handler = TestHandler::default();
+    let state = handler.state.clone();
+    let (_peer, mut rx, mut tx) = raw_peer(Engine::builder(), handler);
+    for method in ["panic", "after"] {
+        let n = Notification::with_params(method, &json!({})).unwrap();
+        tx.send(Outbound::new(Message::Notification(n)))
+            .await
+            .unwrap();
+    }
+    tx.send(request(1, "echo", json!({"still": "serving"})))
+        .await
+        .unwrap();
+    let Message::Response(r) = next_message(&mut rx).await else {
+        panic!()
+    };
+    assert_eq!(r.result.unwrap().get(), r#"{"still":"serving"}"#);
+    // Notifications are handled in order, apart from requests: the next one is too.
+    for _ in 0..100 {
+        if !state.notifications.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let seen = state.notifications.lock().unwrap().clone();
+    assert_eq!(seen, vec![json!({"method": "after", "params": {}})]);
 }
 
 #[tokio::test]
