@@ -50,6 +50,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::disallowed_methods)] // memchr's own searchers: the reference
     fn finds_what_memchr_finds() {
         let hay: Vec<u8> = (0..300u32)
             .map(|i| b"ab\ncd\r:ef"[(i * 7 % 9) as usize])
