@@ -160,8 +160,8 @@ impl Shared {
 /// thread of its own with [`run`](Self::run).
 pub struct InlineReader {
     /// Read with `read(2)`; a `File` only for its safe `Read` (any descriptor will do). The
-    /// buffer is not zeroed: a read touches only the pages it fills. (A zeroed 64 KiB buffer
-    /// was sixteen page faults and a tenth of the instructions of a server's start.)
+    /// buffer is not zeroed: a read touches only the pages it fills, and a server's start no
+    /// more than one.
     input: BufReader<File>,
     /// A duplicate of the output descriptor, written with `write(2)` by this thread.
     output: File,
