@@ -629,8 +629,8 @@ async fn batches_follow_the_revision_policy() {
     );
 }
 
-#[tokio::test]
-async fn batch_with_bad_elements_answers_each() {
+/// Sends `batch` as one line to an engine that allows batches and returns its one-line answer.
+async fn batch_answer(batch: &str) -> Value {
     let (a, b) = tokio::io::duplex(4096);
     let (read, write) = tokio::io::split(b);
     let conn = Connection::framed(read, write, Framing::Line, CodecConfig::default());
@@ -640,10 +640,23 @@ async fn batch_with_bad_elements_answers_each() {
     let (raw_read, mut raw_write) = tokio::io::split(a);
     let mut lines = BufReader::new(raw_read).lines();
     raw_write
-        .write_all(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":{}}, 1, {\"foo\":\"boo\"}, {\"jsonrpc\":\"2.0\",\"method\":\"n\"}]\n")
+        .write_all(format!("{batch}\n").as_bytes())
         .await
         .unwrap();
-    let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+        .await
+        .expect("the batch is answered")
+        .unwrap()
+        .unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+#[tokio::test]
+async fn batch_with_bad_elements_answers_each() {
+    let answer = batch_answer(
+        r#"[{"jsonrpc":"2.0","id":1,"method":"echo","params":{}}, 1, {"foo":"boo"}, {"jsonrpc":"2.0","method":"n"}]"#,
+    )
+    .await;
     let answers = answer.as_array().unwrap();
     assert_eq!(answers.len(), 3, "{answer}");
     let errors = answers
@@ -660,24 +673,10 @@ async fn batch_with_bad_elements_answers_each() {
 
 #[tokio::test]
 async fn a_batch_answers_each_request_when_one_handler_panics() {
-    let (a, b) = tokio::io::duplex(4096);
-    let (read, write) = tokio::io::split(b);
-    let conn = Connection::framed(read, write, Framing::Line, CodecConfig::default());
-    let (_peer, _) = Engine::builder()
-        .batches_allowed(true)
-        .spawn(conn, TestHandler::default());
-    let (raw_read, mut raw_write) = tokio::io::split(a);
-    let mut lines = BufReader::new(raw_read).lines();
-    raw_write
-        .write_all(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"sleep\",\"params\":{\"ms\":30}}, {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"panic\",\"params\":{}}, {\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"echo\",\"params\":{}}]\n")
-        .await
-        .unwrap();
-    let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
-        .await
-        .expect("the batch is answered")
-        .unwrap()
-        .unwrap();
-    let answer: Value = serde_json::from_str(&line).unwrap();
+    let answer = batch_answer(
+        r#"[{"jsonrpc":"2.0","id":1,"method":"sleep","params":{"ms":30}}, {"jsonrpc":"2.0","id":2,"method":"panic","params":{}}, {"jsonrpc":"2.0","id":3,"method":"echo","params":{}}]"#,
+    )
+    .await;
     let by_id = |id: i64| {
         answer
             .as_array()
