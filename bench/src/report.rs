@@ -278,10 +278,7 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
          - Rows marked \"(experiment)\" are not what the documentation shows. The multi-threaded \
          rows serve the same `Server` over stdio with `sdk-echo --stdio`: tokio's default \
          multi-threaded runtime (as `#[tokio::main]` builds it), in the binary that also links the \
-         HTTP stack. The lean cold-start row runs `sdk-echo-lean` (`bench/lean`): the stdio server \
-         of `sdk-echo-stdio` with `mcp-server` built without its default `validation` feature (the \
-         JSON Schema validator, which a server whose tools take typed arguments needs only for \
-         constraints their types do not state).\n\
+         HTTP stack.\n\
          - Driver: `driver` speaks raw JSON-RPC and never uses the SDK, so it measures the server. \
          stdio: blocking pipe I/O (a writer and a reader thread when requests are in flight). \
          HTTP: hyper's client on one thread, one keep-alive connection per request in flight. Every \

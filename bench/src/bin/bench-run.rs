@@ -349,20 +349,6 @@ fn plans(s: &Settings, taskset: bool) -> Vec<Plan> {
         [cold(&limit_stdio_cmd), cold(&sdk_multi_thread)],
         120.0,
     );
-    // The lean build a stdio server can choose (mcp-server without its `validation` feature, a
-    // current-thread runtime); built on its own by scripts/bench, skipped when absent.
-    if s.bin_dir.join("sdk-echo-lean").exists() {
-        let lean = bin("sdk-echo-lean");
-        add(
-            "cold-start-lean",
-            Table::ColdStart,
-            "stdio, lean build: no `validation` feature, current-thread runtime (experiment)",
-            false,
-            Goal::None,
-            [cold(&limit_stdio_cmd), cold(&[lean.as_str()])],
-            120.0,
-        );
-    }
 
     if have_client {
         add(

@@ -2,8 +2,7 @@
 //! one typed tool `echo` (input `{text}`, output the text as one text content block), served
 //! by `Server::run_stdio` (its own current-thread runtime). Built as `sdk-echo-stdio`
 //! (bench/stdio: mcp-server's default features), which the benchmark's stdio rows and its
-//! cold-start row run, and as `sdk-echo-lean` (bench/lean: without the `validation` feature),
-//! the lean cold-start experiment.
+//! cold-start row run.
 
 use std::process::ExitCode;
 

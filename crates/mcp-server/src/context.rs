@@ -458,6 +458,9 @@ impl RequestContext {
 
     /// Asks the user for input with an explicit restricted schema (form mode). Accepted content
     /// is checked against the schema before it is returned.
+    ///
+    /// Only with the `validation` feature, which checks the answers.
+    #[cfg(feature = "validation")]
     pub async fn elicit_with_schema(
         &self,
         key: &str,
@@ -467,8 +470,9 @@ impl RequestContext {
         self.elicit_form(key, message, schema, None).await
     }
 
-    /// [`elicit_with_schema`](Self::elicit_with_schema), with the form's fields sent in
-    /// `order` when it is known.
+    /// Asks for a form: one derived from a Rust type, its fields sent in `order`, or (without
+    /// `order`) a hand-written one. The answer is checked against the schema when the type
+    /// does not enforce all it states.
     async fn elicit_form(
         &self,
         key: &str,
@@ -476,13 +480,21 @@ impl RequestContext {
         schema: Value,
         order: Option<Vec<String>>,
     ) -> Result<Elicitation<JsonObject>, AskError> {
+        use crate::validate::CompiledSchema;
         self.require_elicitation("form")?;
-        let schema = crate::schema::restrict_elicitation_schema(schema)
-            .map_err(|e| AskError::InvalidRequest(format!("invalid requested schema: {e}")))?;
-        let checker = crate::validate::CompiledSchema::any(schema.clone())
-            .map_err(|e| AskError::InvalidRequest(format!("invalid requested schema: {e}")))?;
-        let requested_schema = serde_json::from_value(schema)
-            .map_err(|e| AskError::InvalidRequest(format!("invalid requested schema: {e}")))?;
+        let invalid =
+            |e: String| AskError::InvalidRequest(format!("invalid requested schema: {e}"));
+        let mut schema = crate::schema::restrict_elicitation_schema(schema).map_err(invalid)?;
+        let checker = match order {
+            Some(_) => {
+                let checker = CompiledSchema::deferred(schema.clone()).map_err(invalid)?;
+                crate::schema::standard_formats(&mut schema);
+                checker
+            }
+            None => CompiledSchema::object(schema.clone()).map_err(invalid)?,
+        };
+        let requested_schema =
+            serde_json::from_value(schema).map_err(|e| invalid(e.to_string()))?;
         // The generated projection keeps `mode` for 2025-06-18 (the form-params type only exists
         // from 2025-11-25 on, so the generator sees `mode` in every revision that has the type);
         // the field is new in 2025-11-25.
@@ -514,7 +526,7 @@ impl RequestContext {
                 let content = answer.content.unwrap_or_default();
                 let value = Value::Object(content);
                 checker
-                    .check(&value)
+                    .check_if_needed(&value)
                     .map_err(|e| AskError::InvalidResponse(format!("submitted form: {e}")))?;
                 match value {
                     Value::Object(content) => Elicitation::Accepted(content),

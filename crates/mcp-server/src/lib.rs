@@ -5,12 +5,14 @@
 //! A tool is an ordinary async function whose argument type derives `Deserialize` and
 //! `JsonSchema`; the input schema is generated from it, arguments are decoded into it straight
 //! from the request (and checked by the JSON Schema validator, feature `validation`, when the
-//! schema states constraints the type does not enforce), and whatever the function returns is
+//! schema states constraints the type does not enforce; without the feature such a schema is
+//! refused), and whatever the function returns is
 //! converted by [`IntoCallToolResult`]. Results are projected to the client's negotiated
 //! revision, so handler code never branches on the protocol version.
 //!
-//! Features: `stdio` (on by default) serves stdin/stdout and byte streams; `validation` (on by
-//! default) holds the JSON Schema validator, see docs/server.md for what goes without it; `http`
+//! Features: `stdio` (on by default) serves stdin/stdout and byte streams; `validation` holds the
+//! JSON Schema validator that checks constraints types do not enforce and hand-written schemas
+//! (see docs/server.md: without it a server refuses such schemas); `http`
 //! checks the `Mcp-Param-*` headers of stateless Streamable HTTP requests; `tasks` serves tasks;
 //! `skills` serves the Skills extension.
 //!

@@ -32,15 +32,15 @@ pub(crate) fn schema_for<T: JsonSchema>() -> Value {
 /// The restricted, flat schema elicitation allows (`requestedSchema`): an object whose properties
 /// are strings (optionally with `format`, `enum` or `oneOf` of `const`/`title`), numbers,
 /// integers, booleans or arrays of enumerated strings. Optional fields (`Option<T>`) lose their
-/// `null` alternative and are simply not `required`.
+/// `null` alternative and are simply not `required`. It keeps schemars' numeric formats, which
+/// tell the bounds of an integer type (enforced by the type) from a constraint; what is sent goes
+/// through [`standard_formats`].
 pub(crate) fn elicitation_schema_for<T: JsonSchema>() -> Result<Value, String> {
     let generator = settings()
         .for_deserialize()
         .with(|s| s.inline_subschemas = true)
         .into_generator();
-    let mut value = generator.into_root_schema_for::<T>().to_value();
-    standard_formats(&mut value);
-    restrict_elicitation_schema(value)
+    restrict_elicitation_schema(generator.into_root_schema_for::<T>().to_value())
 }
 
 /// The `format`s schemars writes for Rust number types, which JSON Schema 2020-12 does not

@@ -20,16 +20,20 @@ const MAX_REPORTED_ERRORS: usize = 8;
 /// with many tools does no schema work at start-up. Hand-written schemas are compiled (and
 /// refused) when the server is built.
 ///
-/// Without the `validation` feature nothing is compiled and every instance passes: typed tools
-/// rely on their types alone.
+/// Without the `validation` feature nothing is compiled and every instance passes, so a schema
+/// is taken only when nothing needs checking: one derived from a type that enforces all it
+/// states, or a hand-written one that states nothing but its object root. Any other is refused
+/// with the feature's name.
 #[derive(Clone)]
 pub(crate) struct CompiledSchema {
     #[cfg_attr(not(feature = "validation"), allow(dead_code))]
     schema: Arc<Value>,
     #[cfg(feature = "validation")]
     validator: Arc<OnceLock<Result<mcp_jsonschema::Validator, String>>>,
-    /// The schema was derived from a Rust type and says nothing that deserializing into (or
-    /// serializing from) that type does not already enforce; see [`enforced_by_type`].
+    /// Nothing needs checking: the schema was derived from a Rust type and says nothing that
+    /// deserializing into (or serializing from) that type does not already enforce (see
+    /// [`unenforced_keyword`]), or, without the `validation` feature, it states nothing but its
+    /// object root.
     enforced_by_type: bool,
 }
 
@@ -49,19 +53,43 @@ fn require_object_root(schema: &Value) -> Result<(), String> {
 }
 
 impl CompiledSchema {
-    /// Compiles an object schema (the root must say `"type": "object"`, as the MCP schema
-    /// requires for `inputSchema` and `outputSchema`).
+    /// Compiles a hand-written object schema (the root must say `"type": "object"`, as the MCP
+    /// schema requires for `inputSchema` and `outputSchema`, and for elicitation).
+    ///
+    /// Without the `validation` feature only a schema that states nothing but its object root
+    /// is taken: nothing would check the rest.
     pub(crate) fn object(schema: Value) -> Result<Self, String> {
         require_object_root(&schema)?;
+        #[cfg(not(feature = "validation"))]
+        if let Some(keyword) = schema
+            .as_object()
+            .and_then(|root| root.keys().find(|k| !is_annotation(k) && *k != "type"))
+        {
+            return Err(format!(
+                "a hand-written schema with `{keyword}` is checked only with mcp-server's \
+                 `validation` feature"
+            ));
+        }
         Self::any(schema)
     }
 
     /// An object schema derived from a Rust type: the root is checked now, the rest is compiled
     /// when the first instance is checked.
+    ///
+    /// Without the `validation` feature a schema that states more than the type enforces (see
+    /// [`needs_check`](Self::needs_check)) is refused: nothing would check it.
     pub(crate) fn deferred(schema: Value) -> Result<Self, String> {
         require_object_root(&schema)?;
+        let unenforced = unenforced_keyword(&schema);
+        #[cfg(not(feature = "validation"))]
+        if let Some(keyword) = unenforced {
+            return Err(format!(
+                "`{keyword}` states a constraint the Rust type does not enforce; it is checked \
+                 only with mcp-server's `validation` feature"
+            ));
+        }
         Ok(Self {
-            enforced_by_type: enforced_by_type(&schema),
+            enforced_by_type: unenforced.is_none(),
             schema: Arc::new(schema),
             #[cfg(feature = "validation")]
             validator: Arc::new(OnceLock::new()),
@@ -72,7 +100,7 @@ impl CompiledSchema {
     /// schema was derived from: deserializing into it (input) or having been serialized from it
     /// (output) enforces everything the schema says.
     pub(crate) fn needs_check(&self) -> bool {
-        cfg!(feature = "validation") && !self.enforced_by_type
+        !self.enforced_by_type
     }
 
     /// [`check`](Self::check) when [`needs_check`](Self::needs_check), else `Ok`.
@@ -86,7 +114,7 @@ impl CompiledSchema {
 
     /// Compiles any schema.
     #[cfg(feature = "validation")]
-    pub(crate) fn any(schema: Value) -> Result<Self, String> {
+    fn any(schema: Value) -> Result<Self, String> {
         let validator = mcp_jsonschema::Validator::new(&schema).map_err(|e| e.to_string())?;
         Ok(Self {
             enforced_by_type: false,
@@ -95,16 +123,17 @@ impl CompiledSchema {
         })
     }
 
-    /// Takes any schema (nothing checks it without the `validation` feature).
+    /// Takes a schema that states nothing but its object root.
     #[cfg(not(feature = "validation"))]
-    pub(crate) fn any(schema: Value) -> Result<Self, String> {
+    fn any(schema: Value) -> Result<Self, String> {
         Ok(Self {
-            enforced_by_type: false,
+            enforced_by_type: true,
             schema: Arc::new(schema),
         })
     }
 
-    /// Every instance passes without the `validation` feature.
+    /// Without the `validation` feature every schema the server took is enforced by its Rust
+    /// type or states nothing but its root, which the caller has checked.
     #[cfg(not(feature = "validation"))]
     pub(crate) fn check(&self, _instance: &Value) -> Result<(), String> {
         Ok(())
@@ -156,47 +185,66 @@ impl CompiledSchema {
     }
 }
 
-/// Whether a schema derived from a Rust type states only what serde enforces for that type:
-/// types, properties, required fields, enums, nesting and references, plus annotations. Any other
-/// keyword (`minimum` on a signed field, `pattern`, `minLength`, `uniqueItems`, ...: constraints
-/// a schemars attribute or a hand-written `JsonSchema` impl can add) makes the schema worth
-/// checking with a validator. Unknown keywords are taken as constraints; `x-` extensions are
-/// annotations.
-fn enforced_by_type(schema: &Value) -> bool {
+/// The first keyword of a schema derived from a Rust type that deserializing into that type
+/// does not enforce, or `None` when it states only types, properties, required fields, enums,
+/// nesting and references, plus annotations. Any other keyword (`minimum` on a signed field,
+/// `pattern`, `minLength`, `uniqueItems`, ...: constraints a schemars attribute or a
+/// hand-written `JsonSchema` impl can add) makes the schema worth checking with a validator.
+/// Unknown keywords are taken as constraints; `x-` extensions are annotations.
+fn unenforced_keyword(schema: &Value) -> Option<String> {
     /// A bounded walk: derived schemas are small, and a deep one is simply checked.
-    fn walk(schema: &Value, depth: usize) -> bool {
+    fn walk(schema: &Value, depth: usize) -> Option<String> {
         if depth > 32 {
-            return false;
+            return Some("(nesting deeper than 32)".to_owned());
         }
         let object = match schema {
-            Value::Bool(_) => return true,
+            Value::Bool(_) => return None,
             Value::Object(object) => object,
-            _ => return false,
+            _ => return Some("(a schema that is not an object)".to_owned()),
         };
         let format = object.get("format").and_then(Value::as_str);
-        object
-            .iter()
-            .all(|(keyword, value)| match keyword.as_str() {
-                "$schema" | "$id" | "$comment" | "title" | "description" | "default"
-                | "examples" | "deprecated" | "readOnly" | "writeOnly" | "type" | "required"
-                | "enum" | "const" | "$ref" => true,
+        object.iter().find_map(|(keyword, value)| {
+            let enforced = match keyword.as_str() {
+                k if is_annotation(k) => true,
+                "type" | "required" | "enum" | "const" | "$ref" => true,
                 // The numeric formats schemars writes for Rust number types; a string format
                 // (`email`, `uri`, ...) may come from an attribute serde does not enforce.
                 "format" => format.is_some_and(numeric_format),
                 // Integer bounds schemars states for the width of an integer type, which
                 // deserializing into that type enforces.
                 "minimum" | "maximum" => integer_bound_of_format(format, keyword, value),
-                "properties" | "$defs" | "definitions" => value
-                    .as_object()
-                    .is_some_and(|m| m.values().all(|s| walk(s, depth + 1))),
-                "items" | "additionalProperties" => walk(value, depth + 1),
-                "anyOf" | "oneOf" | "allOf" => value
-                    .as_array()
-                    .is_some_and(|a| a.iter().all(|s| walk(s, depth + 1))),
-                other => other.starts_with("x-"),
-            })
+                "properties" | "$defs" | "definitions" => match value.as_object() {
+                    Some(map) => return map.values().find_map(|s| walk(s, depth + 1)),
+                    None => false,
+                },
+                "items" | "additionalProperties" => return walk(value, depth + 1),
+                "anyOf" | "oneOf" | "allOf" => match value.as_array() {
+                    Some(list) => return list.iter().find_map(|s| walk(s, depth + 1)),
+                    None => false,
+                },
+                _ => false,
+            };
+            (!enforced).then(|| keyword.clone())
+        })
     }
     walk(schema, 0)
+}
+
+/// Keywords that describe and constrain nothing (`x-` extensions among them).
+fn is_annotation(keyword: &str) -> bool {
+    matches!(
+        keyword,
+        "$schema"
+            | "$id"
+            | "$comment"
+            | "title"
+            | "description"
+            | "default"
+            | "examples"
+            | "deprecated"
+            | "readOnly"
+            | "writeOnly"
+    ) || keyword.starts_with("x-")
 }
 
 fn numeric_format(format: &str) -> bool {
@@ -365,16 +413,55 @@ mod without_validation {
     use super::*;
     use serde_json::json;
 
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Plain {
+        count: u32,
+        tags: Vec<String>,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Constrained {
+        #[schemars(range(min = 1, max = 10))]
+        n: i32,
+    }
+
     #[test]
-    fn nothing_is_checked_but_the_root() {
-        assert!(CompiledSchema::object(json!({"type": "string"})).is_err());
-        let s = CompiledSchema::object(json!({
-            "type": "object",
-            "properties": {"n": {"type": "integer", "minimum": 1}}
-        }))
-        .unwrap();
+    fn a_schema_the_type_enforces_is_taken_and_needs_no_check() {
+        let s = CompiledSchema::deferred(crate::schema::input_schema_for::<Plain>()).unwrap();
         assert!(!s.needs_check());
-        assert!(s.check(&json!({"n": 0})).is_ok());
-        assert!(CompiledSchema::any(json!({"type": 12})).is_ok());
+        assert!(CompiledSchema::deferred(json!({"type": "string"})).is_err());
+    }
+
+    #[test]
+    fn constraints_nothing_would_check_are_refused_with_the_feature_named() {
+        let err =
+            CompiledSchema::deferred(crate::schema::input_schema_for::<Constrained>()).unwrap_err();
+        assert!(
+            err.contains("`maximum`") && err.contains("`validation`"),
+            "{err}"
+        );
+        let err = CompiledSchema::deferred(json!({"type": "object", "properties": {
+            "name": {"type": "string", "pattern": "^a"}
+        }}))
+        .unwrap_err();
+        assert!(err.contains("`pattern`"), "{err}");
+    }
+
+    #[test]
+    fn hand_written_schemas_are_taken_only_when_they_state_nothing_but_the_root() {
+        let bare = json!({"type": "object", "description": "no arguments", "x-note": 1});
+        assert!(!CompiledSchema::object(bare).unwrap().needs_check());
+        let err = CompiledSchema::object(json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer"}}
+        }))
+        .unwrap_err();
+        assert!(
+            err.contains("`properties`") && err.contains("`validation`"),
+            "{err}"
+        );
+        assert!(CompiledSchema::object(json!({"type": "string"})).is_err());
     }
 }

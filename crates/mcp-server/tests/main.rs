@@ -9,6 +9,10 @@ mod support;
 mod inlet;
 #[cfg(feature = "http")]
 mod param_headers;
+// Their schemas state constraints the types do not enforce.
+#[cfg(feature = "validation")]
 mod schemas;
 mod session;
 mod typed_args;
+#[cfg(not(feature = "validation"))]
+mod without_validation;

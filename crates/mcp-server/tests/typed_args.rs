@@ -159,6 +159,8 @@ async fn a_prompt_argument_that_does_not_parse_is_invalid_params_naming_it() {
     assert!(e.message.contains("days"), "{}", e.message);
 }
 
+// `level` and `positive` state ranges their types do not enforce.
+#[cfg(feature = "validation")]
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[allow(dead_code)]
 struct Numbers {
@@ -177,6 +179,7 @@ struct Numbers {
     list: Vec<i8>,
 }
 
+#[cfg(feature = "validation")]
 #[derive(serde::Serialize, schemars::JsonSchema)]
 struct Measured {
     total: u32,
@@ -184,6 +187,7 @@ struct Measured {
 }
 
 /// Every `format` in a schema, and the schema objects that carry one.
+#[cfg(feature = "validation")]
 fn formats(schema: &Value, found: &mut Vec<String>) {
     match schema {
         Value::Object(map) => {
@@ -197,6 +201,7 @@ fn formats(schema: &Value, found: &mut Vec<String>) {
     }
 }
 
+#[cfg(feature = "validation")]
 #[tokio::test]
 async fn derived_schemas_use_only_standard_formats_and_keep_integer_ranges() {
     let server = Server::builder(Implementation::new("numbers", "1.0.0"))
