@@ -35,7 +35,6 @@ use mcp_types::skills::{
 use mcp_types::{ReadResourceResult, ResourceContentsKind};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sha2::{Digest as _, Sha256};
 
 use crate::error::CallError;
 use crate::session::ClientSession;
@@ -408,7 +407,7 @@ pub fn verify(
             actual,
         });
     }
-    let digest = wire::format_digest(&Sha256::digest(bytes).into());
+    let digest = wire::format_digest(&hmac_sha256::Hash::hash(bytes));
     if digest != entry.digest {
         return Err(SkillError::DigestMismatch {
             uri: uri.to_owned(),
@@ -446,7 +445,7 @@ mod tests {
     const MD: &str = "---\nname: pdf\ndescription: PDFs\n---\nBody\n";
 
     fn entry(md: &str) -> Skill {
-        let digest = wire::format_digest(&Sha256::digest(md.as_bytes()).into());
+        let digest = wire::format_digest(&hmac_sha256::Hash::hash(md.as_bytes()));
         serde_json::from_value(json!({
             "uri": "skill://pdf/SKILL.md",
             "frontmatter": {"name": "pdf", "description": "PDFs"},

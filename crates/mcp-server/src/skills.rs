@@ -43,7 +43,6 @@ use mcp_types::wire::CacheHint;
 use mcp_types::{JsonObject, ResourceContentsKind};
 use serde_json::Value;
 use serde_json::value::RawValue;
-use sha2::{Digest as _, Sha256};
 
 use crate::ext::ResourceContentsExt as _;
 
@@ -665,7 +664,7 @@ impl File {
 
 /// `sha256:<hex>` of `bytes`.
 pub fn digest(bytes: &[u8]) -> String {
-    wire::format_digest(&Sha256::digest(bytes).into())
+    wire::format_digest(&hmac_sha256::Hash::hash(bytes))
 }
 
 fn decode<T: serde::de::DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {

@@ -33,11 +33,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
-use hmac::{Hmac, Mac};
+use hmac_sha256::{HMAC, Hash};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-
-type HmacSha256 = Hmac<Sha256>;
 
 const FORMAT: u8 = 1;
 const KEY_ID_LEN: usize = 8;
@@ -54,7 +51,7 @@ const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL
 #[derive(Clone)]
 pub struct SealingKey {
     id: [u8; KEY_ID_LEN],
-    mac: HmacSha256,
+    secret: Arc<[u8]>,
 }
 
 impl fmt::Debug for SealingKey {
@@ -103,15 +100,15 @@ impl SealingKey {
         if secret.len() < Self::MIN_LEN {
             return Err(KeyError::TooShort { len: secret.len() });
         }
-        let mac = HmacSha256::new_from_slice(secret)
-            .map_err(|_| KeyError::TooShort { len: secret.len() })?;
-        let digest = Sha256::new()
-            .chain_update(b"mcp requestState key id\0")
-            .chain_update(secret)
-            .finalize();
+        let mut digest = Hash::new();
+        digest.update(b"mcp requestState key id\0");
+        digest.update(secret);
         let mut id = [0; KEY_ID_LEN];
-        id.copy_from_slice(&digest[..KEY_ID_LEN]);
-        Ok(Self { id, mac })
+        id.copy_from_slice(&digest.finalize()[..KEY_ID_LEN]);
+        Ok(Self {
+            id,
+            secret: secret.into(),
+        })
     }
 
     /// A fresh random key from the operating system. Only this process knows it, so states it
@@ -208,11 +205,10 @@ impl Binding {
     /// Binds the authenticated principal (for example an OAuth subject): another principal
     /// cannot use the state.
     pub fn subject(mut self, subject: &str) -> Self {
-        self.subject = Sha256::new()
-            .chain_update(b"mcp requestState subject\0")
-            .chain_update(subject.as_bytes())
-            .finalize()
-            .into();
+        let mut digest = Hash::new();
+        digest.update(b"mcp requestState subject\0");
+        digest.update(subject.as_bytes());
+        self.subject = digest.finalize();
         self
     }
 
@@ -233,11 +229,10 @@ fn digest_arguments(arguments: Option<&Value>) -> [u8; DIGEST_LEN] {
         None | Some(Value::Null) => canonical.extend_from_slice(b"{}"),
         Some(v) => write_canonical(v, &mut canonical),
     }
-    Sha256::new()
-        .chain_update(b"mcp requestState arguments\0")
-        .chain_update(&canonical)
-        .finalize()
-        .into()
+    let mut digest = Hash::new();
+    digest.update(b"mcp requestState arguments\0");
+    digest.update(&canonical);
+    digest.finalize()
 }
 
 /// JSON with object keys sorted, so the digest does not depend on key order.
@@ -608,9 +603,8 @@ impl RequestStateSealer {
         raw.extend_from_slice(&binding.subject);
         raw.extend_from_slice(&state.round.to_be_bytes());
         raw.extend_from_slice(&body);
-        let mut mac = self.current.mac.clone();
-        mac.update(&raw);
-        raw.extend_from_slice(&mac.finalize().into_bytes());
+        let mac = HMAC::mac(&raw, &self.current.secret);
+        raw.extend_from_slice(&mac);
         Ok(B64.encode(raw))
     }
 
@@ -635,9 +629,12 @@ impl RequestStateSealer {
             .find(|k| k.id[..] == raw[1..1 + KEY_ID_LEN])
             .ok_or(StateError::UnknownKey)?;
         let (signed, tag) = raw.split_at(raw.len() - MAC_LEN);
-        let mut mac = key.mac.clone();
+        let mut mac = HMAC::new(&key.secret);
         mac.update(signed);
-        mac.verify_slice(tag).map_err(|_| StateError::Tampered)?;
+        // Constant-time.
+        if !tag.try_into().is_ok_and(|tag| mac.finalize_verify(tag)) {
+            return Err(StateError::Tampered);
+        }
 
         let mut r = Reader {
             rest: &signed[1 + KEY_ID_LEN..],
@@ -899,7 +896,34 @@ mod tests {
         let a = SealingKey::generate().unwrap();
         let b = SealingKey::generate().unwrap();
         assert_ne!(a.id, b.id);
-        assert!(!format!("{a:?}").contains("mac"));
+        assert!(!format!("{a:?}").contains("secret"));
+    }
+
+    /// A state sealed by an earlier build (the same key, at the same time) still opens: the
+    /// format and its digests and MAC do not change under a rolling upgrade.
+    #[test]
+    fn opens_a_state_sealed_by_an_earlier_build() {
+        const SEALED: &str = "AZbcS69wxY05AAAAAAAJK6hIbu1FeaiWjkudMJYMHdXJCnRvb2xzL2NhbGwABmRlcGxvecwwp\
+            lo1BFLY8hQ1J-bIBxyNsKFvjRi5RZXqFQnJaN6cjTo-kdhcvp-S72qsxWSGXbtZUwQE79HYuoeB3hkaVa0AAnsicyI\
+            6eyJzdGVwIjoyfSwiYSI6eyJ1c2VyX25hbWUiOnsiYWN0aW9uIjoiYWNjZXB0In19faLTA_BEShKIf-8M9CEVjduK5U\
+            yXMQJe4IZnoEvjGLk9";
+        let sealer = RequestStateSealer::new(key(7)).with_clock(|| 1_000);
+        let alice = binding().subject("alice");
+        let opened = sealer.open(SEALED, &alice).unwrap();
+        assert_eq!(opened.round, 2);
+        assert_eq!(opened.state, Some(json!({"step": 2})));
+        assert_eq!(opened.answers["user_name"], json!({"action": "accept"}));
+        // Its MAC covers every byte.
+        let mut tampered = SEALED.to_owned();
+        tampered.replace_range(40..41, "A");
+        assert_eq!(
+            sealer.open(&tampered, &alice).unwrap_err(),
+            StateError::Tampered
+        );
+        assert_eq!(
+            sealer.open(SEALED, &binding().subject("bob")).unwrap_err(),
+            StateError::WrongSubject
+        );
     }
 
     #[test]
