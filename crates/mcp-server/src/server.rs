@@ -1271,9 +1271,14 @@ fn template_completer<'s>(
     Ok(s.template_completions.get(&(uri.to_owned(), argument)))
 }
 
-/// What a server built without the `tasks` or the `skills` feature declares and answers.
+/// What a server built without the `tasks`, the `skills` or the `validation` feature declares
+/// and answers.
 #[cfg(test)]
-#[cfg(any(not(feature = "tasks"), not(feature = "skills")))]
+#[cfg(any(
+    not(feature = "tasks"),
+    not(feature = "skills"),
+    not(feature = "validation")
+))]
 mod without_features {
     use super::*;
     use mcp_jsonrpc::{CallError, Engine, Peer, RequestOptions, memory_pair};
@@ -1377,5 +1382,86 @@ mod without_features {
             assert!(method_not_found(answer), "{method}");
         }
         assert!(method_not_found(call(&peer, "tasks/list", json!({})).await));
+    }
+
+    /// Without `validation` a constraint its type does not enforce is refused, not ignored:
+    /// at build when schemas are checked there, else by leaving the tool out.
+    #[cfg(not(feature = "validation"))]
+    #[tokio::test]
+    async fn a_constraint_nothing_would_check_is_refused() {
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        struct Plain {
+            count: u32,
+        }
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        struct Ranged {
+            #[schemars(range(min = 1, max = 10))]
+            level: i32,
+        }
+        let tools = |check: bool| {
+            Server::builder(Implementation::new("t", "1"))
+                .check_schemas_at_build(check)
+                .tool(
+                    Tool::new("plain"),
+                    |_cx: crate::ToolContext, a: Plain| async move { a.count.to_string() },
+                )
+                .tool(
+                    Tool::new("ranged"),
+                    |_cx: crate::ToolContext, a: Ranged| async move { a.level.to_string() },
+                )
+                .build()
+        };
+        let err = tools(true).unwrap_err();
+        assert!(
+            matches!(&err, BuildError::InvalidSchema { tool, .. } if tool == "ranged")
+                && err.to_string().contains("`validation` feature"),
+            "{err}"
+        );
+
+        let peer = serve(tools(false).unwrap());
+        initialize(&peer, json!({})).await;
+        let list = call(&peer, "tools/list", json!({})).await.unwrap();
+        let names: Vec<&str> = list["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, ["plain"]);
+        let plain = json!({"name": "plain", "arguments": {"count": 3}});
+        let ok = call(&peer, "tools/call", plain).await.unwrap();
+        assert_eq!(ok["content"][0]["text"], "3");
+        let ranged = json!({"name": "ranged", "arguments": {"level": 0}});
+        let err = call(&peer, "tools/call", ranged).await.unwrap_err();
+        assert!(matches!(err, CallError::Rpc(e) if e.code == crate::codes::INTERNAL_ERROR));
+    }
+
+    /// Without `validation` a hand-written schema is taken only when it states nothing but its
+    /// object root.
+    #[cfg(not(feature = "validation"))]
+    #[tokio::test]
+    async fn a_hand_written_schema_needs_the_validator_unless_it_states_nothing() {
+        let raw = |schema: Value| {
+            Server::builder(Implementation::new("t", "1"))
+                .tool_raw(
+                    Tool::new("raw").input_schema(schema),
+                    |_cx: RequestContext, args: Value| async move { args.to_string() },
+                )
+                .build()
+        };
+        let typed = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let err = raw(typed).unwrap_err();
+        assert!(
+            matches!(&err, BuildError::InvalidSchema { tool, .. } if tool == "raw")
+                && err.to_string().contains("`validation` feature"),
+            "{err}"
+        );
+
+        let bare = json!({"type": "object", "properties": {}, "description": "anything"});
+        let peer = serve(raw(bare).unwrap());
+        initialize(&peer, json!({})).await;
+        let called = json!({"name": "raw", "arguments": {"n": 1}});
+        let out = call(&peer, "tools/call", called).await.unwrap();
+        assert_eq!(out["content"][0]["text"], r#"{"n":1}"#);
     }
 }

@@ -57,14 +57,16 @@ impl CompiledSchema {
     /// schema requires for `inputSchema` and `outputSchema`, and for elicitation).
     ///
     /// Without the `validation` feature only a schema that states nothing but its object root
-    /// is taken: nothing would check the rest.
+    /// (annotations aside, and an empty `properties` or `required`) is taken: nothing would
+    /// check the rest.
     pub(crate) fn object(schema: Value) -> Result<Self, String> {
         require_object_root(&schema)?;
         #[cfg(not(feature = "validation"))]
-        if let Some(keyword) = schema
-            .as_object()
-            .and_then(|root| root.keys().find(|k| !is_annotation(k) && *k != "type"))
-        {
+        if let Some(keyword) = schema.as_object().and_then(|root| {
+            root.iter()
+                .find(|(k, v)| !is_annotation(k) && *k != "type" && !states_nothing(k, v))
+                .map(|(k, _)| k)
+        }) {
             return Err(format!(
                 "a hand-written schema with `{keyword}` is checked only with mcp-server's \
                  `validation` feature"
@@ -228,6 +230,16 @@ fn unenforced_keyword(schema: &Value) -> Option<String> {
         })
     }
     walk(schema, 0)
+}
+
+/// An empty `properties` or `required`: it constrains nothing.
+#[cfg(not(feature = "validation"))]
+fn states_nothing(keyword: &str, value: &Value) -> bool {
+    match (keyword, value) {
+        ("properties", Value::Object(map)) => map.is_empty(),
+        ("required", Value::Array(list)) => list.is_empty(),
+        _ => false,
+    }
 }
 
 /// Keywords that describe and constrain nothing (`x-` extensions among them).

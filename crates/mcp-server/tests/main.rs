@@ -14,5 +14,3 @@ mod param_headers;
 mod schemas;
 mod session;
 mod typed_args;
-#[cfg(not(feature = "validation"))]
-mod without_validation;
