@@ -82,7 +82,7 @@ impl CompiledSchema {
     /// [`needs_check`](Self::needs_check)) is refused: nothing would check it.
     pub(crate) fn deferred(schema: Value) -> Result<Self, String> {
         require_object_root(&schema)?;
-        let unenforced = unenforced_keyword(&schema);
+        let unenforced = unenforced_keyword(&schema, cfg!(feature = "validation"));
         #[cfg(not(feature = "validation"))]
         if let Some(keyword) = unenforced {
             return Err(format!(
@@ -193,9 +193,16 @@ impl CompiledSchema {
 /// `pattern`, `minLength`, `uniqueItems`, ...: constraints a schemars attribute or a
 /// hand-written `JsonSchema` impl can add) makes the schema worth checking with a validator.
 /// Unknown keywords are taken as constraints; `x-` extensions are annotations.
-fn unenforced_keyword(schema: &Value) -> Option<String> {
+///
+/// A string `format` (`email`, `uri`, `uuid`, `date-time`, ...) counts as a constraint only
+/// when `formats_assert`: with the validator, which checks them. Without it a `format` is the
+/// annotation JSON Schema 2020-12 makes it by default; the types that write one (`Uuid`,
+/// `DateTime`, `Url`) check it when they are deserialized, and an attribute that only adds one
+/// (`#[schemars(email)]`) asks for nothing more than an annotation.
+fn unenforced_keyword(schema: &Value, formats_assert: bool) -> Option<String> {
     /// A bounded walk: derived schemas are small, and a deep one is simply checked.
-    fn walk(schema: &Value, depth: usize) -> Option<String> {
+    fn walk(schema: &Value, formats_assert: bool, depth: usize) -> Option<String> {
+        let nested = |schema: &Value| walk(schema, formats_assert, depth + 1);
         if depth > 32 {
             return Some("(nesting deeper than 32)".to_owned());
         }
@@ -211,17 +218,17 @@ fn unenforced_keyword(schema: &Value) -> Option<String> {
                 "type" | "required" | "enum" | "const" | "$ref" => true,
                 // The numeric formats schemars writes for Rust number types; a string format
                 // (`email`, `uri`, ...) may come from an attribute serde does not enforce.
-                "format" => format.is_some_and(numeric_format),
+                "format" => !formats_assert || format.is_some_and(numeric_format),
                 // Integer bounds schemars states for the width of an integer type, which
                 // deserializing into that type enforces.
                 "minimum" | "maximum" => integer_bound_of_format(format, keyword, value),
                 "properties" | "$defs" | "definitions" => match value.as_object() {
-                    Some(map) => return map.values().find_map(|s| walk(s, depth + 1)),
+                    Some(map) => return map.values().find_map(nested),
                     None => false,
                 },
-                "items" | "additionalProperties" => return walk(value, depth + 1),
+                "items" | "additionalProperties" => return nested(value),
                 "anyOf" | "oneOf" | "allOf" => match value.as_array() {
-                    Some(list) => return list.iter().find_map(|s| walk(s, depth + 1)),
+                    Some(list) => return list.iter().find_map(nested),
                     None => false,
                 },
                 _ => false,
@@ -229,7 +236,7 @@ fn unenforced_keyword(schema: &Value) -> Option<String> {
             (!enforced).then(|| keyword.clone())
         })
     }
-    walk(schema, 0)
+    walk(schema, formats_assert, 0)
 }
 
 /// An empty `properties` or `required`: it constrains nothing.
@@ -459,6 +466,18 @@ mod without_validation {
         }}))
         .unwrap_err();
         assert!(err.contains("`pattern`"), "{err}");
+    }
+
+    /// A string `format` is an annotation without the validator (JSON Schema 2020-12's
+    /// default): a `Uuid` or `DateTime` argument, whose type checks it, is not refused.
+    #[test]
+    fn string_formats_are_annotations() {
+        let s = CompiledSchema::deferred(json!({"type": "object", "properties": {
+            "id": {"type": "string", "format": "uuid"},
+            "at": {"type": "string", "format": "date-time"}
+        }}))
+        .unwrap();
+        assert!(!s.needs_check());
     }
 
     #[test]
