@@ -255,6 +255,16 @@ fn outgoing<T: Serialize + Project>(
 }
 
 /// An elicitation with `params`, as an input request.
+/// The form [`RequestContext::elicit_form`] asks with.
+enum Form {
+    /// Derived from a Rust type and restricted already ([`crate::schema::elicitation_schema_for`]),
+    /// with schemars' numeric formats; its fields are sent in `order`.
+    Derived { schema: Value, order: Vec<String> },
+    /// Written by hand; restricted when it is asked.
+    #[cfg(feature = "validation")]
+    HandWritten(Value),
+}
+
 fn elicit_request(params: ElicitRequestParams) -> InputRequest {
     InputRequest::Elicit(ElicitRequest {
         id: None,
@@ -444,7 +454,10 @@ impl RequestContext {
         })?;
         // The form's fields in the order `T` declares them, not the schema map's.
         let order = crate::schema::property_order(&schema, crate::schema::declared_fields::<T>());
-        match self.elicit_form(key, message, schema, Some(order)).await? {
+        match self
+            .elicit_form(key, message, Form::Derived { schema, order })
+            .await?
+        {
             Elicitation::Accepted(content) => {
                 let value = serde_json::from_value(Value::Object(content)).map_err(|e| {
                     AskError::InvalidResponse(format!("the submitted form does not match: {e}"))
@@ -467,31 +480,37 @@ impl RequestContext {
         message: &str,
         schema: Value,
     ) -> Result<Elicitation<JsonObject>, AskError> {
-        self.elicit_form(key, message, schema, None).await
+        self.elicit_form(key, message, Form::HandWritten(schema))
+            .await
     }
 
-    /// Asks for a form: one derived from a Rust type, its fields sent in `order`, or (without
-    /// `order`) a hand-written one. The answer is checked against the schema when the type
-    /// does not enforce all it states.
+    /// Asks for `form`. The answer is checked against its schema when the schema states more
+    /// than a derived form's type enforces.
     async fn elicit_form(
         &self,
         key: &str,
         message: &str,
-        schema: Value,
-        order: Option<Vec<String>>,
+        form: Form,
     ) -> Result<Elicitation<JsonObject>, AskError> {
         use crate::validate::CompiledSchema;
         self.require_elicitation("form")?;
         let invalid =
             |e: String| AskError::InvalidRequest(format!("invalid requested schema: {e}"));
-        let mut schema = crate::schema::restrict_elicitation_schema(schema).map_err(invalid)?;
-        let checker = match order {
-            Some(_) => {
+        let (checker, schema, order) = match form {
+            Form::Derived { mut schema, order } => {
                 let checker = CompiledSchema::deferred(schema.clone()).map_err(invalid)?;
                 crate::schema::standard_formats(&mut schema);
-                checker
+                (checker, schema, Some(order))
             }
-            None => CompiledSchema::object(schema.clone()).map_err(invalid)?,
+            #[cfg(feature = "validation")]
+            Form::HandWritten(schema) => {
+                let schema = crate::schema::restrict_elicitation_schema(schema).map_err(invalid)?;
+                (
+                    CompiledSchema::object(schema.clone()).map_err(invalid)?,
+                    schema,
+                    None,
+                )
+            }
         };
         let requested_schema =
             serde_json::from_value(schema).map_err(|e| invalid(e.to_string()))?;

@@ -6,9 +6,9 @@
 //! `JsonSchema`; the input schema is generated from it, arguments are decoded into it straight
 //! from the request (and checked by the JSON Schema validator, feature `validation`, when the
 //! schema states constraints the type does not enforce; without the feature such a schema is
-//! refused), and whatever the function returns is
-//! converted by [`IntoCallToolResult`]. Results are projected to the client's negotiated
-//! revision, so handler code never branches on the protocol version.
+//! refused), and whatever the function returns is converted by [`IntoCallToolResult`]. Results
+//! are projected to the client's negotiated revision, so handler code never branches on the
+//! protocol version.
 //!
 //! Features: `stdio` (on by default) serves stdin/stdout and byte streams; `validation` holds the
 //! JSON Schema validator that checks constraints types do not enforce and hand-written schemas

@@ -1384,6 +1384,16 @@ mod without_features {
         assert!(method_not_found(call(&peer, "tasks/list", json!({})).await));
     }
 
+    /// `err` refuses `tool`'s schema, naming the feature that would check it.
+    #[cfg(not(feature = "validation"))]
+    fn refused_for_the_validator(err: BuildError, tool: &str) {
+        assert!(
+            matches!(&err, BuildError::InvalidSchema { tool: t, .. } if t == tool)
+                && err.to_string().contains("`validation` feature"),
+            "{err}"
+        );
+    }
+
     /// Without `validation` a constraint its type does not enforce is refused, not ignored:
     /// at build when schemas are checked there, else by leaving the tool out.
     #[cfg(not(feature = "validation"))]
@@ -1411,12 +1421,7 @@ mod without_features {
                 )
                 .build()
         };
-        let err = tools(true).unwrap_err();
-        assert!(
-            matches!(&err, BuildError::InvalidSchema { tool, .. } if tool == "ranged")
-                && err.to_string().contains("`validation` feature"),
-            "{err}"
-        );
+        refused_for_the_validator(tools(true).unwrap_err(), "ranged");
 
         let peer = serve(tools(false).unwrap());
         initialize(&peer, json!({})).await;
@@ -1450,12 +1455,7 @@ mod without_features {
                 .build()
         };
         let typed = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
-        let err = raw(typed).unwrap_err();
-        assert!(
-            matches!(&err, BuildError::InvalidSchema { tool, .. } if tool == "raw")
-                && err.to_string().contains("`validation` feature"),
-            "{err}"
-        );
+        refused_for_the_validator(raw(typed).unwrap_err(), "raw");
 
         let bare = json!({"type": "object", "properties": {}, "description": "anything"});
         let peer = serve(raw(bare).unwrap());

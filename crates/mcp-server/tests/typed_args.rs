@@ -405,3 +405,62 @@ async fn prompt_arguments_are_listed_in_declaration_order() {
         "{list}"
     );
 }
+
+/// A form whose schema states more than its type enforces.
+#[cfg(feature = "validation")]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Nick {
+    #[schemars(length(min = 3))]
+    name: String,
+}
+
+/// An accepted answer is checked against the form's schema, derived or written by hand: one
+/// that breaks it is refused, not handed to the tool.
+#[cfg(feature = "validation")]
+#[tokio::test]
+async fn an_answer_that_breaks_the_form_is_refused() {
+    let server = Server::builder(Implementation::new("forms", "1.0.0"))
+        .tool(
+            Tool::new("typed"),
+            |cx: ToolContext, _: NoArgs| async move {
+                match cx.elicit::<Nick>("nick", "Your nick").await {
+                    Ok(Elicitation::Accepted(nick)) => nick.name,
+                    Ok(_) => "declined".to_owned(),
+                    Err(e) => format!("refused: {e}"),
+                }
+            },
+        )
+        .tool(
+            Tool::new("by-hand"),
+            |cx: ToolContext, _: NoArgs| async move {
+                let schema = json!({"type": "object", "properties": {
+                "name": {"type": "string", "minLength": 3}
+            }, "required": ["name"]});
+                match cx.elicit_with_schema("nick", "Your nick", schema).await {
+                    Ok(Elicitation::Accepted(form)) => form["name"].to_string(),
+                    Ok(_) => "declined".to_owned(),
+                    Err(e) => format!("refused: {e}"),
+                }
+            },
+        )
+        .build()
+        .unwrap();
+    for (answer, refused) in [("ab", true), ("abc", false)] {
+        let client = FormClient {
+            answer: json!({"name": answer}),
+            ..FormClient::default()
+        };
+        let peer = start(server.clone(), client).await;
+        for tool in ["typed", "by-hand"] {
+            let result = call(&peer, "tools/call", json!({"name": tool, "arguments": {}}))
+                .await
+                .unwrap();
+            let text = result["content"][0]["text"].as_str().unwrap();
+            assert_eq!(
+                text.starts_with("refused:"),
+                refused,
+                "{tool} {answer}: {text}"
+            );
+        }
+    }
+}

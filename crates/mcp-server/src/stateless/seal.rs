@@ -100,11 +100,8 @@ impl SealingKey {
         if secret.len() < Self::MIN_LEN {
             return Err(KeyError::TooShort { len: secret.len() });
         }
-        let mut digest = Hash::new();
-        digest.update(b"mcp requestState key id\0");
-        digest.update(secret);
         let mut id = [0; KEY_ID_LEN];
-        id.copy_from_slice(&digest.finalize()[..KEY_ID_LEN]);
+        id.copy_from_slice(&labelled_digest(b"mcp requestState key id\0", secret)[..KEY_ID_LEN]);
         Ok(Self {
             id,
             secret: secret.into(),
@@ -205,10 +202,7 @@ impl Binding {
     /// Binds the authenticated principal (for example an OAuth subject): another principal
     /// cannot use the state.
     pub fn subject(mut self, subject: &str) -> Self {
-        let mut digest = Hash::new();
-        digest.update(b"mcp requestState subject\0");
-        digest.update(subject.as_bytes());
-        self.subject = digest.finalize();
+        self.subject = labelled_digest(b"mcp requestState subject\0", subject.as_bytes());
         self
     }
 
@@ -229,9 +223,14 @@ fn digest_arguments(arguments: Option<&Value>) -> [u8; DIGEST_LEN] {
         None | Some(Value::Null) => canonical.extend_from_slice(b"{}"),
         Some(v) => write_canonical(v, &mut canonical),
     }
+    labelled_digest(b"mcp requestState arguments\0", &canonical)
+}
+
+/// SHA-256 of `data` after `label`, which keeps the digests of different uses apart.
+fn labelled_digest(label: &[u8], data: &[u8]) -> [u8; DIGEST_LEN] {
     let mut digest = Hash::new();
-    digest.update(b"mcp requestState arguments\0");
-    digest.update(&canonical);
+    digest.update(label);
+    digest.update(data);
     digest.finalize()
 }
 
@@ -913,7 +912,7 @@ mod tests {
         assert_eq!(opened.round, 2);
         assert_eq!(opened.state, Some(json!({"step": 2})));
         assert_eq!(opened.answers["user_name"], json!({"action": "accept"}));
-        // Its MAC covers every byte.
+        // A changed byte fails the MAC.
         let mut tampered = SEALED.to_owned();
         tampered.replace_range(40..41, "A");
         assert_eq!(
