@@ -550,18 +550,20 @@ fn shape_of(set: &TypeSet, t: &Ty) -> String {
     }
 }
 
-/// `serialize_with` for `f64` fields, so integral numbers go out as integers (`50`, not `50.0`).
-fn number_ser(t: &Ty, optional: bool) -> &'static str {
-    let number = match t {
+/// Whether a field holds an `f64` (alone or nullable): it is written through
+/// `crate::support::Num`, so integral numbers go out as integers (`50`, not `50.0`).
+fn is_number(t: &Ty) -> bool {
+    match t {
         Ty::Number => true,
         Ty::Nullable(i) => matches!(i.as_ref(), Ty::Number),
         _ => false,
-    };
-    match (number, optional) {
-        (false, _) => "",
-        (true, false) => ", serialize_with = \"crate::support::ser_f64\"",
-        (true, true) => ", serialize_with = \"crate::support::ser_opt_f64\"",
     }
+}
+
+/// The `#[serde(...)]` attribute `schemars` reads (with feature `schemars`; serde itself is
+/// implemented by hand, below).
+fn schemars_serde(attr: &str) -> String {
+    format!("#[cfg_attr(feature = \"schemars\", serde({attr}))]\n")
 }
 
 fn derive_default(fields: &[EField]) -> bool {
@@ -579,7 +581,9 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                 let _ = writeln!(out, "pub type {} = {};\n", d.name, rust_ty(t, ""));
             }
             EKind::Enum(values) => {
-                out.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]\n");
+                out.push_str(
+                    "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\n",
+                );
                 out.push_str(schemars);
                 let _ = writeln!(out, "pub enum {} {{", d.name);
                 let mut seen = BTreeSet::new();
@@ -588,7 +592,9 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                     if !seen.insert(var.clone()) {
                         return Err(format!("enum {}: values collide as `{var}`", d.name));
                     }
-                    let _ = writeln!(out, "/// `{v:?}`.\n#[serde(rename = {v:?})]\n{var},");
+                    let _ = writeln!(out, "/// `{v:?}`.");
+                    out.push_str(&schemars_serde(&format!("rename = {v:?}")));
+                    let _ = writeln!(out, "{var},");
                 }
                 out.push_str("}\n\n");
                 let _ = writeln!(
@@ -600,20 +606,22 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                     let _ = writeln!(out, "Self::{} => {v:?},", enum_variant(v));
                 }
                 out.push_str("} } }\n\n");
+                emit_enum_serde(&d.name, values, out);
             }
             EKind::Struct { fields, extra } => {
+                if fields.len() > 64 {
+                    return Err(format!("struct {}: more than 64 fields", d.name));
+                }
                 let default = if derive_default(fields) {
                     ", Default"
                 } else {
                     ""
                 };
-                let _ = writeln!(
-                    out,
-                    "#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize{default})]"
-                );
+                let _ = writeln!(out, "#[derive(Debug, Clone, PartialEq{default})]");
                 out.push_str(schemars);
                 let _ = writeln!(out, "pub struct {} {{", d.name);
                 let mut seen = BTreeSet::new();
+                let mut rust_fields = Vec::new();
                 for f in fields {
                     if !seen.insert(f.rust.clone()) {
                         return Err(format!("struct {}: two fields named `{}`", d.name, f.rust));
@@ -628,47 +636,42 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                         };
                     }
                     let nullable = matches!(f.ty, Ty::Nullable(_));
-                    if f.required {
-                        let ser = number_ser(&f.ty, nullable);
-                        if nullable {
-                            let _ = writeln!(out, "#[serde(rename = {:?}, default{ser})]", f.wire);
-                        } else {
-                            let _ = writeln!(out, "#[serde(rename = {:?}{ser})]", f.wire);
-                        }
+                    let attr = match (f.required, nullable) {
+                        (true, false) => format!("rename = {:?}", f.wire),
+                        (true, true) => format!("rename = {:?}, default", f.wire),
+                        (false, _) => format!(
+                            "rename = {:?}, default, skip_serializing_if = \"Option::is_none\"",
+                            f.wire
+                        ),
+                    };
+                    out.push_str(&schemars_serde(&attr));
+                    if f.required || nullable {
                         let _ = writeln!(out, "pub {}: {ty},", f.rust);
                     } else {
-                        let ser = number_ser(&f.ty, true);
-                        let _ = writeln!(
-                            out,
-                            "#[serde(rename = {:?}, default, skip_serializing_if = \"Option::is_none\"{ser})]",
-                            f.wire
-                        );
-                        if nullable {
-                            let _ = writeln!(out, "pub {}: {ty},", f.rust);
-                        } else {
-                            let _ = writeln!(out, "pub {}: Option<{ty}>,", f.rust);
-                        }
+                        let _ = writeln!(out, "pub {}: Option<{ty}>,", f.rust);
                     }
+                    rust_fields.push(f);
                 }
-                if let Some(e) = extra {
-                    let ty = match e {
-                        Ty::Any => "crate::JsonObject".to_owned(),
-                        other => {
-                            format!("std::collections::BTreeMap<String, {}>", rust_ty(other, ""))
-                        }
-                    };
-                    out.push_str("/// Properties the schema does not name; the schema allows them, so they are kept.\n#[serde(flatten)]\n");
+                let extra_ty = extra.as_ref().map(|e| match e {
+                    Ty::Any => "crate::JsonObject".to_owned(),
+                    other => format!("std::collections::BTreeMap<String, {}>", rust_ty(other, "")),
+                });
+                if let Some(ty) = &extra_ty {
+                    out.push_str("/// Properties the schema does not name; the schema allows them, so they are kept.\n");
+                    out.push_str(&schemars_serde("flatten"));
                     let _ = writeln!(out, "pub extra: {ty},");
                 }
                 out.push_str("}\n\n");
+                emit_struct_serde(&d.name, &rust_fields, extra_ty.as_deref(), out);
             }
             EKind::Union(variants) => {
                 let names = variant_names(set, &d.name, variants)?;
-                out.push_str("#[derive(Debug, Clone, PartialEq, serde::Serialize)]\n");
+                out.push_str("#[derive(Debug, Clone, PartialEq)]\n");
                 out.push_str(schemars);
-                out.push_str("#[serde(untagged)]\n");
+                out.push_str(&schemars_serde("untagged"));
                 let _ = writeln!(out, "pub enum {} {{", d.name);
                 let mut arms = String::new();
+                let mut ser_arms = String::new();
                 let mut shapes = Vec::new();
                 for (i, ((t, mask), vname)) in variants.iter().zip(&names).enumerate() {
                     let boxed = set.boxed.contains(&format!("{}|{i}", d.name));
@@ -695,11 +698,6 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                             "{i} => Some(<{inner} as serde::Deserialize>::deserialize(value).map(|v| Self::{vname}(Box::new(v)))),"
                         );
                     } else {
-                        if matches!(t, Ty::Number) {
-                            out.push_str(
-                                "#[serde(serialize_with = \"crate::support::ser_f64\")]\n",
-                            );
-                        }
                         let _ = writeln!(out, "{vname}({inner}),");
                         let _ = writeln!(
                             arms,
@@ -707,11 +705,25 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                         );
                     }
                     shapes.push(shape_of(set, t));
+                    let write = if matches!(t, Ty::Number) {
+                        "crate::support::ser_f64(v, serializer)"
+                    } else {
+                        "serde::Serialize::serialize(v, serializer)"
+                    };
+                    let _ = writeln!(ser_arms, "Self::{vname}(v) => {write},");
                 }
                 out.push_str("}\n\n");
                 let _ = write!(
                     out,
-                    "impl<'de> serde::Deserialize<'de> for {name} {{
+                    "impl serde::Serialize for {name} {{
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error> {{
+        match self {{
+            {ser_arms}
+        }}
+    }}
+}}
+
+impl<'de> serde::Deserialize<'de> for {name} {{
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<Self, D::Error> {{
         crate::support::deserialize_union(deserializer)
     }}
@@ -736,6 +748,144 @@ impl crate::support::Union for {name} {{
         }
     }
     Ok(())
+}
+
+/// A string enum's serde impls: written as its string, read through `crate::support::variant`.
+fn emit_enum_serde(name: &str, values: &[(String, Option<Mask>)], out: &mut String) {
+    let wire: Vec<String> = values.iter().map(|(v, _)| format!("{v:?}")).collect();
+    let all: Vec<String> = values
+        .iter()
+        .map(|(v, _)| format!("{name}::{}", enum_variant(v)))
+        .collect();
+    let _ = write!(
+        out,
+        "impl serde::Serialize for {name} {{
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error> {{
+        serializer.serialize_str(self.as_str())
+    }}
+}}
+
+impl<'de> serde::Deserialize<'de> for {name} {{
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<Self, D::Error> {{
+        const ALL: [{name}; {n}] = [{all}];
+        Ok(ALL[crate::support::variant(deserializer, &[{wire}])?])
+    }}
+}}
+
+",
+        n = values.len(),
+        all = all.join(", "),
+        wire = wire.join(", "),
+    );
+}
+
+/// A struct's serde impls: written as a map, its fields in order (absent optional fields
+/// skipped, then `extra`'s entries); read from a map, its keys through `crate::support::Field`.
+fn emit_struct_serde(name: &str, fields: &[&EField], extra: Option<&str>, out: &mut String) {
+    let mut ser = String::new();
+    let mut slots = String::new();
+    let mut arms = String::new();
+    let mut build = String::new();
+    for (i, f) in fields.iter().enumerate() {
+        let (wire, rust) = (&f.wire, &f.rust);
+        let nullable = matches!(f.ty, Ty::Nullable(_));
+        let number = is_number(&f.ty);
+        if f.required {
+            let value = match (number, nullable) {
+                (false, _) => format!("&self.{rust}"),
+                (true, false) => format!("&crate::support::Num(&self.{rust})"),
+                (true, true) => format!("&self.{rust}.as_ref().map(crate::support::Num)"),
+            };
+            let _ = writeln!(ser, "map.serialize_entry({wire:?}, {value})?;");
+        } else {
+            let value = if number {
+                "&crate::support::Num(v)"
+            } else {
+                "v"
+            };
+            let _ = writeln!(
+                ser,
+                "if let Some(v) = &self.{rust} {{ map.serialize_entry({wire:?}, {value})?; }}"
+            );
+        }
+        let _ = writeln!(slots, "let mut v{i} = None;");
+        let _ = writeln!(arms, "Ok({i}) => v{i} = Some(map.next_value()?),");
+        if f.required && !nullable {
+            let _ = writeln!(build, "{rust}: crate::support::required(v{i}, {wire:?})?,");
+        } else {
+            let _ = writeln!(build, "{rust}: v{i}.unwrap_or_default(),");
+        }
+    }
+    let names: Vec<String> = fields.iter().map(|f| format!("{:?}", f.wire)).collect();
+    let (reader, other, read) = match extra {
+        Some(_) => (
+            "open",
+            "Ok(_) => {}\nErr(name) => { extra.insert(name, map.next_value()?); }",
+            "deserializer.deserialize_map(Visitor)".to_owned(),
+        ),
+        None => (
+            "closed",
+            "_ => { map.next_value::<serde::de::IgnoredAny>()?; }",
+            format!("deserializer.deserialize_struct({name:?}, FIELDS, Visitor)"),
+        ),
+    };
+    if let Some(ty) = extra {
+        let _ = writeln!(
+            ser,
+            "for (k, v) in &self.extra {{ map.serialize_entry(k, v)?; }}"
+        );
+        let _ = writeln!(slots, "let mut extra = {ty}::new();");
+        let _ = writeln!(build, "extra,");
+    }
+    let map_mut = if ser.is_empty() { "" } else { "mut " };
+    let read_keys = if arms.is_empty() && extra.is_none() {
+        // No field to fill: every key is skipped.
+        format!(
+            "while map.next_key_seed(crate::support::Field::{reader}(FIELDS, &mut seen))?.is_some() {{ map.next_value::<serde::de::IgnoredAny>()?; }}"
+        )
+    } else {
+        format!(
+            "while let Some(key) = map.next_key_seed(crate::support::Field::{reader}(FIELDS, &mut seen))? {{
+                    match key {{
+                        {arms}{other}
+                    }}
+                }}"
+        )
+    };
+    let _ = write!(
+        out,
+        "impl serde::Serialize for {name} {{
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error> {{
+        use serde::ser::SerializeMap as _;
+        let {map_mut}map = serializer.serialize_map(None)?;
+        {ser}map.end()
+    }}
+}}
+
+impl<'de> serde::Deserialize<'de> for {name} {{
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<Self, D::Error> {{
+        const FIELDS: &[&str] = &[{names}];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {{
+            type Value = {name};
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {{
+                f.write_str(\"struct {name}\")
+            }}
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> ::core::result::Result<{name}, A::Error> {{
+                {slots}let mut seen = 0;
+                {read_keys}
+                Ok({name} {{
+                    {build}
+                }})
+            }}
+        }}
+        {read}
+    }}
+}}
+
+",
+        names = names.join(", "),
+    );
 }
 
 thread_local! {

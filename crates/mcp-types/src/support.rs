@@ -271,7 +271,7 @@ pub(crate) use const_tag;
 
 /// Serializes an `f64` that holds an integer as a JSON integer (`50`, not `50.0`), so numbers
 /// round-trip as peers wrote them.
-pub fn ser_f64<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn ser_f64<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
     // Integers up to 2^53 are exact in an f64.
     if value.fract() == 0.0 && value.abs() <= 9_007_199_254_740_992.0 {
         serializer.serialize_i64(*value as i64)
@@ -280,15 +280,131 @@ pub fn ser_f64<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok
     }
 }
 
-/// [`ser_f64`] for optional fields.
-pub fn ser_opt_f64<S: serde::Serializer>(
-    value: &Option<f64>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    match value {
-        Some(v) => ser_f64(v, serializer),
-        None => serializer.serialize_none(),
+/// An `f64` field's value, serialized by [`ser_f64`].
+pub(crate) struct Num<'a>(pub &'a f64);
+
+impl serde::Serialize for Num<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ser_f64(self.0, serializer)
     }
+}
+
+// The generated structs and enums implement serde by hand rather than by derive. A struct is
+// read from a map only (JSON-RPC never sends an object as an array), its keys through the one
+// `Field` reader below; it is written as a map, so `serde_json` does not compile each field a
+// second time for its raw-value writer; an open struct keeps the keys it does not name in its
+// `extra` without serde's `flatten` buffering. Per type that is about half the code the derive
+// makes, and the code that remains is instantiated once per deserializer, not once per type.
+
+/// Reads a struct's field name: `Ok(index)` of a name among the struct's wire names,
+/// `Err(name)` for another (`name` is kept only for an open struct, which keeps such fields).
+/// A name read twice is an error, as with serde's derive.
+pub(crate) struct Field<'a> {
+    names: &'static [&'static str],
+    seen: &'a mut u64,
+    open: bool,
+}
+
+impl<'a> Field<'a> {
+    /// A closed struct's field name: others are skipped.
+    pub(crate) fn closed(names: &'static [&'static str], seen: &'a mut u64) -> Self {
+        Field {
+            names,
+            seen,
+            open: false,
+        }
+    }
+
+    /// An open struct's field name: others are kept.
+    pub(crate) fn open(names: &'static [&'static str], seen: &'a mut u64) -> Self {
+        Field {
+            names,
+            seen,
+            open: true,
+        }
+    }
+
+    /// The index of `key`, marked as read; `None` for a name the struct does not have.
+    fn index<E: serde::de::Error>(&mut self, key: &str) -> Result<Option<usize>, E> {
+        let Some(index) = self.names.iter().position(|name| *name == key) else {
+            return Ok(None);
+        };
+        // The generator gives no struct more than 64 fields.
+        let bit = 1u64 << index;
+        if *self.seen & bit != 0 {
+            return Err(E::duplicate_field(self.names[index]));
+        }
+        *self.seen |= bit;
+        Ok(Some(index))
+    }
+
+    /// A name the struct does not have, kept only by an open struct.
+    fn other(&self, key: impl Into<String>) -> String {
+        if self.open { key.into() } else { String::new() }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Field<'_> {
+    type Value = Result<usize, String>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for Field<'_> {
+    type Value = Result<usize, String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_str<E: serde::de::Error>(mut self, key: &str) -> Result<Self::Value, E> {
+        Ok(self.index(key)?.ok_or_else(|| self.other(key)))
+    }
+
+    fn visit_string<E: serde::de::Error>(mut self, key: String) -> Result<Self::Value, E> {
+        Ok(self.index(&key)?.ok_or_else(|| self.other(key)))
+    }
+}
+
+/// A required field's value, or serde's "missing field" error.
+#[inline]
+pub(crate) fn required<T, E: serde::de::Error>(
+    value: Option<T>,
+    name: &'static str,
+) -> Result<T, E> {
+    value.ok_or_else(|| E::missing_field(name))
+}
+
+/// Reads a string enum: the index of the string among `names`, or serde's "unknown variant"
+/// error.
+pub(crate) fn variant<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+    names: &'static [&'static str],
+) -> Result<usize, D::Error> {
+    struct Variant(&'static [&'static str]);
+    impl serde::de::Visitor<'_> for Variant {
+        type Value = usize;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("one of ")?;
+            for (i, name) in self.0.iter().enumerate() {
+                let sep = if i == 0 { "" } else { ", " };
+                write!(f, "{sep}`{name}`")?;
+            }
+            Ok(())
+        }
+        fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<usize, E> {
+            self.0
+                .iter()
+                .position(|name| *name == value)
+                .ok_or_else(|| E::unknown_variant(value, self.0))
+        }
+    }
+    deserializer.deserialize_str(Variant(names))
 }
 
 #[cfg(test)]

@@ -172,6 +172,72 @@ fn a_union_error_names_the_union_and_one_position() {
     );
 }
 
+/// The generated serde impls read and write as serde's derive did, except that an object never
+/// comes as an array.
+#[test]
+fn structs_and_enums_read_like_the_derive() {
+    let err = |text: &str| {
+        serde_json::from_str::<TextContent>(text)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(
+        err(r#"["text", "a"]"#).starts_with("invalid type: sequence, expected struct TextContent")
+    );
+    assert!(err(r#"{"type": "text"}"#).starts_with("missing field `text`"));
+    assert!(
+        err(r#"{"type": "text", "text": "a", "text": "b"}"#).starts_with("duplicate field `text`")
+    );
+    assert!(err(r#"{"type": "image", "text": "a"}"#).contains(r#"expected the string "text""#));
+
+    // A closed struct skips the names it does not have; an escaped name is still a name.
+    let t: TextContent =
+        serde_json::from_str(r#"{"t\u0065xt": "a", "x": [1], "type": "text"}"#).unwrap();
+    assert_eq!(
+        serde_json::to_string(&t).unwrap(),
+        r#"{"text":"a","type":"text"}"#
+    );
+
+    // An open struct keeps them in `extra`, written after its fields, from text, from a value,
+    // and flattened into a user's type (where names arrive as owned strings).
+    let text = r#"{"z": [1], "_meta": {"a": 1}, "b\u0032": 2}"#;
+    let from_text: mcp_types::EmptyResult = serde_json::from_str(text).unwrap();
+    let value: serde_json::Value = serde_json::from_str(text).unwrap();
+    let from_value = <mcp_types::EmptyResult as serde::Deserialize>::deserialize(&value).unwrap();
+    #[derive(serde::Deserialize)]
+    struct Outer {
+        #[serde(flatten)]
+        inner: mcp_types::EmptyResult,
+    }
+    let flattened: Outer = serde_json::from_str(text).unwrap();
+    for r in [&from_value, &flattened.inner] {
+        assert_eq!(r, &from_text);
+    }
+    assert_eq!(
+        serde_json::to_string(&from_text).unwrap(),
+        r#"{"_meta":{"a":1},"b2":2,"z":[1]}"#
+    );
+
+    let role = |text: &str| serde_json::from_str::<mcp_types::Role>(text);
+    assert_eq!(role(r#""user""#).unwrap(), mcp_types::Role::User);
+    assert_eq!(
+        serde_json::to_string(&mcp_types::Role::Assistant).unwrap(),
+        r#""assistant""#
+    );
+    assert!(
+        role(r#""robot""#)
+            .unwrap_err()
+            .to_string()
+            .starts_with("unknown variant `robot`, expected `assistant` or `user`")
+    );
+    assert!(
+        role("5")
+            .unwrap_err()
+            .to_string()
+            .starts_with("invalid type: integer `5`")
+    );
+}
+
 #[test]
 fn request_ids_are_string_or_integer_never_null() {
     assert_eq!(

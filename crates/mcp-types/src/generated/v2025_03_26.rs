@@ -3,87 +3,379 @@
 //! (`modelcontextprotocol/modelcontextprotocol`, `schema/2025-03-26/schema.json`).
 
 /// Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Annotations {
     /// Describes who the intended customer of this object or data is.
     ///
     /// It can include multiple entries to indicate content useful for multiple audiences (e.g., `["user", "assistant"]`).
-    #[serde(rename = "audience", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "audience", default, skip_serializing_if = "Option::is_none")
+    )]
     pub audience: Option<Vec<Role>>,
     /// Describes how important this data is for operating the server.
     ///
     /// A value of 1 means "most important," and indicates that the data is
     /// effectively required, while 0 means "least important," and indicates that
     /// the data is entirely optional.
-    #[serde(
-        rename = "priority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "priority", default, skip_serializing_if = "Option::is_none")
     )]
     pub priority: Option<f64>,
 }
 
+impl serde::Serialize for Annotations {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.audience {
+            map.serialize_entry("audience", v)?;
+        }
+        if let Some(v) = &self.priority {
+            map.serialize_entry("priority", &crate::support::Num(v))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Annotations {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["audience", "priority"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Annotations;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Annotations")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Annotations, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Annotations {
+                    audience: v0.unwrap_or_default(),
+                    priority: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Annotations", FIELDS, Visitor)
+    }
+}
+
 /// Audio provided to or from an LLM.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct AudioContent {
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The base64-encoded audio data.
-    #[serde(rename = "data")]
+    #[cfg_attr(feature = "schemars", serde(rename = "data"))]
     pub data: String,
     /// The MIME type of the audio. Different providers may support different audio types.
-    #[serde(rename = "mimeType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "mimeType"))]
     pub mime_type: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Audio,
 }
 
+impl serde::Serialize for AudioContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("data", &self.data)?;
+        map.serialize_entry("mimeType", &self.mime_type)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AudioContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["annotations", "data", "mimeType", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = AudioContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct AudioContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<AudioContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(AudioContent {
+                    annotations: v0.unwrap_or_default(),
+                    data: crate::support::required(v1, "data")?,
+                    mime_type: crate::support::required(v2, "mimeType")?,
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("AudioContent", FIELDS, Visitor)
+    }
+}
+
 /// The `BlobResourceContents` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct BlobResourceContents {
     /// A base64-encoded string representing the binary data of the item.
-    #[serde(rename = "blob")]
+    #[cfg_attr(feature = "schemars", serde(rename = "blob"))]
     pub blob: String,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for BlobResourceContents {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("blob", &self.blob)?;
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BlobResourceContents {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["blob", "mimeType", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = BlobResourceContents;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct BlobResourceContents")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<BlobResourceContents, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(BlobResourceContents {
+                    blob: crate::support::required(v0, "blob")?,
+                    mime_type: v1.unwrap_or_default(),
+                    uri: crate::support::required(v2, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("BlobResourceContents", FIELDS, Visitor)
+    }
+}
+
 /// Used by the client to invoke a tool provided by the server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CallToolRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ToolsCall,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CallToolRequestParams,
 }
 
+impl serde::Serialize for CallToolRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CallToolRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CallToolRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CallToolRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CallToolRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CallToolRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CallToolRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `CallToolRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CallToolRequestParams {
     /// The `arguments` field.
-    #[serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")
+    )]
     pub arguments: Option<crate::JsonObject>,
     /// The `name` field.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
+}
+
+impl serde::Serialize for CallToolRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CallToolRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["arguments", "name"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CallToolRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CallToolRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CallToolRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CallToolRequestParams {
+                    arguments: v0.unwrap_or_default(),
+                    name: crate::support::required(v1, "name")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CallToolRequestParams", FIELDS, Visitor)
+    }
 }
 
 /// The server's response to a tool call.
@@ -96,20 +388,86 @@ pub struct CallToolRequestParams {
 /// However, any errors in _finding_ the tool, an error indicating that the
 /// server does not support tool calls, or any other exceptional conditions,
 /// should be reported as an MCP error response.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CallToolResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `content` field.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: Vec<ContentBlock>,
     /// Whether the tool call ended in an error.
     ///
     /// If not set, this is assumed to be false (the call was successful).
-    #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "isError", default, skip_serializing_if = "Option::is_none")
+    )]
     pub is_error: Option<bool>,
+}
+
+impl serde::Serialize for CallToolResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("content", &self.content)?;
+        if let Some(v) = &self.is_error {
+            map.serialize_entry("isError", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CallToolResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "content", "isError"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CallToolResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CallToolResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CallToolResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CallToolResult {
+                    meta: v0.unwrap_or_default(),
+                    content: crate::support::required(v1, "content")?,
+                    is_error: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CallToolResult", FIELDS, Visitor)
+    }
 }
 
 /// This notification can be sent by either side to indicate that it is cancelling a previously-issued request.
@@ -119,67 +477,300 @@ pub struct CallToolResult {
 /// This notification indicates that the result will be unused, so any associated processing SHOULD cease.
 ///
 /// A client MUST NOT attempt to cancel its `initialize` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CancelledNotification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsCancelled,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CancelledNotificationParams,
 }
 
+impl serde::Serialize for CancelledNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CancelledNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CancelledNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CancelledNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CancelledNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CancelledNotification {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CancelledNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `CancelledNotificationParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CancelledNotificationParams {
     /// An optional string describing the reason for the cancellation. This MAY be logged or presented to the user.
-    #[serde(rename = "reason", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "reason", default, skip_serializing_if = "Option::is_none")
+    )]
     pub reason: Option<String>,
     /// The ID of the request to cancel.
     ///
     /// This MUST correspond to the ID of a request previously issued in the same direction.
-    #[serde(rename = "requestId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "requestId"))]
     pub request_id: RequestId,
 }
 
+impl serde::Serialize for CancelledNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.reason {
+            map.serialize_entry("reason", v)?;
+        }
+        map.serialize_entry("requestId", &self.request_id)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CancelledNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["reason", "requestId"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CancelledNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CancelledNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CancelledNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CancelledNotificationParams {
+                    reason: v0.unwrap_or_default(),
+                    request_id: crate::support::required(v1, "requestId")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CancelledNotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// Capabilities a client may support. Known capabilities are defined here, in this schema, but this is not a closed set: any client can define its own, additional capabilities.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilities {
     /// Experimental, non-standard capabilities that the client supports.
-    #[serde(
-        rename = "experimental",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "experimental",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub experimental: Option<std::collections::BTreeMap<String, crate::JsonObject>>,
     /// Present if the client supports listing roots.
-    #[serde(rename = "roots", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "roots", default, skip_serializing_if = "Option::is_none")
+    )]
     pub roots: Option<ClientCapabilitiesRoots>,
     /// Present if the client supports sampling from an LLM.
-    #[serde(rename = "sampling", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "sampling", default, skip_serializing_if = "Option::is_none")
+    )]
     pub sampling: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for ClientCapabilities {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.experimental {
+            map.serialize_entry("experimental", v)?;
+        }
+        if let Some(v) = &self.roots {
+            map.serialize_entry("roots", v)?;
+        }
+        if let Some(v) = &self.sampling {
+            map.serialize_entry("sampling", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilities {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["experimental", "roots", "sampling"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilities;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilities")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilities, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilities {
+                    experimental: v0.unwrap_or_default(),
+                    roots: v1.unwrap_or_default(),
+                    sampling: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilities", FIELDS, Visitor)
+    }
+}
+
 /// Present if the client supports listing roots.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilitiesRoots {
     /// Whether the client supports notifications for changes to the roots list.
-    #[serde(
-        rename = "listChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "listChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub list_changed: Option<bool>,
 }
 
+impl serde::Serialize for ClientCapabilitiesRoots {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.list_changed {
+            map.serialize_entry("listChanged", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilitiesRoots {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["listChanged"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilitiesRoots;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilitiesRoots")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilitiesRoots, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilitiesRoots {
+                    list_changed: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilitiesRoots", FIELDS, Visitor)
+    }
+}
+
 /// The `ClientNotification` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ClientNotification {
     /// A `CancelledNotification`.
     Cancelled(CancelledNotification),
@@ -189,6 +780,20 @@ pub enum ClientNotification {
     Progress(ProgressNotification),
     /// A `RootsListChangedNotification`.
     RootsListChanged(RootsListChangedNotification),
+}
+
+impl serde::Serialize for ClientNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Cancelled(v) => serde::Serialize::serialize(v, serializer),
+            Self::Initialized(v) => serde::Serialize::serialize(v, serializer),
+            Self::Progress(v) => serde::Serialize::serialize(v, serializer),
+            Self::RootsListChanged(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ClientNotification {
@@ -257,9 +862,9 @@ impl crate::support::Union for ClientNotification {
 }
 
 /// The `ClientRequest` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ClientRequest {
     /// A `InitializeRequest`.
     Initialize(InitializeRequest),
@@ -287,6 +892,29 @@ pub enum ClientRequest {
     SetLevel(SetLevelRequest),
     /// A `CompleteRequest`.
     Complete(CompleteRequest),
+}
+
+impl serde::Serialize for ClientRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Initialize(v) => serde::Serialize::serialize(v, serializer),
+            Self::Ping(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResources(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResourceTemplates(v) => serde::Serialize::serialize(v, serializer),
+            Self::ReadResource(v) => serde::Serialize::serialize(v, serializer),
+            Self::Subscribe(v) => serde::Serialize::serialize(v, serializer),
+            Self::Unsubscribe(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListPrompts(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetPrompt(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListTools(v) => serde::Serialize::serialize(v, serializer),
+            Self::CallTool(v) => serde::Serialize::serialize(v, serializer),
+            Self::SetLevel(v) => serde::Serialize::serialize(v, serializer),
+            Self::Complete(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ClientRequest {
@@ -430,9 +1058,9 @@ impl crate::support::Union for ClientRequest {
 }
 
 /// The `ClientResult` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ClientResult {
     /// A `EmptyResult`.
     Empty(EmptyResult),
@@ -440,6 +1068,19 @@ pub enum ClientResult {
     CreateMessage(CreateMessageResult),
     /// A `ListRootsResult`.
     ListRoots(ListRootsResult),
+}
+
+impl serde::Serialize for ClientResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Empty(v) => serde::Serialize::serialize(v, serializer),
+            Self::CreateMessage(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListRoots(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ClientResult {
@@ -489,50 +1130,218 @@ impl crate::support::Union for ClientResult {
 }
 
 /// A request from the client to the server, to ask for completion options.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::CompletionComplete,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CompleteRequestParams,
 }
 
+impl serde::Serialize for CompleteRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `CompleteRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteRequestParams {
     /// The argument's information
-    #[serde(rename = "argument")]
+    #[cfg_attr(feature = "schemars", serde(rename = "argument"))]
     pub argument: CompleteRequestParamsArgument,
     /// The `ref` field.
-    #[serde(rename = "ref")]
+    #[cfg_attr(feature = "schemars", serde(rename = "ref"))]
     pub r#ref: CompleteRequestParamsRef,
 }
 
+impl serde::Serialize for CompleteRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("argument", &self.argument)?;
+        map.serialize_entry("ref", &self.r#ref)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["argument", "ref"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteRequestParams {
+                    argument: crate::support::required(v0, "argument")?,
+                    r#ref: crate::support::required(v1, "ref")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The argument's information
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteRequestParamsArgument {
     /// The name of the argument
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The value of the argument to use for completion matching.
-    #[serde(rename = "value")]
+    #[cfg_attr(feature = "schemars", serde(rename = "value"))]
     pub value: String,
 }
 
+impl serde::Serialize for CompleteRequestParamsArgument {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("value", &self.value)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteRequestParamsArgument {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name", "value"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteRequestParamsArgument;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteRequestParamsArgument")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteRequestParamsArgument, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteRequestParamsArgument {
+                    name: crate::support::required(v0, "name")?,
+                    value: crate::support::required(v1, "value")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteRequestParamsArgument", FIELDS, Visitor)
+    }
+}
+
 /// The `CompleteRequestParamsRef` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum CompleteRequestParamsRef {
     /// A `PromptReference`.
     RefPrompt(PromptReference),
     /// A `ResourceReference`.
     RefResource(ResourceReference),
+}
+
+impl serde::Serialize for CompleteRequestParamsRef {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::RefPrompt(v) => serde::Serialize::serialize(v, serializer),
+            Self::RefResource(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
@@ -581,36 +1390,159 @@ impl crate::support::Union for CompleteRequestParamsRef {
 }
 
 /// The server's response to a completion/complete request
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `completion` field.
-    #[serde(rename = "completion")]
+    #[cfg_attr(feature = "schemars", serde(rename = "completion"))]
     pub completion: CompleteResultCompletion,
 }
 
+impl serde::Serialize for CompleteResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("completion", &self.completion)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "completion"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteResult {
+                    meta: v0.unwrap_or_default(),
+                    completion: crate::support::required(v1, "completion")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteResult", FIELDS, Visitor)
+    }
+}
+
 /// The `CompleteResultCompletion` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteResultCompletion {
     /// Indicates whether there are additional completion options beyond those provided in the current response, even if the exact total is unknown.
-    #[serde(rename = "hasMore", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "hasMore", default, skip_serializing_if = "Option::is_none")
+    )]
     pub has_more: Option<bool>,
     /// The total number of completion options available. This can exceed the number of values actually sent in the response.
-    #[serde(rename = "total", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "total", default, skip_serializing_if = "Option::is_none")
+    )]
     pub total: Option<i64>,
     /// An array of completion values. Must not exceed 100 items.
-    #[serde(rename = "values")]
+    #[cfg_attr(feature = "schemars", serde(rename = "values"))]
     pub values: Vec<String>,
 }
 
+impl serde::Serialize for CompleteResultCompletion {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.has_more {
+            map.serialize_entry("hasMore", v)?;
+        }
+        if let Some(v) = &self.total {
+            map.serialize_entry("total", v)?;
+        }
+        map.serialize_entry("values", &self.values)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteResultCompletion {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["hasMore", "total", "values"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteResultCompletion;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteResultCompletion")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteResultCompletion, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteResultCompletion {
+                    has_more: v0.unwrap_or_default(),
+                    total: v1.unwrap_or_default(),
+                    values: crate::support::required(v2, "values")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteResultCompletion", FIELDS, Visitor)
+    }
+}
+
 /// The `ContentBlock` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ContentBlock {
     /// A `TextContent`.
     Text(TextContent),
@@ -620,6 +1552,20 @@ pub enum ContentBlock {
     Audio(AudioContent),
     /// A `EmbeddedResource`.
     Resource(EmbeddedResource),
+}
+
+impl serde::Serialize for ContentBlock {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(v) => serde::Serialize::serialize(v, serializer),
+            Self::Image(v) => serde::Serialize::serialize(v, serializer),
+            Self::Audio(v) => serde::Serialize::serialize(v, serializer),
+            Self::Resource(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ContentBlock {
@@ -673,82 +1619,246 @@ impl crate::support::Union for ContentBlock {
 }
 
 /// A request from the server to sample an LLM via the client. The client has full discretion over which model to select. The client should also inform the user before beginning sampling, to allow them to inspect the request (human in the loop) and decide whether to approve it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CreateMessageRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::SamplingCreateMessage,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CreateMessageRequestParams,
 }
 
+impl serde::Serialize for CreateMessageRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CreateMessageRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CreateMessageRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CreateMessageRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CreateMessageRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CreateMessageRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `CreateMessageRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CreateMessageRequestParams {
     /// A request to include context from one or more MCP servers (including the caller), to be attached to the prompt. The client MAY ignore this request.
-    #[serde(
-        rename = "includeContext",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "includeContext",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub include_context: Option<CreateMessageRequestParamsIncludeContext>,
     /// The maximum number of tokens to sample, as requested by the server. The client MAY choose to sample fewer tokens than requested.
-    #[serde(rename = "maxTokens")]
+    #[cfg_attr(feature = "schemars", serde(rename = "maxTokens"))]
     pub max_tokens: i64,
     /// The `messages` field.
-    #[serde(rename = "messages")]
+    #[cfg_attr(feature = "schemars", serde(rename = "messages"))]
     pub messages: Vec<SamplingMessage>,
     /// Optional metadata to pass through to the LLM provider. The format of this metadata is provider-specific.
-    #[serde(rename = "metadata", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "metadata", default, skip_serializing_if = "Option::is_none")
+    )]
     pub metadata: Option<crate::JsonObject>,
     /// The server's preferences for which model to select. The client MAY ignore these preferences.
-    #[serde(
-        rename = "modelPreferences",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "modelPreferences",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub model_preferences: Option<ModelPreferences>,
     /// The `stopSequences` field.
-    #[serde(
-        rename = "stopSequences",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "stopSequences",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub stop_sequences: Option<Vec<String>>,
     /// An optional system prompt the server wants to use for sampling. The client MAY modify or omit this prompt.
-    #[serde(
-        rename = "systemPrompt",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "systemPrompt",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub system_prompt: Option<String>,
     /// The `temperature` field.
-    #[serde(
-        rename = "temperature",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "temperature",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub temperature: Option<f64>,
 }
 
+impl serde::Serialize for CreateMessageRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.include_context {
+            map.serialize_entry("includeContext", v)?;
+        }
+        map.serialize_entry("maxTokens", &self.max_tokens)?;
+        map.serialize_entry("messages", &self.messages)?;
+        if let Some(v) = &self.metadata {
+            map.serialize_entry("metadata", v)?;
+        }
+        if let Some(v) = &self.model_preferences {
+            map.serialize_entry("modelPreferences", v)?;
+        }
+        if let Some(v) = &self.stop_sequences {
+            map.serialize_entry("stopSequences", v)?;
+        }
+        if let Some(v) = &self.system_prompt {
+            map.serialize_entry("systemPrompt", v)?;
+        }
+        if let Some(v) = &self.temperature {
+            map.serialize_entry("temperature", &crate::support::Num(v))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "includeContext",
+            "maxTokens",
+            "messages",
+            "metadata",
+            "modelPreferences",
+            "stopSequences",
+            "systemPrompt",
+            "temperature",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CreateMessageRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CreateMessageRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CreateMessageRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CreateMessageRequestParams {
+                    include_context: v0.unwrap_or_default(),
+                    max_tokens: crate::support::required(v1, "maxTokens")?,
+                    messages: crate::support::required(v2, "messages")?,
+                    metadata: v3.unwrap_or_default(),
+                    model_preferences: v4.unwrap_or_default(),
+                    stop_sequences: v5.unwrap_or_default(),
+                    system_prompt: v6.unwrap_or_default(),
+                    temperature: v7.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CreateMessageRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// A request to include context from one or more MCP servers (including the caller), to be attached to the prompt. The client MAY ignore this request.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum CreateMessageRequestParamsIncludeContext {
     /// `"allServers"`.
-    #[serde(rename = "allServers")]
+    #[cfg_attr(feature = "schemars", serde(rename = "allServers"))]
     AllServers,
     /// `"none"`.
-    #[serde(rename = "none")]
+    #[cfg_attr(feature = "schemars", serde(rename = "none"))]
     None,
     /// `"thisServer"`.
-    #[serde(rename = "thisServer")]
+    #[cfg_attr(feature = "schemars", serde(rename = "thisServer"))]
     ThisServer,
 }
 
@@ -763,29 +1873,125 @@ impl CreateMessageRequestParamsIncludeContext {
     }
 }
 
+impl serde::Serialize for CreateMessageRequestParamsIncludeContext {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageRequestParamsIncludeContext {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [CreateMessageRequestParamsIncludeContext; 3] = [
+            CreateMessageRequestParamsIncludeContext::AllServers,
+            CreateMessageRequestParamsIncludeContext::None,
+            CreateMessageRequestParamsIncludeContext::ThisServer,
+        ];
+        Ok(ALL[crate::support::variant(deserializer, &["allServers", "none", "thisServer"])?])
+    }
+}
+
 /// The client's response to a sampling/create_message request from the server. The client should inform the user before returning the sampled message, to allow them to inspect the response (human in the loop) and decide whether to allow the server to see it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CreateMessageResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `content` field.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: SamplingContent,
     /// The name of the model that generated the message.
-    #[serde(rename = "model")]
+    #[cfg_attr(feature = "schemars", serde(rename = "model"))]
     pub model: String,
     /// The `role` field.
-    #[serde(rename = "role")]
+    #[cfg_attr(feature = "schemars", serde(rename = "role"))]
     pub role: Role,
     /// The reason why sampling stopped, if known.
-    #[serde(
-        rename = "stopReason",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "stopReason",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub stop_reason: Option<String>,
+}
+
+impl serde::Serialize for CreateMessageResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("content", &self.content)?;
+        map.serialize_entry("model", &self.model)?;
+        map.serialize_entry("role", &self.role)?;
+        if let Some(v) = &self.stop_reason {
+            map.serialize_entry("stopReason", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "content", "model", "role", "stopReason"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CreateMessageResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CreateMessageResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CreateMessageResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CreateMessageResult {
+                    meta: v0.unwrap_or_default(),
+                    content: crate::support::required(v1, "content")?,
+                    model: crate::support::required(v2, "model")?,
+                    role: crate::support::required(v3, "role")?,
+                    stop_reason: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CreateMessageResult", FIELDS, Visitor)
+    }
 }
 
 /// An opaque token used to represent a cursor for pagination.
@@ -795,203 +2001,931 @@ pub type Cursor = String;
 ///
 /// It is up to the client how best to render embedded resources for the benefit
 /// of the LLM and/or the user.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct EmbeddedResource {
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The `resource` field.
-    #[serde(rename = "resource")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resource"))]
     pub resource: ResourceContentsKind,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Resource,
 }
 
+impl serde::Serialize for EmbeddedResource {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("resource", &self.resource)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EmbeddedResource {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["annotations", "resource", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = EmbeddedResource;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct EmbeddedResource")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<EmbeddedResource, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(EmbeddedResource {
+                    annotations: v0.unwrap_or_default(),
+                    resource: crate::support::required(v1, "resource")?,
+                    r#type: crate::support::required(v2, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("EmbeddedResource", FIELDS, Visitor)
+    }
+}
+
 /// The `EmptyResult` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct EmptyResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for EmptyResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EmptyResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = EmptyResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct EmptyResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<EmptyResult, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(EmptyResult {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// Used by the client to get a prompt provided by the server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetPromptRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::PromptsGet,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: GetPromptRequestParams,
 }
 
+impl serde::Serialize for GetPromptRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetPromptRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetPromptRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetPromptRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetPromptRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetPromptRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetPromptRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `GetPromptRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetPromptRequestParams {
     /// Arguments to use for templating the prompt.
-    #[serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")
+    )]
     pub arguments: Option<std::collections::BTreeMap<String, String>>,
     /// The name of the prompt or prompt template.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
+}
+
+impl serde::Serialize for GetPromptRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetPromptRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["arguments", "name"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetPromptRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetPromptRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetPromptRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetPromptRequestParams {
+                    arguments: v0.unwrap_or_default(),
+                    name: crate::support::required(v1, "name")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetPromptRequestParams", FIELDS, Visitor)
+    }
 }
 
 /// The server's response to a prompts/get request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetPromptResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An optional description for the prompt.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The `messages` field.
-    #[serde(rename = "messages")]
+    #[cfg_attr(feature = "schemars", serde(rename = "messages"))]
     pub messages: Vec<PromptMessage>,
 }
 
+impl serde::Serialize for GetPromptResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("messages", &self.messages)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetPromptResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "description", "messages"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetPromptResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetPromptResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetPromptResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetPromptResult {
+                    meta: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    messages: crate::support::required(v2, "messages")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetPromptResult", FIELDS, Visitor)
+    }
+}
+
 /// An image provided to or from an LLM.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ImageContent {
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The base64-encoded image data.
-    #[serde(rename = "data")]
+    #[cfg_attr(feature = "schemars", serde(rename = "data"))]
     pub data: String,
     /// The MIME type of the image. Different providers may support different image types.
-    #[serde(rename = "mimeType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "mimeType"))]
     pub mime_type: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Image,
 }
 
+impl serde::Serialize for ImageContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("data", &self.data)?;
+        map.serialize_entry("mimeType", &self.mime_type)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ImageContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["annotations", "data", "mimeType", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ImageContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ImageContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ImageContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ImageContent {
+                    annotations: v0.unwrap_or_default(),
+                    data: crate::support::required(v1, "data")?,
+                    mime_type: crate::support::required(v2, "mimeType")?,
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ImageContent", FIELDS, Visitor)
+    }
+}
+
 /// Describes the name and version of an MCP implementation.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Implementation {
     /// The `name` field.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The `version` field.
-    #[serde(rename = "version")]
+    #[cfg_attr(feature = "schemars", serde(rename = "version"))]
     pub version: String,
 }
 
+impl serde::Serialize for Implementation {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("version", &self.version)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Implementation {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name", "version"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Implementation;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Implementation")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Implementation, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Implementation {
+                    name: crate::support::required(v0, "name")?,
+                    version: crate::support::required(v1, "version")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("Implementation", FIELDS, Visitor)
+    }
+}
+
 /// This request is sent from the client to the server when it first connects, asking it to begin initialization.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InitializeRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::Initialize,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: InitializeRequestParams,
 }
 
+impl serde::Serialize for InitializeRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InitializeRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InitializeRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InitializeRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InitializeRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InitializeRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("InitializeRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `InitializeRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InitializeRequestParams {
     /// The `capabilities` field.
-    #[serde(rename = "capabilities")]
+    #[cfg_attr(feature = "schemars", serde(rename = "capabilities"))]
     pub capabilities: ClientCapabilities,
     /// The `clientInfo` field.
-    #[serde(rename = "clientInfo")]
+    #[cfg_attr(feature = "schemars", serde(rename = "clientInfo"))]
     pub client_info: Implementation,
     /// The latest version of the Model Context Protocol that the client supports. The client MAY decide to support older versions as well.
-    #[serde(rename = "protocolVersion")]
+    #[cfg_attr(feature = "schemars", serde(rename = "protocolVersion"))]
     pub protocol_version: String,
 }
 
+impl serde::Serialize for InitializeRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("capabilities", &self.capabilities)?;
+        map.serialize_entry("clientInfo", &self.client_info)?;
+        map.serialize_entry("protocolVersion", &self.protocol_version)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InitializeRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["capabilities", "clientInfo", "protocolVersion"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InitializeRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InitializeRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InitializeRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InitializeRequestParams {
+                    capabilities: crate::support::required(v0, "capabilities")?,
+                    client_info: crate::support::required(v1, "clientInfo")?,
+                    protocol_version: crate::support::required(v2, "protocolVersion")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("InitializeRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// After receiving an initialize request from the client, the server sends this response.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InitializeResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `capabilities` field.
-    #[serde(rename = "capabilities")]
+    #[cfg_attr(feature = "schemars", serde(rename = "capabilities"))]
     pub capabilities: ServerCapabilities,
     /// Instructions describing how to use the server and its features.
     ///
     /// This can be used by clients to improve the LLM's understanding of available tools, resources, etc. It can be thought of like a "hint" to the model. For example, this information MAY be added to the system prompt.
-    #[serde(
-        rename = "instructions",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "instructions",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub instructions: Option<String>,
     /// The version of the Model Context Protocol that the server wants to use. This may not match the version that the client requested. If the client cannot support this version, it MUST disconnect.
-    #[serde(rename = "protocolVersion")]
+    #[cfg_attr(feature = "schemars", serde(rename = "protocolVersion"))]
     pub protocol_version: String,
     /// The `serverInfo` field.
-    #[serde(rename = "serverInfo")]
+    #[cfg_attr(feature = "schemars", serde(rename = "serverInfo"))]
     pub server_info: Implementation,
 }
 
+impl serde::Serialize for InitializeResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("capabilities", &self.capabilities)?;
+        if let Some(v) = &self.instructions {
+            map.serialize_entry("instructions", v)?;
+        }
+        map.serialize_entry("protocolVersion", &self.protocol_version)?;
+        map.serialize_entry("serverInfo", &self.server_info)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InitializeResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "capabilities",
+            "instructions",
+            "protocolVersion",
+            "serverInfo",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InitializeResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InitializeResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InitializeResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InitializeResult {
+                    meta: v0.unwrap_or_default(),
+                    capabilities: crate::support::required(v1, "capabilities")?,
+                    instructions: v2.unwrap_or_default(),
+                    protocol_version: crate::support::required(v3, "protocolVersion")?,
+                    server_info: crate::support::required(v4, "serverInfo")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("InitializeResult", FIELDS, Visitor)
+    }
+}
+
 /// This notification is sent from the client to the server after initialization has finished.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InitializedNotification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsInitialized,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<InitializedNotificationParams>,
 }
 
+impl serde::Serialize for InitializedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InitializedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InitializedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InitializedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InitializedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InitializedNotification {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("InitializedNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `InitializedNotificationParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InitializedNotificationParams {
     /// This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
+}
+
+impl serde::Serialize for InitializedNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InitializedNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InitializedNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InitializedNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InitializedNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(InitializedNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// A JSON-RPC batch request, as described in https://www.jsonrpc.org/specification#batch.
 pub type JSONRPCBatchRequest = Vec<JSONRPCBatchRequestItem>;
 
 /// The `JSONRPCBatchRequestItem` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum JSONRPCBatchRequestItem {
     /// A `JSONRPCRequest`.
     Request(JSONRPCRequest),
     /// A `JSONRPCNotification`.
     Notification(JSONRPCNotification),
+}
+
+impl serde::Serialize for JSONRPCBatchRequestItem {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Request(v) => serde::Serialize::serialize(v, serializer),
+            Self::Notification(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCBatchRequestItem {
@@ -1042,14 +2976,26 @@ impl crate::support::Union for JSONRPCBatchRequestItem {
 pub type JSONRPCBatchResponse = Vec<JSONRPCBatchResponseItem>;
 
 /// The `JSONRPCBatchResponseItem` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum JSONRPCBatchResponseItem {
     /// A `JSONRPCResponse`.
     Response(JSONRPCResponse),
     /// A `JSONRPCError`.
     Error(JSONRPCError),
+}
+
+impl serde::Serialize for JSONRPCBatchResponseItem {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Response(v) => serde::Serialize::serialize(v, serializer),
+            Self::Error(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCBatchResponseItem {
@@ -1096,24 +3042,80 @@ impl crate::support::Union for JSONRPCBatchResponseItem {
 }
 
 /// A response to a request that indicates an error occurred.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCError {
     /// The `error` field.
-    #[serde(rename = "error")]
+    #[cfg_attr(feature = "schemars", serde(rename = "error"))]
     pub error: RpcError,
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
 }
 
+impl serde::Serialize for JSONRPCError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("error", &self.error)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["error", "id", "jsonrpc"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCError {
+                    error: crate::support::required(v0, "error")?,
+                    id: crate::support::required(v1, "id")?,
+                    jsonrpc: crate::support::required(v2, "jsonrpc")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCError", FIELDS, Visitor)
+    }
+}
+
 /// Refers to any valid JSON-RPC object that can be decoded off the wire, or encoded to be sent.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum JSONRPCMessage {
     /// A `JSONRPCRequest`.
     Request(JSONRPCRequest),
@@ -1127,6 +3129,22 @@ pub enum JSONRPCMessage {
     Error(JSONRPCError),
     /// A value of type `Vec<JSONRPCMessageVariant5Item>`.
     Array5(Vec<JSONRPCMessageVariant5Item>),
+}
+
+impl serde::Serialize for JSONRPCMessage {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Request(v) => serde::Serialize::serialize(v, serializer),
+            Self::Notification(v) => serde::Serialize::serialize(v, serializer),
+            Self::Array2(v) => serde::Serialize::serialize(v, serializer),
+            Self::Response(v) => serde::Serialize::serialize(v, serializer),
+            Self::Error(v) => serde::Serialize::serialize(v, serializer),
+            Self::Array5(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
@@ -1202,14 +3220,26 @@ impl crate::support::Union for JSONRPCMessage {
 }
 
 /// The `JSONRPCMessageVariant2Item` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum JSONRPCMessageVariant2Item {
     /// A `JSONRPCRequest`.
     Request(JSONRPCRequest),
     /// A `JSONRPCNotification`.
     Notification(JSONRPCNotification),
+}
+
+impl serde::Serialize for JSONRPCMessageVariant2Item {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Request(v) => serde::Serialize::serialize(v, serializer),
+            Self::Notification(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant2Item {
@@ -1257,14 +3287,26 @@ impl crate::support::Union for JSONRPCMessageVariant2Item {
 }
 
 /// The `JSONRPCMessageVariant5Item` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum JSONRPCMessageVariant5Item {
     /// A `JSONRPCResponse`.
     Response(JSONRPCResponse),
     /// A `JSONRPCError`.
     Error(JSONRPCError),
+}
+
+impl serde::Serialize for JSONRPCMessageVariant5Item {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Response(v) => serde::Serialize::serialize(v, serializer),
+            Self::Error(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCMessageVariant5Item {
@@ -1311,201 +3353,1029 @@ impl crate::support::Union for JSONRPCMessageVariant5Item {
 }
 
 /// A notification which does not expect a response.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<JSONRPCNotificationParams>,
 }
 
+impl serde::Serialize for JSONRPCNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `JSONRPCNotificationParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCNotificationParams {
     /// This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
+}
+
+impl serde::Serialize for JSONRPCNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(JSONRPCNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// A request that expects a response.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<JSONRPCRequestParams>,
 }
 
+impl serde::Serialize for JSONRPCRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `JSONRPCRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for JSONRPCRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(JSONRPCRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// A successful (non-error) response to a request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: EmptyResult,
 }
 
+impl serde::Serialize for JSONRPCResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCResponse", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of prompts and prompt templates the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListPromptsRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::PromptsList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<ListPromptsRequestParams>,
 }
 
+impl serde::Serialize for ListPromptsRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListPromptsRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListPromptsRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListPromptsRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListPromptsRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListPromptsRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListPromptsRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `ListPromptsRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListPromptsRequestParams {
     /// An opaque token representing the current pagination position.
     /// If provided, the server should return results starting after this cursor.
-    #[serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")
+    )]
     pub cursor: Option<String>,
 }
 
+impl serde::Serialize for ListPromptsRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.cursor {
+            map.serialize_entry("cursor", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListPromptsRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["cursor"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListPromptsRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListPromptsRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListPromptsRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListPromptsRequestParams {
+                    cursor: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListPromptsRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The server's response to a prompts/list request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListPromptsResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `prompts` field.
-    #[serde(rename = "prompts")]
+    #[cfg_attr(feature = "schemars", serde(rename = "prompts"))]
     pub prompts: Vec<Prompt>,
 }
 
+impl serde::Serialize for ListPromptsResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("prompts", &self.prompts)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListPromptsResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor", "prompts"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListPromptsResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListPromptsResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListPromptsResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListPromptsResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                    prompts: crate::support::required(v2, "prompts")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListPromptsResult", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of resource templates the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourceTemplatesRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesTemplatesList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<ListResourceTemplatesRequestParams>,
 }
 
+impl serde::Serialize for ListResourceTemplatesRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourceTemplatesRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourceTemplatesRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourceTemplatesRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourceTemplatesRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourceTemplatesRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `ListResourceTemplatesRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourceTemplatesRequestParams {
     /// An opaque token representing the current pagination position.
     /// If provided, the server should return results starting after this cursor.
-    #[serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")
+    )]
     pub cursor: Option<String>,
 }
 
+impl serde::Serialize for ListResourceTemplatesRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.cursor {
+            map.serialize_entry("cursor", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["cursor"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourceTemplatesRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourceTemplatesRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourceTemplatesRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourceTemplatesRequestParams {
+                    cursor: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourceTemplatesRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The server's response to a resources/templates/list request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourceTemplatesResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `resourceTemplates` field.
-    #[serde(rename = "resourceTemplates")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resourceTemplates"))]
     pub resource_templates: Vec<ResourceTemplate>,
 }
 
+impl serde::Serialize for ListResourceTemplatesResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("resourceTemplates", &self.resource_templates)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourceTemplatesResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor", "resourceTemplates"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourceTemplatesResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourceTemplatesResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourceTemplatesResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourceTemplatesResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                    resource_templates: crate::support::required(v2, "resourceTemplates")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourceTemplatesResult", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of resources the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourcesRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<ListResourcesRequestParams>,
 }
 
+impl serde::Serialize for ListResourcesRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourcesRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourcesRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourcesRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourcesRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourcesRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourcesRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `ListResourcesRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourcesRequestParams {
     /// An opaque token representing the current pagination position.
     /// If provided, the server should return results starting after this cursor.
-    #[serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")
+    )]
     pub cursor: Option<String>,
 }
 
+impl serde::Serialize for ListResourcesRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.cursor {
+            map.serialize_entry("cursor", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourcesRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["cursor"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourcesRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourcesRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourcesRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourcesRequestParams {
+                    cursor: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourcesRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The server's response to a resources/list request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourcesResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `resources` field.
-    #[serde(rename = "resources")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resources"))]
     pub resources: Vec<Resource>,
+}
+
+impl serde::Serialize for ListResourcesResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("resources", &self.resources)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourcesResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor", "resources"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourcesResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourcesResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourcesResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourcesResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                    resources: crate::support::required(v2, "resources")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourcesResult", FIELDS, Visitor)
+    }
 }
 
 /// Sent from the server to request a list of root URIs from the client. Roots allow
@@ -1515,120 +4385,473 @@ pub struct ListResourcesResult {
 ///
 /// This request is typically used when the server needs to understand the file system
 /// structure or access specific locations that the client has permission to read from.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListRootsRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::RootsList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<ListRootsRequestParams>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for ListRootsRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListRootsRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListRootsRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListRootsRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListRootsRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(ListRootsRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// The `ListRootsRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListRootsRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
+}
+
+impl serde::Serialize for ListRootsRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListRootsRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListRootsRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListRootsRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListRootsRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(ListRootsRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// The client's response to a roots/list request from the server.
 /// This result contains an array of Root objects, each representing a root directory
 /// or file that the server can operate on.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListRootsResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `roots` field.
-    #[serde(rename = "roots")]
+    #[cfg_attr(feature = "schemars", serde(rename = "roots"))]
     pub roots: Vec<Root>,
 }
 
+impl serde::Serialize for ListRootsResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("roots", &self.roots)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListRootsResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "roots"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListRootsResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListRootsResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListRootsResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListRootsResult {
+                    meta: v0.unwrap_or_default(),
+                    roots: crate::support::required(v1, "roots")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListRootsResult", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of tools the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListToolsRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ToolsList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<ListToolsRequestParams>,
 }
 
+impl serde::Serialize for ListToolsRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListToolsRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListToolsRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListToolsRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListToolsRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListToolsRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListToolsRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `ListToolsRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListToolsRequestParams {
     /// An opaque token representing the current pagination position.
     /// If provided, the server should return results starting after this cursor.
-    #[serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")
+    )]
     pub cursor: Option<String>,
 }
 
+impl serde::Serialize for ListToolsRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.cursor {
+            map.serialize_entry("cursor", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListToolsRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["cursor"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListToolsRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListToolsRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListToolsRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListToolsRequestParams {
+                    cursor: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListToolsRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The server's response to a tools/list request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListToolsResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `tools` field.
-    #[serde(rename = "tools")]
+    #[cfg_attr(feature = "schemars", serde(rename = "tools"))]
     pub tools: Vec<Tool>,
+}
+
+impl serde::Serialize for ListToolsResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("tools", &self.tools)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListToolsResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor", "tools"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListToolsResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListToolsResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListToolsResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListToolsResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                    tools: crate::support::required(v2, "tools")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListToolsResult", FIELDS, Visitor)
+    }
 }
 
 /// The severity of a log message.
 ///
 /// These map to syslog message severities, as specified in RFC-5424:
 /// https://datatracker.ietf.org/doc/html/rfc5424#section-6.2.1
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum LoggingLevel {
     /// `"alert"`.
-    #[serde(rename = "alert")]
+    #[cfg_attr(feature = "schemars", serde(rename = "alert"))]
     Alert,
     /// `"critical"`.
-    #[serde(rename = "critical")]
+    #[cfg_attr(feature = "schemars", serde(rename = "critical"))]
     Critical,
     /// `"debug"`.
-    #[serde(rename = "debug")]
+    #[cfg_attr(feature = "schemars", serde(rename = "debug"))]
     Debug,
     /// `"emergency"`.
-    #[serde(rename = "emergency")]
+    #[cfg_attr(feature = "schemars", serde(rename = "emergency"))]
     Emergency,
     /// `"error"`.
-    #[serde(rename = "error")]
+    #[cfg_attr(feature = "schemars", serde(rename = "error"))]
     Error,
     /// `"info"`.
-    #[serde(rename = "info")]
+    #[cfg_attr(feature = "schemars", serde(rename = "info"))]
     Info,
     /// `"notice"`.
-    #[serde(rename = "notice")]
+    #[cfg_attr(feature = "schemars", serde(rename = "notice"))]
     Notice,
     /// `"warning"`.
-    #[serde(rename = "warning")]
+    #[cfg_attr(feature = "schemars", serde(rename = "warning"))]
     Warning,
 }
 
@@ -1648,38 +4871,190 @@ impl LoggingLevel {
     }
 }
 
+impl serde::Serialize for LoggingLevel {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LoggingLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [LoggingLevel; 8] = [
+            LoggingLevel::Alert,
+            LoggingLevel::Critical,
+            LoggingLevel::Debug,
+            LoggingLevel::Emergency,
+            LoggingLevel::Error,
+            LoggingLevel::Info,
+            LoggingLevel::Notice,
+            LoggingLevel::Warning,
+        ];
+        Ok(ALL[crate::support::variant(
+            deserializer,
+            &[
+                "alert",
+                "critical",
+                "debug",
+                "emergency",
+                "error",
+                "info",
+                "notice",
+                "warning",
+            ],
+        )?])
+    }
+}
+
 /// Notification of a log message passed from server to client. If no logging/setLevel request has been sent from the client, the server MAY decide which messages to send automatically.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct LoggingMessageNotification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsMessage,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: LoggingMessageNotificationParams,
 }
 
+impl serde::Serialize for LoggingMessageNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LoggingMessageNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = LoggingMessageNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct LoggingMessageNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<LoggingMessageNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(LoggingMessageNotification {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("LoggingMessageNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `LoggingMessageNotificationParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct LoggingMessageNotificationParams {
     /// The data to be logged, such as a string message or an object. Any JSON serializable type is allowed here.
-    #[serde(rename = "data")]
+    #[cfg_attr(feature = "schemars", serde(rename = "data"))]
     pub data: serde_json::Value,
     /// The severity of this log message.
-    #[serde(rename = "level")]
+    #[cfg_attr(feature = "schemars", serde(rename = "level"))]
     pub level: LoggingLevel,
     /// An optional name of the logger issuing this message.
-    #[serde(rename = "logger", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "logger", default, skip_serializing_if = "Option::is_none")
+    )]
     pub logger: Option<String>,
+}
+
+impl serde::Serialize for LoggingMessageNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("data", &self.data)?;
+        map.serialize_entry("level", &self.level)?;
+        if let Some(v) = &self.logger {
+            map.serialize_entry("logger", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LoggingMessageNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["data", "level", "logger"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = LoggingMessageNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct LoggingMessageNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<LoggingMessageNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(LoggingMessageNotificationParams {
+                    data: crate::support::required(v0, "data")?,
+                    level: crate::support::required(v1, "level")?,
+                    logger: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("LoggingMessageNotificationParams", FIELDS, Visitor)
+    }
 }
 
 /// Hints to use for model selection.
 ///
 /// Keys not declared here are currently left unspecified by the spec and are up
 /// to the client to interpret.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ModelHint {
     /// A hint for a model name.
@@ -1691,8 +5066,61 @@ pub struct ModelHint {
     ///
     /// The client MAY also map the string to a different provider's model name or a different model family, as long as it fills a similar niche; for example:
     ///  - `gemini-1.5-flash` could match `claude-3-haiku-20240307`
-    #[serde(rename = "name", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "name", default, skip_serializing_if = "Option::is_none")
+    )]
     pub name: Option<String>,
+}
+
+impl serde::Serialize for ModelHint {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.name {
+            map.serialize_entry("name", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ModelHint {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ModelHint;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ModelHint")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ModelHint, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ModelHint {
+                    name: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ModelHint", FIELDS, Visitor)
+    }
 }
 
 /// The server's preferences for model selection, requested of the client during sampling.
@@ -1706,17 +5134,19 @@ pub struct ModelHint {
 /// These preferences are always advisory. The client MAY ignore them. It is also
 /// up to the client to decide how to interpret these preferences and how to
 /// balance them against other considerations.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ModelPreferences {
     /// How much to prioritize cost when selecting a model. A value of 0 means cost
     /// is not important, while a value of 1 means cost is the most important
     /// factor.
-    #[serde(
-        rename = "costPriority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "costPriority",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub cost_priority: Option<f64>,
     /// Optional hints to use for model selection.
@@ -1726,161 +5156,774 @@ pub struct ModelPreferences {
     ///
     /// The client SHOULD prioritize these hints over the numeric priorities, but
     /// MAY still use the priorities to select from ambiguous matches.
-    #[serde(rename = "hints", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "hints", default, skip_serializing_if = "Option::is_none")
+    )]
     pub hints: Option<Vec<ModelHint>>,
     /// How much to prioritize intelligence and capabilities when selecting a
     /// model. A value of 0 means intelligence is not important, while a value of 1
     /// means intelligence is the most important factor.
-    #[serde(
-        rename = "intelligencePriority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "intelligencePriority",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub intelligence_priority: Option<f64>,
     /// How much to prioritize sampling speed (latency) when selecting a model. A
     /// value of 0 means speed is not important, while a value of 1 means speed is
     /// the most important factor.
-    #[serde(
-        rename = "speedPriority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "speedPriority",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub speed_priority: Option<f64>,
 }
 
+impl serde::Serialize for ModelPreferences {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.cost_priority {
+            map.serialize_entry("costPriority", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.hints {
+            map.serialize_entry("hints", v)?;
+        }
+        if let Some(v) = &self.intelligence_priority {
+            map.serialize_entry("intelligencePriority", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.speed_priority {
+            map.serialize_entry("speedPriority", &crate::support::Num(v))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ModelPreferences {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "costPriority",
+            "hints",
+            "intelligencePriority",
+            "speedPriority",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ModelPreferences;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ModelPreferences")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ModelPreferences, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ModelPreferences {
+                    cost_priority: v0.unwrap_or_default(),
+                    hints: v1.unwrap_or_default(),
+                    intelligence_priority: v2.unwrap_or_default(),
+                    speed_priority: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ModelPreferences", FIELDS, Visitor)
+    }
+}
+
 /// The `Notification` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Notification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<NotificationParams>,
 }
 
+impl serde::Serialize for Notification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Notification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Notification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Notification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Notification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Notification {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Notification", FIELDS, Visitor)
+    }
+}
+
 /// The `NotificationParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct NotificationParams {
     /// This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for NotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for NotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = NotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct NotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<NotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(NotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// The `PaginatedRequest` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PaginatedRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<PaginatedRequestParams>,
 }
 
+impl serde::Serialize for PaginatedRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PaginatedRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PaginatedRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PaginatedRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PaginatedRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PaginatedRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PaginatedRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `PaginatedRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PaginatedRequestParams {
     /// An opaque token representing the current pagination position.
     /// If provided, the server should return results starting after this cursor.
-    #[serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")
+    )]
     pub cursor: Option<String>,
 }
 
+impl serde::Serialize for PaginatedRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.cursor {
+            map.serialize_entry("cursor", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PaginatedRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["cursor"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PaginatedRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PaginatedRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PaginatedRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PaginatedRequestParams {
+                    cursor: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PaginatedRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The `PaginatedResult` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PaginatedResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
 }
 
+impl serde::Serialize for PaginatedResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PaginatedResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PaginatedResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PaginatedResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PaginatedResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PaginatedResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PaginatedResult", FIELDS, Visitor)
+    }
+}
+
 /// A ping, issued by either the server or the client, to check that the other party is still alive. The receiver must promptly respond, or else may be disconnected.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PingRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::Ping,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<PingRequestParams>,
 }
 
+impl serde::Serialize for PingRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PingRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PingRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PingRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PingRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PingRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PingRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `PingRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PingRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for PingRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PingRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PingRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PingRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PingRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(PingRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// An out-of-band notification used to inform the receiver of a progress update for a long-running request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ProgressNotification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsProgress,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ProgressNotificationParams,
 }
 
+impl serde::Serialize for ProgressNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProgressNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ProgressNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ProgressNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ProgressNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ProgressNotification {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ProgressNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `ProgressNotificationParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ProgressNotificationParams {
     /// An optional message describing the current progress.
-    #[serde(rename = "message", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "message", default, skip_serializing_if = "Option::is_none")
+    )]
     pub message: Option<String>,
     /// The progress thus far. This should increase every time progress is made, even if the total is unknown.
-    #[serde(rename = "progress", serialize_with = "crate::support::ser_f64")]
+    #[cfg_attr(feature = "schemars", serde(rename = "progress"))]
     pub progress: f64,
     /// The progress token which was given in the initial request, used to associate this notification with the request that is proceeding.
-    #[serde(rename = "progressToken")]
+    #[cfg_attr(feature = "schemars", serde(rename = "progressToken"))]
     pub progress_token: ProgressToken,
     /// Total number of items to process (or total progress required), if known.
-    #[serde(
-        rename = "total",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "total", default, skip_serializing_if = "Option::is_none")
     )]
     pub total: Option<f64>,
 }
 
+impl serde::Serialize for ProgressNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.message {
+            map.serialize_entry("message", v)?;
+        }
+        map.serialize_entry("progress", &crate::support::Num(&self.progress))?;
+        map.serialize_entry("progressToken", &self.progress_token)?;
+        if let Some(v) = &self.total {
+            map.serialize_entry("total", &crate::support::Num(v))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProgressNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["message", "progress", "progressToken", "total"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ProgressNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ProgressNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ProgressNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ProgressNotificationParams {
+                    message: v0.unwrap_or_default(),
+                    progress: crate::support::required(v1, "progress")?,
+                    progress_token: crate::support::required(v2, "progressToken")?,
+                    total: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ProgressNotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// A progress token, used to associate progress notifications with the original request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ProgressToken {
     /// A value of type `String`.
     String(String),
     /// A value of type `i64`.
     Integer(i64),
+}
+
+impl serde::Serialize for ProgressToken {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::String(v) => serde::Serialize::serialize(v, serializer),
+            Self::Integer(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ProgressToken {
@@ -1908,148 +5951,726 @@ impl crate::support::Union for ProgressToken {
 }
 
 /// A prompt or prompt template that the server offers.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Prompt {
     /// A list of arguments to use for templating the prompt.
-    #[serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")
+    )]
     pub arguments: Option<Vec<PromptArgument>>,
     /// An optional description of what this prompt provides
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The name of the prompt or prompt template.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
+}
+
+impl serde::Serialize for Prompt {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Prompt {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["arguments", "description", "name"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Prompt;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Prompt")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Prompt, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Prompt {
+                    arguments: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    name: crate::support::required(v2, "name")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("Prompt", FIELDS, Visitor)
+    }
 }
 
 /// Describes an argument that a prompt can accept.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptArgument {
     /// A human-readable description of the argument.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The name of the argument.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Whether this argument must be provided.
-    #[serde(rename = "required", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "required", default, skip_serializing_if = "Option::is_none")
+    )]
     pub required: Option<bool>,
 }
 
+impl serde::Serialize for PromptArgument {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.required {
+            map.serialize_entry("required", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptArgument {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["description", "name", "required"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptArgument;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptArgument")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptArgument, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptArgument {
+                    description: v0.unwrap_or_default(),
+                    name: crate::support::required(v1, "name")?,
+                    required: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptArgument", FIELDS, Visitor)
+    }
+}
+
 /// An optional notification from the server to the client, informing it that the list of prompts it offers has changed. This may be issued by servers without any previous subscription from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptListChangedNotification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsPromptsListChanged,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<PromptListChangedNotificationParams>,
 }
 
+impl serde::Serialize for PromptListChangedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptListChangedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptListChangedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptListChangedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptListChangedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptListChangedNotification {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptListChangedNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `PromptListChangedNotificationParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptListChangedNotificationParams {
     /// This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
+}
+
+impl serde::Serialize for PromptListChangedNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptListChangedNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptListChangedNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptListChangedNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptListChangedNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(PromptListChangedNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// Describes a message returned as part of a prompt.
 ///
 /// This is similar to `SamplingMessage`, but also supports the embedding of
 /// resources from the MCP server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptMessage {
     /// The `content` field.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: ContentBlock,
     /// The `role` field.
-    #[serde(rename = "role")]
+    #[cfg_attr(feature = "schemars", serde(rename = "role"))]
     pub role: Role,
 }
 
+impl serde::Serialize for PromptMessage {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("content", &self.content)?;
+        map.serialize_entry("role", &self.role)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["content", "role"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptMessage;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptMessage")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptMessage, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptMessage {
+                    content: crate::support::required(v0, "content")?,
+                    role: crate::support::required(v1, "role")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptMessage", FIELDS, Visitor)
+    }
+}
+
 /// Identifies a prompt.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptReference {
     /// The name of the prompt or prompt template
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::RefPrompt,
 }
 
+impl serde::Serialize for PromptReference {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptReference {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptReference;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptReference")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptReference, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptReference {
+                    name: crate::support::required(v0, "name")?,
+                    r#type: crate::support::required(v1, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptReference", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to the server, to read a specific resource URI.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReadResourceRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesRead,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ReadResourceRequestParams,
 }
 
+impl serde::Serialize for ReadResourceRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReadResourceRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ReadResourceRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ReadResourceRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ReadResourceRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ReadResourceRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ReadResourceRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `ReadResourceRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReadResourceRequestParams {
     /// The URI of the resource to read. The URI can use any protocol; it is up to the server how to interpret it.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ReadResourceRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReadResourceRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ReadResourceRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ReadResourceRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ReadResourceRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ReadResourceRequestParams {
+                    uri: crate::support::required(v0, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ReadResourceRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The server's response to a resources/read request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReadResourceResult {
     /// This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `contents` field.
-    #[serde(rename = "contents")]
+    #[cfg_attr(feature = "schemars", serde(rename = "contents"))]
     pub contents: Vec<ResourceContentsKind>,
 }
 
+impl serde::Serialize for ReadResourceResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("contents", &self.contents)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReadResourceResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "contents"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ReadResourceResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ReadResourceResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ReadResourceResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ReadResourceResult {
+                    meta: v0.unwrap_or_default(),
+                    contents: crate::support::required(v1, "contents")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ReadResourceResult", FIELDS, Visitor)
+    }
+}
+
 /// The `Request` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Request {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<RequestParams>,
 }
 
+impl serde::Serialize for Request {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Request {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Request;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Request")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Request, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Request {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Request", FIELDS, Visitor)
+    }
+}
+
 /// A uniquely identifying ID for a request in JSON-RPC.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum RequestId {
     /// A value of type `String`.
     String(String),
     /// A value of type `i64`.
     Integer(i64),
+}
+
+impl serde::Serialize for RequestId {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::String(v) => serde::Serialize::serialize(v, serializer),
+            Self::Integer(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for RequestId {
@@ -2077,76 +6698,299 @@ impl crate::support::Union for RequestId {
 }
 
 /// The `RequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for RequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct RequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<RequestParams, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(RequestParams {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// A known resource that the server is capable of reading.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Resource {
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// A description of what this resource represents.
     ///
     /// This can be used by clients to improve the LLM's understanding of available resources. It can be thought of like a "hint" to the model.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// A human-readable name for this resource.
     ///
     /// This can be used by clients to populate UI elements.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The size of the raw resource content, in bytes (i.e., before base64 encoding or any tokenization), if known.
     ///
     /// This can be used by Hosts to display file sizes and estimate context window usage.
-    #[serde(rename = "size", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "size", default, skip_serializing_if = "Option::is_none")
+    )]
     pub size: Option<i64>,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
+}
+
+impl serde::Serialize for Resource {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.size {
+            map.serialize_entry("size", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Resource {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "annotations",
+            "description",
+            "mimeType",
+            "name",
+            "size",
+            "uri",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Resource;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Resource")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Resource, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Resource {
+                    annotations: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    mime_type: v2.unwrap_or_default(),
+                    name: crate::support::required(v3, "name")?,
+                    size: v4.unwrap_or_default(),
+                    uri: crate::support::required(v5, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("Resource", FIELDS, Visitor)
+    }
 }
 
 /// The contents of a specific resource or sub-resource.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceContents {
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ResourceContents {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceContents {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["mimeType", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceContents;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceContents")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceContents, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceContents {
+                    mime_type: v0.unwrap_or_default(),
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceContents", FIELDS, Visitor)
+    }
+}
+
 /// The `ResourceContentsKind` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ResourceContentsKind {
     /// A `TextResourceContents`.
     Text(TextResourceContents),
     /// A `BlobResourceContents`.
     Blob(BlobResourceContents),
+}
+
+impl serde::Serialize for ResourceContentsKind {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(v) => serde::Serialize::serialize(v, serializer),
+            Self::Blob(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
@@ -2195,106 +7039,458 @@ impl crate::support::Union for ResourceContentsKind {
 }
 
 /// An optional notification from the server to the client, informing it that the list of resources it can read from has changed. This may be issued by servers without any previous subscription from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceListChangedNotification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsResourcesListChanged,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<ResourceListChangedNotificationParams>,
 }
 
+impl serde::Serialize for ResourceListChangedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceListChangedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceListChangedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceListChangedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceListChangedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceListChangedNotification {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceListChangedNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `ResourceListChangedNotificationParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceListChangedNotificationParams {
     /// This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for ResourceListChangedNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceListChangedNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceListChangedNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceListChangedNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceListChangedNotificationParams, A::Error>
+            {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(ResourceListChangedNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// A reference to a resource or resource template definition.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceReference {
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::RefResource,
     /// The URI or URI template of the resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ResourceReference {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceReference {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["type", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceReference;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceReference")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceReference, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceReference {
+                    r#type: crate::support::required(v0, "type")?,
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceReference", FIELDS, Visitor)
+    }
+}
+
 /// A template description for resources available on the server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceTemplate {
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// A description of what this template is for.
     ///
     /// This can be used by clients to improve the LLM's understanding of available resources. It can be thought of like a "hint" to the model.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The MIME type for all resources that match this template. This should only be included if all resources matching this template have the same type.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// A human-readable name for the type of resource this template refers to.
     ///
     /// This can be used by clients to populate UI elements.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// A URI template (according to RFC 6570) that can be used to construct resource URIs.
-    #[serde(rename = "uriTemplate")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uriTemplate"))]
     pub uri_template: String,
 }
 
+impl serde::Serialize for ResourceTemplate {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("uriTemplate", &self.uri_template)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceTemplate {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "annotations",
+            "description",
+            "mimeType",
+            "name",
+            "uriTemplate",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceTemplate;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceTemplate")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceTemplate, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceTemplate {
+                    annotations: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    mime_type: v2.unwrap_or_default(),
+                    name: crate::support::required(v3, "name")?,
+                    uri_template: crate::support::required(v4, "uriTemplate")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceTemplate", FIELDS, Visitor)
+    }
+}
+
 /// A notification from the server to the client, informing it that a resource has changed and may need to be read again. This should only be sent if the client previously sent a resources/subscribe request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceUpdatedNotification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsResourcesUpdated,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ResourceUpdatedNotificationParams,
 }
 
+impl serde::Serialize for ResourceUpdatedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceUpdatedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceUpdatedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceUpdatedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceUpdatedNotification {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceUpdatedNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `ResourceUpdatedNotificationParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceUpdatedNotificationParams {
     /// The URI of the resource that has been updated. This might be a sub-resource of the one that the client actually subscribed to.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ResourceUpdatedNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceUpdatedNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceUpdatedNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceUpdatedNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceUpdatedNotificationParams {
+                    uri: crate::support::required(v0, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceUpdatedNotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// The sender or recipient of messages and data in a conversation.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum Role {
     /// `"assistant"`.
-    #[serde(rename = "assistant")]
+    #[cfg_attr(feature = "schemars", serde(rename = "assistant"))]
     Assistant,
     /// `"user"`.
-    #[serde(rename = "user")]
+    #[cfg_attr(feature = "schemars", serde(rename = "user"))]
     User,
 }
 
@@ -2308,67 +7504,319 @@ impl Role {
     }
 }
 
+impl serde::Serialize for Role {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Role {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [Role; 2] = [Role::Assistant, Role::User];
+        Ok(ALL[crate::support::variant(deserializer, &["assistant", "user"])?])
+    }
+}
+
 /// Represents a root directory or file that the server can operate on.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Root {
     /// An optional name for the root. This can be used to provide a human-readable
     /// identifier for the root, which may be useful for display purposes or for
     /// referencing the root in other parts of the application.
-    #[serde(rename = "name", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "name", default, skip_serializing_if = "Option::is_none")
+    )]
     pub name: Option<String>,
     /// The URI identifying the root. This *must* start with file:// for now.
     /// This restriction may be relaxed in future versions of the protocol to allow
     /// other URI schemes.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
+}
+
+impl serde::Serialize for Root {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.name {
+            map.serialize_entry("name", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Root {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Root;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Root")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Root, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Root {
+                    name: v0.unwrap_or_default(),
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("Root", FIELDS, Visitor)
+    }
 }
 
 /// A notification from the client to the server, informing it that the list of roots has changed.
 /// This notification should be sent whenever the client adds, removes, or modifies any root.
 /// The server should then request an updated list of roots using the ListRootsRequest.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RootsListChangedNotification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsRootsListChanged,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<RootsListChangedNotificationParams>,
 }
 
+impl serde::Serialize for RootsListChangedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RootsListChangedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RootsListChangedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct RootsListChangedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<RootsListChangedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(RootsListChangedNotification {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("RootsListChangedNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `RootsListChangedNotificationParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RootsListChangedNotificationParams {
     /// This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for RootsListChangedNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RootsListChangedNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RootsListChangedNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct RootsListChangedNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<RootsListChangedNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(RootsListChangedNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// The `RpcError` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RpcError {
     /// The error type that occurred.
-    #[serde(rename = "code")]
+    #[cfg_attr(feature = "schemars", serde(rename = "code"))]
     pub code: i64,
     /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "data", default, skip_serializing_if = "Option::is_none")
+    )]
     pub data: Option<serde_json::Value>,
     /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
 }
 
+impl serde::Serialize for RpcError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", &self.code)?;
+        if let Some(v) = &self.data {
+            map.serialize_entry("data", v)?;
+        }
+        map.serialize_entry("message", &self.message)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RpcError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["code", "data", "message"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RpcError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct RpcError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<RpcError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(RpcError {
+                    code: crate::support::required(v0, "code")?,
+                    data: v1.unwrap_or_default(),
+                    message: crate::support::required(v2, "message")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("RpcError", FIELDS, Visitor)
+    }
+}
+
 /// The `SamplingContent` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum SamplingContent {
     /// A `TextContent`.
     Text(TextContent),
@@ -2376,6 +7824,19 @@ pub enum SamplingContent {
     Image(ImageContent),
     /// A `AudioContent`.
     Audio(AudioContent),
+}
+
+impl serde::Serialize for SamplingContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(v) => serde::Serialize::serialize(v, serializer),
+            Self::Image(v) => serde::Serialize::serialize(v, serializer),
+            Self::Audio(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for SamplingContent {
@@ -2429,95 +7890,420 @@ impl crate::support::Union for SamplingContent {
 }
 
 /// Describes a message issued to or received from an LLM API.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SamplingMessage {
     /// The `content` field.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: SamplingContent,
     /// The `role` field.
-    #[serde(rename = "role")]
+    #[cfg_attr(feature = "schemars", serde(rename = "role"))]
     pub role: Role,
 }
 
+impl serde::Serialize for SamplingMessage {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("content", &self.content)?;
+        map.serialize_entry("role", &self.role)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SamplingMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["content", "role"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SamplingMessage;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SamplingMessage")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SamplingMessage, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SamplingMessage {
+                    content: crate::support::required(v0, "content")?,
+                    role: crate::support::required(v1, "role")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SamplingMessage", FIELDS, Visitor)
+    }
+}
+
 /// Capabilities that a server may support. Known capabilities are defined here, in this schema, but this is not a closed set: any server can define its own, additional capabilities.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilities {
     /// Present if the server supports argument autocompletion suggestions.
-    #[serde(
-        rename = "completions",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "completions",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub completions: Option<crate::JsonObject>,
     /// Experimental, non-standard capabilities that the server supports.
-    #[serde(
-        rename = "experimental",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "experimental",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub experimental: Option<std::collections::BTreeMap<String, crate::JsonObject>>,
     /// Present if the server supports sending log messages to the client.
-    #[serde(rename = "logging", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "logging", default, skip_serializing_if = "Option::is_none")
+    )]
     pub logging: Option<crate::JsonObject>,
     /// Present if the server offers any prompt templates.
-    #[serde(rename = "prompts", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "prompts", default, skip_serializing_if = "Option::is_none")
+    )]
     pub prompts: Option<ServerCapabilitiesPrompts>,
     /// Present if the server offers any resources to read.
-    #[serde(rename = "resources", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "resources", default, skip_serializing_if = "Option::is_none")
+    )]
     pub resources: Option<ServerCapabilitiesResources>,
     /// Present if the server offers any tools to call.
-    #[serde(rename = "tools", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "tools", default, skip_serializing_if = "Option::is_none")
+    )]
     pub tools: Option<ServerCapabilitiesTools>,
 }
 
+impl serde::Serialize for ServerCapabilities {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.completions {
+            map.serialize_entry("completions", v)?;
+        }
+        if let Some(v) = &self.experimental {
+            map.serialize_entry("experimental", v)?;
+        }
+        if let Some(v) = &self.logging {
+            map.serialize_entry("logging", v)?;
+        }
+        if let Some(v) = &self.prompts {
+            map.serialize_entry("prompts", v)?;
+        }
+        if let Some(v) = &self.resources {
+            map.serialize_entry("resources", v)?;
+        }
+        if let Some(v) = &self.tools {
+            map.serialize_entry("tools", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilities {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "completions",
+            "experimental",
+            "logging",
+            "prompts",
+            "resources",
+            "tools",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilities;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilities")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilities, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilities {
+                    completions: v0.unwrap_or_default(),
+                    experimental: v1.unwrap_or_default(),
+                    logging: v2.unwrap_or_default(),
+                    prompts: v3.unwrap_or_default(),
+                    resources: v4.unwrap_or_default(),
+                    tools: v5.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilities", FIELDS, Visitor)
+    }
+}
+
 /// Present if the server offers any prompt templates.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesPrompts {
     /// Whether this server supports notifications for changes to the prompt list.
-    #[serde(
-        rename = "listChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "listChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub list_changed: Option<bool>,
+}
+
+impl serde::Serialize for ServerCapabilitiesPrompts {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.list_changed {
+            map.serialize_entry("listChanged", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesPrompts {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["listChanged"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesPrompts;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesPrompts")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesPrompts, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesPrompts {
+                    list_changed: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesPrompts", FIELDS, Visitor)
+    }
 }
 
 /// Present if the server offers any resources to read.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesResources {
     /// Whether this server supports notifications for changes to the resource list.
-    #[serde(
-        rename = "listChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "listChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub list_changed: Option<bool>,
     /// Whether this server supports subscribing to resource updates.
-    #[serde(rename = "subscribe", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "subscribe", default, skip_serializing_if = "Option::is_none")
+    )]
     pub subscribe: Option<bool>,
 }
 
+impl serde::Serialize for ServerCapabilitiesResources {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.list_changed {
+            map.serialize_entry("listChanged", v)?;
+        }
+        if let Some(v) = &self.subscribe {
+            map.serialize_entry("subscribe", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesResources {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["listChanged", "subscribe"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesResources;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesResources")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesResources, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesResources {
+                    list_changed: v0.unwrap_or_default(),
+                    subscribe: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesResources", FIELDS, Visitor)
+    }
+}
+
 /// Present if the server offers any tools to call.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesTools {
     /// Whether this server supports notifications for changes to the tool list.
-    #[serde(
-        rename = "listChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "listChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub list_changed: Option<bool>,
 }
 
+impl serde::Serialize for ServerCapabilitiesTools {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.list_changed {
+            map.serialize_entry("listChanged", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTools {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["listChanged"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesTools;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesTools")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesTools, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesTools {
+                    list_changed: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesTools", FIELDS, Visitor)
+    }
+}
+
 /// The `ServerNotification` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ServerNotification {
     /// A `CancelledNotification`.
     Cancelled(CancelledNotification),
@@ -2533,6 +8319,23 @@ pub enum ServerNotification {
     ToolListChanged(ToolListChangedNotification),
     /// A `LoggingMessageNotification`.
     LoggingMessage(LoggingMessageNotification),
+}
+
+impl serde::Serialize for ServerNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Cancelled(v) => serde::Serialize::serialize(v, serializer),
+            Self::Progress(v) => serde::Serialize::serialize(v, serializer),
+            Self::ResourceListChanged(v) => serde::Serialize::serialize(v, serializer),
+            Self::ResourceUpdated(v) => serde::Serialize::serialize(v, serializer),
+            Self::PromptListChanged(v) => serde::Serialize::serialize(v, serializer),
+            Self::ToolListChanged(v) => serde::Serialize::serialize(v, serializer),
+            Self::LoggingMessage(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ServerNotification {
@@ -2631,9 +8434,9 @@ impl crate::support::Union for ServerNotification {
 }
 
 /// The `ServerRequest` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ServerRequest {
     /// A `PingRequest`.
     Ping(PingRequest),
@@ -2641,6 +8444,19 @@ pub enum ServerRequest {
     CreateMessage(CreateMessageRequest),
     /// A `ListRootsRequest`.
     ListRoots(ListRootsRequest),
+}
+
+impl serde::Serialize for ServerRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Ping(v) => serde::Serialize::serialize(v, serializer),
+            Self::CreateMessage(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListRoots(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ServerRequest {
@@ -2690,9 +8506,9 @@ impl crate::support::Union for ServerRequest {
 }
 
 /// The `ServerResult` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ServerResult {
     /// A `EmptyResult`.
     Empty(EmptyResult),
@@ -2714,6 +8530,26 @@ pub enum ServerResult {
     CallTool(CallToolResult),
     /// A `CompleteResult`.
     Complete(CompleteResult),
+}
+
+impl serde::Serialize for ServerResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Empty(v) => serde::Serialize::serialize(v, serializer),
+            Self::Initialize(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResources(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResourceTemplates(v) => serde::Serialize::serialize(v, serializer),
+            Self::ReadResource(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListPrompts(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetPrompt(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListTools(v) => serde::Serialize::serialize(v, serializer),
+            Self::CallTool(v) => serde::Serialize::serialize(v, serializer),
+            Self::Complete(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ServerResult {
@@ -2835,107 +8671,499 @@ impl crate::support::Union for ServerResult {
 }
 
 /// A request from the client to the server, to enable or adjust logging.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SetLevelRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::LoggingSetLevel,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: SetLevelRequestParams,
 }
 
+impl serde::Serialize for SetLevelRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SetLevelRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SetLevelRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SetLevelRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SetLevelRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SetLevelRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SetLevelRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `SetLevelRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SetLevelRequestParams {
     /// The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message.
-    #[serde(rename = "level")]
+    #[cfg_attr(feature = "schemars", serde(rename = "level"))]
     pub level: LoggingLevel,
 }
 
+impl serde::Serialize for SetLevelRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("level", &self.level)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SetLevelRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["level"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SetLevelRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SetLevelRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SetLevelRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SetLevelRequestParams {
+                    level: crate::support::required(v0, "level")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SetLevelRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request resources/updated notifications from the server whenever a particular resource changes.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscribeRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesSubscribe,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: SubscribeRequestParams,
 }
 
+impl serde::Serialize for SubscribeRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscribeRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscribeRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscribeRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscribeRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscribeRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SubscribeRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `SubscribeRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscribeRequestParams {
     /// The URI of the resource to subscribe to. The URI can use any protocol; it is up to the server how to interpret it.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
+}
+
+impl serde::Serialize for SubscribeRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscribeRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscribeRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscribeRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscribeRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscribeRequestParams {
+                    uri: crate::support::required(v0, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SubscribeRequestParams", FIELDS, Visitor)
+    }
 }
 
 /// Text provided to or from an LLM.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TextContent {
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The text content of the message.
-    #[serde(rename = "text")]
+    #[cfg_attr(feature = "schemars", serde(rename = "text"))]
     pub text: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Text,
 }
 
+impl serde::Serialize for TextContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("text", &self.text)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TextContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["annotations", "text", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TextContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TextContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TextContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TextContent {
+                    annotations: v0.unwrap_or_default(),
+                    text: crate::support::required(v1, "text")?,
+                    r#type: crate::support::required(v2, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TextContent", FIELDS, Visitor)
+    }
+}
+
 /// The `TextResourceContents` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TextResourceContents {
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// The text of the item. This must only be set if the item can actually be represented as text (not binary data).
-    #[serde(rename = "text")]
+    #[cfg_attr(feature = "schemars", serde(rename = "text"))]
     pub text: String,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for TextResourceContents {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("text", &self.text)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TextResourceContents {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["mimeType", "text", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TextResourceContents;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TextResourceContents")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TextResourceContents, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TextResourceContents {
+                    mime_type: v0.unwrap_or_default(),
+                    text: crate::support::required(v1, "text")?,
+                    uri: crate::support::required(v2, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TextResourceContents", FIELDS, Visitor)
+    }
+}
+
 /// Definition for a tool the client can call.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Tool {
     /// Optional additional tool information.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<ToolAnnotations>,
     /// A human-readable description of the tool.
     ///
     /// This can be used by clients to improve the LLM's understanding of available tools. It can be thought of like a "hint" to the model.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// A JSON Schema object defining the expected parameters for the tool.
-    #[serde(rename = "inputSchema")]
+    #[cfg_attr(feature = "schemars", serde(rename = "inputSchema"))]
     pub input_schema: ToolInputSchema,
     /// The name of the tool.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
+}
+
+impl serde::Serialize for Tool {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("inputSchema", &self.input_schema)?;
+        map.serialize_entry("name", &self.name)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tool {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["annotations", "description", "inputSchema", "name"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Tool;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Tool")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Tool, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Tool {
+                    annotations: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    input_schema: crate::support::required(v2, "inputSchema")?,
+                    name: crate::support::required(v3, "name")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("Tool", FIELDS, Visitor)
+    }
 }
 
 /// Additional properties describing a Tool to clients.
@@ -2946,7 +9174,7 @@ pub struct Tool {
 ///
 /// Clients should never make tool use decisions based on ToolAnnotations
 /// received from untrusted servers.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolAnnotations {
     /// If true, the tool may perform destructive updates to its environment.
@@ -2955,10 +9183,13 @@ pub struct ToolAnnotations {
     /// (This property is meaningful only when `readOnlyHint == false`)
     ///
     /// Default: true
-    #[serde(
-        rename = "destructiveHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "destructiveHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub destructive_hint: Option<bool>,
     /// If true, calling the tool repeatedly with the same arguments
@@ -2967,10 +9198,13 @@ pub struct ToolAnnotations {
     /// (This property is meaningful only when `readOnlyHint == false`)
     ///
     /// Default: false
-    #[serde(
-        rename = "idempotentHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "idempotentHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub idempotent_hint: Option<bool>,
     /// If true, this tool may interact with an "open world" of external
@@ -2979,88 +9213,459 @@ pub struct ToolAnnotations {
     /// of a memory tool is not.
     ///
     /// Default: true
-    #[serde(
-        rename = "openWorldHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "openWorldHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub open_world_hint: Option<bool>,
     /// If true, the tool does not modify its environment.
     ///
     /// Default: false
-    #[serde(
-        rename = "readOnlyHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "readOnlyHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub read_only_hint: Option<bool>,
     /// A human-readable title for the tool.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
 }
 
+impl serde::Serialize for ToolAnnotations {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.destructive_hint {
+            map.serialize_entry("destructiveHint", v)?;
+        }
+        if let Some(v) = &self.idempotent_hint {
+            map.serialize_entry("idempotentHint", v)?;
+        }
+        if let Some(v) = &self.open_world_hint {
+            map.serialize_entry("openWorldHint", v)?;
+        }
+        if let Some(v) = &self.read_only_hint {
+            map.serialize_entry("readOnlyHint", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolAnnotations {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "destructiveHint",
+            "idempotentHint",
+            "openWorldHint",
+            "readOnlyHint",
+            "title",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolAnnotations;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolAnnotations")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolAnnotations, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolAnnotations {
+                    destructive_hint: v0.unwrap_or_default(),
+                    idempotent_hint: v1.unwrap_or_default(),
+                    open_world_hint: v2.unwrap_or_default(),
+                    read_only_hint: v3.unwrap_or_default(),
+                    title: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolAnnotations", FIELDS, Visitor)
+    }
+}
+
 /// A JSON Schema object defining the expected parameters for the tool.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolInputSchema {
     /// The `properties` field.
-    #[serde(
-        rename = "properties",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "properties",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub properties: Option<std::collections::BTreeMap<String, crate::JsonObject>>,
     /// The `required` field.
-    #[serde(rename = "required", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "required", default, skip_serializing_if = "Option::is_none")
+    )]
     pub required: Option<Vec<String>>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Object,
 }
 
+impl serde::Serialize for ToolInputSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.properties {
+            map.serialize_entry("properties", v)?;
+        }
+        if let Some(v) = &self.required {
+            map.serialize_entry("required", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolInputSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["properties", "required", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolInputSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolInputSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolInputSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolInputSchema {
+                    properties: v0.unwrap_or_default(),
+                    required: v1.unwrap_or_default(),
+                    r#type: crate::support::required(v2, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolInputSchema", FIELDS, Visitor)
+    }
+}
+
 /// An optional notification from the server to the client, informing it that the list of tools it offers has changed. This may be issued by servers without any previous subscription from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolListChangedNotification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsToolsListChanged,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<ToolListChangedNotificationParams>,
 }
 
+impl serde::Serialize for ToolListChangedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolListChangedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolListChangedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolListChangedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolListChangedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolListChangedNotification {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolListChangedNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `ToolListChangedNotificationParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolListChangedNotificationParams {
     /// This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for ToolListChangedNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolListChangedNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolListChangedNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolListChangedNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolListChangedNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(ToolListChangedNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// Sent from the client to request cancellation of resources/updated notifications from the server. This should follow a previous resources/subscribe request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct UnsubscribeRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesUnsubscribe,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: UnsubscribeRequestParams,
 }
 
+impl serde::Serialize for UnsubscribeRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UnsubscribeRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UnsubscribeRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct UnsubscribeRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<UnsubscribeRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(UnsubscribeRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("UnsubscribeRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `UnsubscribeRequestParams` type of the 2025-03-26 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct UnsubscribeRequestParams {
     /// The URI of the resource to unsubscribe from.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
+}
+
+impl serde::Serialize for UnsubscribeRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UnsubscribeRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UnsubscribeRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct UnsubscribeRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<UnsubscribeRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(UnsubscribeRequestParams {
+                    uri: crate::support::required(v0, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("UnsubscribeRequestParams", FIELDS, Visitor)
+    }
 }
 
 /// Marker types of the 2025-03-26 methods (see [`crate::methods`]).

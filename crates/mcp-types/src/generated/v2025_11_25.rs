@@ -3,13 +3,16 @@
 //! (`modelcontextprotocol/modelcontextprotocol`, `schema/2025-11-25/schema.json`).
 
 /// Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Annotations {
     /// Describes who the intended audience of this object or data is.
     ///
     /// It can include multiple entries to indicate content useful for multiple audiences (e.g., `["user", "assistant"]`).
-    #[serde(rename = "audience", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "audience", default, skip_serializing_if = "Option::is_none")
+    )]
     pub audience: Option<Vec<Role>>,
     /// The moment the resource was last modified, as an ISO 8601 formatted string.
     ///
@@ -17,10 +20,13 @@ pub struct Annotations {
     ///
     /// Examples: last activity timestamp in an open file, timestamp when the resource
     /// was attached, etc.
-    #[serde(
-        rename = "lastModified",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "lastModified",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub last_modified: Option<String>,
     /// Describes how important this data is for operating the server.
@@ -28,46 +34,180 @@ pub struct Annotations {
     /// A value of 1 means "most important," and indicates that the data is
     /// effectively required, while 0 means "least important," and indicates that
     /// the data is entirely optional.
-    #[serde(
-        rename = "priority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "priority", default, skip_serializing_if = "Option::is_none")
     )]
     pub priority: Option<f64>,
 }
 
+impl serde::Serialize for Annotations {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.audience {
+            map.serialize_entry("audience", v)?;
+        }
+        if let Some(v) = &self.last_modified {
+            map.serialize_entry("lastModified", v)?;
+        }
+        if let Some(v) = &self.priority {
+            map.serialize_entry("priority", &crate::support::Num(v))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Annotations {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["audience", "lastModified", "priority"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Annotations;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Annotations")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Annotations, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Annotations {
+                    audience: v0.unwrap_or_default(),
+                    last_modified: v1.unwrap_or_default(),
+                    priority: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Annotations", FIELDS, Visitor)
+    }
+}
+
 /// Audio provided to or from an LLM.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct AudioContent {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The base64-encoded audio data.
-    #[serde(rename = "data")]
+    #[cfg_attr(feature = "schemars", serde(rename = "data"))]
     pub data: String,
     /// The MIME type of the audio. Different providers may support different audio types.
-    #[serde(rename = "mimeType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "mimeType"))]
     pub mime_type: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Audio,
 }
 
+impl serde::Serialize for AudioContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("data", &self.data)?;
+        map.serialize_entry("mimeType", &self.mime_type)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AudioContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "annotations", "data", "mimeType", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = AudioContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct AudioContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<AudioContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(AudioContent {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    data: crate::support::required(v2, "data")?,
+                    mime_type: crate::support::required(v3, "mimeType")?,
+                    r#type: crate::support::required(v4, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("AudioContent", FIELDS, Visitor)
+    }
+}
+
 /// Base interface for metadata with name (identifier) and title (display name) properties.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct BaseMetadata {
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -75,80 +215,348 @@ pub struct BaseMetadata {
     /// If not provided, the name should be used for display (except for Tool,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
+}
+
+impl serde::Serialize for BaseMetadata {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BaseMetadata {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name", "title"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = BaseMetadata;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct BaseMetadata")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<BaseMetadata, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(BaseMetadata {
+                    name: crate::support::required(v0, "name")?,
+                    title: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("BaseMetadata", FIELDS, Visitor)
+    }
 }
 
 /// The `BlobResourceContents` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct BlobResourceContents {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// A base64-encoded string representing the binary data of the item.
-    #[serde(rename = "blob")]
+    #[cfg_attr(feature = "schemars", serde(rename = "blob"))]
     pub blob: String,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for BlobResourceContents {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("blob", &self.blob)?;
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BlobResourceContents {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "blob", "mimeType", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = BlobResourceContents;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct BlobResourceContents")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<BlobResourceContents, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(BlobResourceContents {
+                    meta: v0.unwrap_or_default(),
+                    blob: crate::support::required(v1, "blob")?,
+                    mime_type: v2.unwrap_or_default(),
+                    uri: crate::support::required(v3, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("BlobResourceContents", FIELDS, Visitor)
+    }
+}
+
 /// The `BooleanSchema` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct BooleanSchema {
     /// The `default` field.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<bool>,
     /// The `description` field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The `title` field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Boolean,
 }
 
+impl serde::Serialize for BooleanSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BooleanSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["default", "description", "title", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = BooleanSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct BooleanSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<BooleanSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(BooleanSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    title: v2.unwrap_or_default(),
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("BooleanSchema", FIELDS, Visitor)
+    }
+}
+
 /// Used by the client to invoke a tool provided by the server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CallToolRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ToolsCall,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CallToolRequestParams,
 }
 
+impl serde::Serialize for CallToolRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CallToolRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CallToolRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CallToolRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CallToolRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CallToolRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CallToolRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `tools/call` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CallToolRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Arguments to use for the tool call.
-    #[serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")
+    )]
     pub arguments: Option<crate::JsonObject>,
     /// The name of the tool.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// If specified, the caller is requesting task-augmented execution for this request.
     /// The request will return a CreateTaskResult immediately, and the actual result can be
@@ -156,19 +564,91 @@ pub struct CallToolRequestParams {
     ///
     /// Task augmentation is subject to capability negotiation - receivers MUST declare support
     /// for task augmentation of specific request types in their capabilities.
-    #[serde(rename = "task", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "task", default, skip_serializing_if = "Option::is_none")
+    )]
     pub task: Option<TaskMetadata>,
 }
 
+impl serde::Serialize for CallToolRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.task {
+            map.serialize_entry("task", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CallToolRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "arguments", "name", "task"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CallToolRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CallToolRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CallToolRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CallToolRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    arguments: v1.unwrap_or_default(),
+                    name: crate::support::required(v2, "name")?,
+                    task: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CallToolRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The server's response to a tool call.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CallToolResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// A list of content objects that represent the unstructured result of the tool call.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: Vec<ContentBlock>,
     /// Whether the tool call ended in an error.
     ///
@@ -182,87 +662,373 @@ pub struct CallToolResult {
     /// However, any errors in _finding_ the tool, an error indicating that the
     /// server does not support tool calls, or any other exceptional conditions,
     /// should be reported as an MCP error response.
-    #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "isError", default, skip_serializing_if = "Option::is_none")
+    )]
     pub is_error: Option<bool>,
     /// An optional JSON object that represents the structured result of the tool call.
-    #[serde(
-        rename = "structuredContent",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "structuredContent",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub structured_content: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for CallToolResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("content", &self.content)?;
+        if let Some(v) = &self.is_error {
+            map.serialize_entry("isError", v)?;
+        }
+        if let Some(v) = &self.structured_content {
+            map.serialize_entry("structuredContent", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CallToolResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "content", "isError", "structuredContent"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CallToolResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CallToolResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CallToolResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CallToolResult {
+                    meta: v0.unwrap_or_default(),
+                    content: crate::support::required(v1, "content")?,
+                    is_error: v2.unwrap_or_default(),
+                    structured_content: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CallToolResult", FIELDS, Visitor)
+    }
+}
+
 /// A request to cancel a task.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CancelTaskRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::TasksCancel,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CancelTaskRequestParams,
 }
 
+impl serde::Serialize for CancelTaskRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CancelTaskRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CancelTaskRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CancelTaskRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CancelTaskRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CancelTaskRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CancelTaskRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `CancelTaskRequestParams` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CancelTaskRequestParams {
     /// The task identifier to cancel.
-    #[serde(rename = "taskId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "taskId"))]
     pub task_id: String,
 }
 
+impl serde::Serialize for CancelTaskRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("taskId", &self.task_id)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CancelTaskRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["taskId"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CancelTaskRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CancelTaskRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CancelTaskRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CancelTaskRequestParams {
+                    task_id: crate::support::required(v0, "taskId")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CancelTaskRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The response to a tasks/cancel request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CancelTaskResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// ISO 8601 timestamp when the task was created.
-    #[serde(rename = "createdAt")]
+    #[cfg_attr(feature = "schemars", serde(rename = "createdAt"))]
     pub created_at: String,
     /// ISO 8601 timestamp when the task was last updated.
-    #[serde(rename = "lastUpdatedAt")]
+    #[cfg_attr(feature = "schemars", serde(rename = "lastUpdatedAt"))]
     pub last_updated_at: String,
     /// Suggested polling interval in milliseconds.
-    #[serde(
-        rename = "pollInterval",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "pollInterval",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub poll_interval: Option<i64>,
     /// Current task state.
-    #[serde(rename = "status")]
+    #[cfg_attr(feature = "schemars", serde(rename = "status"))]
     pub status: TaskStatus,
     /// Optional human-readable message describing the current task state.
     /// This can provide context for any status, including:
     /// - Reasons for "cancelled" status
     /// - Summaries for "completed" status
     /// - Diagnostic information for "failed" status (e.g., error details, what went wrong)
-    #[serde(
-        rename = "statusMessage",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "statusMessage",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub status_message: Option<String>,
     /// The task identifier.
-    #[serde(rename = "taskId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "taskId"))]
     pub task_id: String,
     /// Actual retention duration from creation in milliseconds, null for unlimited.
-    #[serde(rename = "ttl", default)]
+    #[cfg_attr(feature = "schemars", serde(rename = "ttl", default))]
     pub ttl: Option<i64>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
+}
+
+impl serde::Serialize for CancelTaskResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("createdAt", &self.created_at)?;
+        map.serialize_entry("lastUpdatedAt", &self.last_updated_at)?;
+        if let Some(v) = &self.poll_interval {
+            map.serialize_entry("pollInterval", v)?;
+        }
+        map.serialize_entry("status", &self.status)?;
+        if let Some(v) = &self.status_message {
+            map.serialize_entry("statusMessage", v)?;
+        }
+        map.serialize_entry("taskId", &self.task_id)?;
+        map.serialize_entry("ttl", &self.ttl)?;
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CancelTaskResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "createdAt",
+            "lastUpdatedAt",
+            "pollInterval",
+            "status",
+            "statusMessage",
+            "taskId",
+            "ttl",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CancelTaskResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CancelTaskResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CancelTaskResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(CancelTaskResult {
+                    meta: v0.unwrap_or_default(),
+                    created_at: crate::support::required(v1, "createdAt")?,
+                    last_updated_at: crate::support::required(v2, "lastUpdatedAt")?,
+                    poll_interval: v3.unwrap_or_default(),
+                    status: crate::support::required(v4, "status")?,
+                    status_message: v5.unwrap_or_default(),
+                    task_id: crate::support::required(v6, "taskId")?,
+                    ttl: v7.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// This notification can be sent by either side to indicate that it is cancelling a previously-issued request.
@@ -274,163 +1040,801 @@ pub struct CancelTaskResult {
 /// A client MUST NOT attempt to cancel its `initialize` request.
 ///
 /// For task cancellation, use the `tasks/cancel` request instead of this notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CancelledNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsCancelled,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CancelledNotificationParams,
 }
 
+impl serde::Serialize for CancelledNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CancelledNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CancelledNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CancelledNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CancelledNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CancelledNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CancelledNotification", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `notifications/cancelled` notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CancelledNotificationParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An optional string describing the reason for the cancellation. This MAY be logged or presented to the user.
-    #[serde(rename = "reason", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "reason", default, skip_serializing_if = "Option::is_none")
+    )]
     pub reason: Option<String>,
     /// The ID of the request to cancel.
     ///
     /// This MUST correspond to the ID of a request previously issued in the same direction.
     /// This MUST be provided for cancelling non-task requests.
     /// This MUST NOT be used for cancelling tasks (use the `tasks/cancel` request instead).
-    #[serde(rename = "requestId", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "requestId", default, skip_serializing_if = "Option::is_none")
+    )]
     pub request_id: Option<RequestId>,
 }
 
+impl serde::Serialize for CancelledNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.reason {
+            map.serialize_entry("reason", v)?;
+        }
+        if let Some(v) = &self.request_id {
+            map.serialize_entry("requestId", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CancelledNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "reason", "requestId"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CancelledNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CancelledNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CancelledNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CancelledNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    reason: v1.unwrap_or_default(),
+                    request_id: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CancelledNotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// Capabilities a client may support. Known capabilities are defined here, in this schema, but this is not a closed set: any client can define its own, additional capabilities.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilities {
     /// Present if the client supports elicitation from the server.
-    #[serde(
-        rename = "elicitation",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "elicitation",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub elicitation: Option<ClientCapabilitiesElicitation>,
     /// Experimental, non-standard capabilities that the client supports.
-    #[serde(
-        rename = "experimental",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "experimental",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub experimental: Option<std::collections::BTreeMap<String, crate::JsonObject>>,
     /// Present if the client supports listing roots.
-    #[serde(rename = "roots", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "roots", default, skip_serializing_if = "Option::is_none")
+    )]
     pub roots: Option<ClientCapabilitiesRoots>,
     /// Present if the client supports sampling from an LLM.
-    #[serde(rename = "sampling", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "sampling", default, skip_serializing_if = "Option::is_none")
+    )]
     pub sampling: Option<ClientCapabilitiesSampling>,
     /// Present if the client supports task-augmented requests.
-    #[serde(rename = "tasks", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "tasks", default, skip_serializing_if = "Option::is_none")
+    )]
     pub tasks: Option<ClientCapabilitiesTasks>,
 }
 
+impl serde::Serialize for ClientCapabilities {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.elicitation {
+            map.serialize_entry("elicitation", v)?;
+        }
+        if let Some(v) = &self.experimental {
+            map.serialize_entry("experimental", v)?;
+        }
+        if let Some(v) = &self.roots {
+            map.serialize_entry("roots", v)?;
+        }
+        if let Some(v) = &self.sampling {
+            map.serialize_entry("sampling", v)?;
+        }
+        if let Some(v) = &self.tasks {
+            map.serialize_entry("tasks", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilities {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["elicitation", "experimental", "roots", "sampling", "tasks"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilities;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilities")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilities, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilities {
+                    elicitation: v0.unwrap_or_default(),
+                    experimental: v1.unwrap_or_default(),
+                    roots: v2.unwrap_or_default(),
+                    sampling: v3.unwrap_or_default(),
+                    tasks: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilities", FIELDS, Visitor)
+    }
+}
+
 /// Present if the client supports elicitation from the server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilitiesElicitation {
     /// The `form` field.
-    #[serde(rename = "form", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "form", default, skip_serializing_if = "Option::is_none")
+    )]
     pub form: Option<crate::JsonObject>,
     /// The `url` field.
-    #[serde(rename = "url", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "url", default, skip_serializing_if = "Option::is_none")
+    )]
     pub url: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for ClientCapabilitiesElicitation {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.form {
+            map.serialize_entry("form", v)?;
+        }
+        if let Some(v) = &self.url {
+            map.serialize_entry("url", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilitiesElicitation {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["form", "url"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilitiesElicitation;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilitiesElicitation")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilitiesElicitation, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilitiesElicitation {
+                    form: v0.unwrap_or_default(),
+                    url: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilitiesElicitation", FIELDS, Visitor)
+    }
+}
+
 /// Present if the client supports listing roots.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilitiesRoots {
     /// Whether the client supports notifications for changes to the roots list.
-    #[serde(
-        rename = "listChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "listChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub list_changed: Option<bool>,
 }
 
+impl serde::Serialize for ClientCapabilitiesRoots {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.list_changed {
+            map.serialize_entry("listChanged", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilitiesRoots {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["listChanged"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilitiesRoots;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilitiesRoots")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilitiesRoots, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilitiesRoots {
+                    list_changed: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilitiesRoots", FIELDS, Visitor)
+    }
+}
+
 /// Present if the client supports sampling from an LLM.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilitiesSampling {
     /// Whether the client supports context inclusion via includeContext parameter.
     /// If not declared, servers SHOULD only use `includeContext: "none"` (or omit it).
-    #[serde(rename = "context", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "context", default, skip_serializing_if = "Option::is_none")
+    )]
     pub context: Option<crate::JsonObject>,
     /// Whether the client supports tool use via tools and toolChoice parameters.
-    #[serde(rename = "tools", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "tools", default, skip_serializing_if = "Option::is_none")
+    )]
     pub tools: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for ClientCapabilitiesSampling {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.context {
+            map.serialize_entry("context", v)?;
+        }
+        if let Some(v) = &self.tools {
+            map.serialize_entry("tools", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilitiesSampling {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["context", "tools"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilitiesSampling;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilitiesSampling")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilitiesSampling, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilitiesSampling {
+                    context: v0.unwrap_or_default(),
+                    tools: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilitiesSampling", FIELDS, Visitor)
+    }
+}
+
 /// Present if the client supports task-augmented requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilitiesTasks {
     /// Whether this client supports tasks/cancel.
-    #[serde(rename = "cancel", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "cancel", default, skip_serializing_if = "Option::is_none")
+    )]
     pub cancel: Option<crate::JsonObject>,
     /// Whether this client supports tasks/list.
-    #[serde(rename = "list", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "list", default, skip_serializing_if = "Option::is_none")
+    )]
     pub list: Option<crate::JsonObject>,
     /// Specifies which request types can be augmented with tasks.
-    #[serde(rename = "requests", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "requests", default, skip_serializing_if = "Option::is_none")
+    )]
     pub requests: Option<ClientCapabilitiesTasksRequests>,
 }
 
+impl serde::Serialize for ClientCapabilitiesTasks {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.cancel {
+            map.serialize_entry("cancel", v)?;
+        }
+        if let Some(v) = &self.list {
+            map.serialize_entry("list", v)?;
+        }
+        if let Some(v) = &self.requests {
+            map.serialize_entry("requests", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasks {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["cancel", "list", "requests"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilitiesTasks;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilitiesTasks")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilitiesTasks, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilitiesTasks {
+                    cancel: v0.unwrap_or_default(),
+                    list: v1.unwrap_or_default(),
+                    requests: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilitiesTasks", FIELDS, Visitor)
+    }
+}
+
 /// Specifies which request types can be augmented with tasks.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilitiesTasksRequests {
     /// Task support for elicitation-related requests.
-    #[serde(
-        rename = "elicitation",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "elicitation",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub elicitation: Option<ClientCapabilitiesTasksRequestsElicitation>,
     /// Task support for sampling-related requests.
-    #[serde(rename = "sampling", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "sampling", default, skip_serializing_if = "Option::is_none")
+    )]
     pub sampling: Option<ClientCapabilitiesTasksRequestsSampling>,
 }
 
+impl serde::Serialize for ClientCapabilitiesTasksRequests {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.elicitation {
+            map.serialize_entry("elicitation", v)?;
+        }
+        if let Some(v) = &self.sampling {
+            map.serialize_entry("sampling", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasksRequests {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["elicitation", "sampling"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilitiesTasksRequests;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilitiesTasksRequests")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilitiesTasksRequests, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilitiesTasksRequests {
+                    elicitation: v0.unwrap_or_default(),
+                    sampling: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilitiesTasksRequests", FIELDS, Visitor)
+    }
+}
+
 /// Task support for elicitation-related requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilitiesTasksRequestsElicitation {
     /// Whether the client supports task-augmented elicitation/create requests.
-    #[serde(rename = "create", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "create", default, skip_serializing_if = "Option::is_none")
+    )]
     pub create: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for ClientCapabilitiesTasksRequestsElicitation {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.create {
+            map.serialize_entry("create", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasksRequestsElicitation {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["create"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilitiesTasksRequestsElicitation;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilitiesTasksRequestsElicitation")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilitiesTasksRequestsElicitation, A::Error>
+            {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilitiesTasksRequestsElicitation {
+                    create: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct(
+            "ClientCapabilitiesTasksRequestsElicitation",
+            FIELDS,
+            Visitor,
+        )
+    }
+}
+
 /// Task support for sampling-related requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilitiesTasksRequestsSampling {
     /// Whether the client supports task-augmented sampling/createMessage requests.
-    #[serde(
-        rename = "createMessage",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "createMessage",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub create_message: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for ClientCapabilitiesTasksRequestsSampling {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.create_message {
+            map.serialize_entry("createMessage", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasksRequestsSampling {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["createMessage"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilitiesTasksRequestsSampling;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilitiesTasksRequestsSampling")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilitiesTasksRequestsSampling, A::Error>
+            {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilitiesTasksRequestsSampling {
+                    create_message: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilitiesTasksRequestsSampling", FIELDS, Visitor)
+    }
+}
+
 /// The `ClientNotification` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ClientNotification {
     /// A `CancelledNotification`.
     Cancelled(CancelledNotification),
@@ -442,6 +1846,21 @@ pub enum ClientNotification {
     TaskStatus(TaskStatusNotification),
     /// A `RootsListChangedNotification`.
     RootsListChanged(RootsListChangedNotification),
+}
+
+impl serde::Serialize for ClientNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Cancelled(v) => serde::Serialize::serialize(v, serializer),
+            Self::Initialized(v) => serde::Serialize::serialize(v, serializer),
+            Self::Progress(v) => serde::Serialize::serialize(v, serializer),
+            Self::TaskStatus(v) => serde::Serialize::serialize(v, serializer),
+            Self::RootsListChanged(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ClientNotification {
@@ -535,9 +1954,9 @@ impl crate::support::Union for ClientNotification {
 }
 
 /// The `ClientRequest` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ClientRequest {
     /// A `InitializeRequest`.
     Initialize(InitializeRequest),
@@ -573,6 +1992,33 @@ pub enum ClientRequest {
     SetLevel(SetLevelRequest),
     /// A `CompleteRequest`.
     Complete(CompleteRequest),
+}
+
+impl serde::Serialize for ClientRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Initialize(v) => serde::Serialize::serialize(v, serializer),
+            Self::Ping(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResources(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResourceTemplates(v) => serde::Serialize::serialize(v, serializer),
+            Self::ReadResource(v) => serde::Serialize::serialize(v, serializer),
+            Self::Subscribe(v) => serde::Serialize::serialize(v, serializer),
+            Self::Unsubscribe(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListPrompts(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetPrompt(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListTools(v) => serde::Serialize::serialize(v, serializer),
+            Self::CallTool(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetTask(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetTaskPayload(v) => serde::Serialize::serialize(v, serializer),
+            Self::CancelTask(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListTasks(v) => serde::Serialize::serialize(v, serializer),
+            Self::SetLevel(v) => serde::Serialize::serialize(v, serializer),
+            Self::Complete(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ClientRequest {
@@ -768,9 +2214,9 @@ impl crate::support::Union for ClientRequest {
 }
 
 /// The `ClientResult` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ClientResult {
     /// A `EmptyResult`.
     Empty(EmptyResult),
@@ -788,6 +2234,24 @@ pub enum ClientResult {
     ListRoots(ListRootsResult),
     /// A `ElicitResult`.
     Elicit(ElicitResult),
+}
+
+impl serde::Serialize for ClientResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Empty(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetTask(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetTaskPayload(v) => serde::Serialize::serialize(v, serializer),
+            Self::CancelTask(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListTasks(v) => serde::Serialize::serialize(v, serializer),
+            Self::CreateMessage(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListRoots(v) => serde::Serialize::serialize(v, serializer),
+            Self::Elicit(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ClientResult {
@@ -897,71 +2361,318 @@ impl crate::support::Union for ClientResult {
 }
 
 /// A request from the client to the server, to ask for completion options.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::CompletionComplete,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CompleteRequestParams,
 }
 
+impl serde::Serialize for CompleteRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `completion/complete` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The argument's information
-    #[serde(rename = "argument")]
+    #[cfg_attr(feature = "schemars", serde(rename = "argument"))]
     pub argument: CompleteRequestParamsArgument,
     /// Additional, optional context for completions
-    #[serde(rename = "context", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "context", default, skip_serializing_if = "Option::is_none")
+    )]
     pub context: Option<CompleteRequestParamsContext>,
     /// The `ref` field.
-    #[serde(rename = "ref")]
+    #[cfg_attr(feature = "schemars", serde(rename = "ref"))]
     pub r#ref: CompleteRequestParamsRef,
 }
 
+impl serde::Serialize for CompleteRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("argument", &self.argument)?;
+        if let Some(v) = &self.context {
+            map.serialize_entry("context", v)?;
+        }
+        map.serialize_entry("ref", &self.r#ref)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "argument", "context", "ref"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    argument: crate::support::required(v1, "argument")?,
+                    context: v2.unwrap_or_default(),
+                    r#ref: crate::support::required(v3, "ref")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The argument's information
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteRequestParamsArgument {
     /// The name of the argument
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The value of the argument to use for completion matching.
-    #[serde(rename = "value")]
+    #[cfg_attr(feature = "schemars", serde(rename = "value"))]
     pub value: String,
 }
 
+impl serde::Serialize for CompleteRequestParamsArgument {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("value", &self.value)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteRequestParamsArgument {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name", "value"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteRequestParamsArgument;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteRequestParamsArgument")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteRequestParamsArgument, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteRequestParamsArgument {
+                    name: crate::support::required(v0, "name")?,
+                    value: crate::support::required(v1, "value")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteRequestParamsArgument", FIELDS, Visitor)
+    }
+}
+
 /// Additional, optional context for completions
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteRequestParamsContext {
     /// Previously-resolved variables in a URI template or prompt.
-    #[serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")
+    )]
     pub arguments: Option<std::collections::BTreeMap<String, String>>,
 }
 
+impl serde::Serialize for CompleteRequestParamsContext {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteRequestParamsContext {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["arguments"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteRequestParamsContext;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteRequestParamsContext")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteRequestParamsContext, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteRequestParamsContext {
+                    arguments: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteRequestParamsContext", FIELDS, Visitor)
+    }
+}
+
 /// The `CompleteRequestParamsRef` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum CompleteRequestParamsRef {
     /// A `PromptReference`.
     RefPrompt(PromptReference),
     /// A `ResourceTemplateReference`.
     RefResource(ResourceTemplateReference),
+}
+
+impl serde::Serialize for CompleteRequestParamsRef {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::RefPrompt(v) => serde::Serialize::serialize(v, serializer),
+            Self::RefResource(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
@@ -1010,36 +2721,159 @@ impl crate::support::Union for CompleteRequestParamsRef {
 }
 
 /// The server's response to a completion/complete request
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `completion` field.
-    #[serde(rename = "completion")]
+    #[cfg_attr(feature = "schemars", serde(rename = "completion"))]
     pub completion: CompleteResultCompletion,
 }
 
+impl serde::Serialize for CompleteResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("completion", &self.completion)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "completion"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteResult {
+                    meta: v0.unwrap_or_default(),
+                    completion: crate::support::required(v1, "completion")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteResult", FIELDS, Visitor)
+    }
+}
+
 /// The `CompleteResultCompletion` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteResultCompletion {
     /// Indicates whether there are additional completion options beyond those provided in the current response, even if the exact total is unknown.
-    #[serde(rename = "hasMore", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "hasMore", default, skip_serializing_if = "Option::is_none")
+    )]
     pub has_more: Option<bool>,
     /// The total number of completion options available. This can exceed the number of values actually sent in the response.
-    #[serde(rename = "total", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "total", default, skip_serializing_if = "Option::is_none")
+    )]
     pub total: Option<i64>,
     /// An array of completion values. Must not exceed 100 items.
-    #[serde(rename = "values")]
+    #[cfg_attr(feature = "schemars", serde(rename = "values"))]
     pub values: Vec<String>,
 }
 
+impl serde::Serialize for CompleteResultCompletion {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.has_more {
+            map.serialize_entry("hasMore", v)?;
+        }
+        if let Some(v) = &self.total {
+            map.serialize_entry("total", v)?;
+        }
+        map.serialize_entry("values", &self.values)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteResultCompletion {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["hasMore", "total", "values"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteResultCompletion;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteResultCompletion")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteResultCompletion, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteResultCompletion {
+                    has_more: v0.unwrap_or_default(),
+                    total: v1.unwrap_or_default(),
+                    values: crate::support::required(v2, "values")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteResultCompletion", FIELDS, Visitor)
+    }
+}
+
 /// The `ContentBlock` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ContentBlock {
     /// A `TextContent`.
     Text(TextContent),
@@ -1051,6 +2885,21 @@ pub enum ContentBlock {
     ResourceLink(ResourceLink),
     /// A `EmbeddedResource`.
     Resource(EmbeddedResource),
+}
+
+impl serde::Serialize for ContentBlock {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(v) => serde::Serialize::serialize(v, serializer),
+            Self::Image(v) => serde::Serialize::serialize(v, serializer),
+            Self::Audio(v) => serde::Serialize::serialize(v, serializer),
+            Self::ResourceLink(v) => serde::Serialize::serialize(v, serializer),
+            Self::Resource(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ContentBlock {
@@ -1124,71 +2973,149 @@ impl crate::support::Union for ContentBlock {
 }
 
 /// A request from the server to sample an LLM via the client. The client has full discretion over which model to select. The client should also inform the user before beginning sampling, to allow them to inspect the request (human in the loop) and decide whether to approve it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CreateMessageRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::SamplingCreateMessage,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CreateMessageRequestParams,
 }
 
+impl serde::Serialize for CreateMessageRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CreateMessageRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CreateMessageRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CreateMessageRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CreateMessageRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CreateMessageRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `sampling/createMessage` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CreateMessageRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// A request to include context from one or more MCP servers (including the caller), to be attached to the prompt.
     /// The client MAY ignore this request.
     ///
     /// Default is "none". Values "thisServer" and "allServers" are soft-deprecated. Servers SHOULD only use these values if the client
     /// declares ClientCapabilities.sampling.context. These values may be removed in future spec releases.
-    #[serde(
-        rename = "includeContext",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "includeContext",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub include_context: Option<CreateMessageRequestParamsIncludeContext>,
     /// The requested maximum number of tokens to sample (to prevent runaway completions).
     ///
     /// The client MAY choose to sample fewer tokens than the requested maximum.
-    #[serde(rename = "maxTokens")]
+    #[cfg_attr(feature = "schemars", serde(rename = "maxTokens"))]
     pub max_tokens: i64,
     /// The `messages` field.
-    #[serde(rename = "messages")]
+    #[cfg_attr(feature = "schemars", serde(rename = "messages"))]
     pub messages: Vec<SamplingMessage>,
     /// Optional metadata to pass through to the LLM provider. The format of this metadata is provider-specific.
-    #[serde(rename = "metadata", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "metadata", default, skip_serializing_if = "Option::is_none")
+    )]
     pub metadata: Option<crate::JsonObject>,
     /// The server's preferences for which model to select. The client MAY ignore these preferences.
-    #[serde(
-        rename = "modelPreferences",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "modelPreferences",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub model_preferences: Option<ModelPreferences>,
     /// The `stopSequences` field.
-    #[serde(
-        rename = "stopSequences",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "stopSequences",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub stop_sequences: Option<Vec<String>>,
     /// An optional system prompt the server wants to use for sampling. The client MAY modify or omit this prompt.
-    #[serde(
-        rename = "systemPrompt",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "systemPrompt",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub system_prompt: Option<String>,
     /// If specified, the caller is requesting task-augmented execution for this request.
@@ -1197,29 +3124,165 @@ pub struct CreateMessageRequestParams {
     ///
     /// Task augmentation is subject to capability negotiation - receivers MUST declare support
     /// for task augmentation of specific request types in their capabilities.
-    #[serde(rename = "task", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "task", default, skip_serializing_if = "Option::is_none")
+    )]
     pub task: Option<TaskMetadata>,
     /// The `temperature` field.
-    #[serde(
-        rename = "temperature",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "temperature",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub temperature: Option<f64>,
     /// Controls how the model uses tools.
     /// The client MUST return an error if this field is provided but ClientCapabilities.sampling.tools is not declared.
     /// Default is `{ mode: "auto" }`.
-    #[serde(
-        rename = "toolChoice",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "toolChoice",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub tool_choice: Option<ToolChoice>,
     /// Tools that the model may use during generation.
     /// The client MUST return an error if this field is provided but ClientCapabilities.sampling.tools is not declared.
-    #[serde(rename = "tools", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "tools", default, skip_serializing_if = "Option::is_none")
+    )]
     pub tools: Option<Vec<Tool>>,
+}
+
+impl serde::Serialize for CreateMessageRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.include_context {
+            map.serialize_entry("includeContext", v)?;
+        }
+        map.serialize_entry("maxTokens", &self.max_tokens)?;
+        map.serialize_entry("messages", &self.messages)?;
+        if let Some(v) = &self.metadata {
+            map.serialize_entry("metadata", v)?;
+        }
+        if let Some(v) = &self.model_preferences {
+            map.serialize_entry("modelPreferences", v)?;
+        }
+        if let Some(v) = &self.stop_sequences {
+            map.serialize_entry("stopSequences", v)?;
+        }
+        if let Some(v) = &self.system_prompt {
+            map.serialize_entry("systemPrompt", v)?;
+        }
+        if let Some(v) = &self.task {
+            map.serialize_entry("task", v)?;
+        }
+        if let Some(v) = &self.temperature {
+            map.serialize_entry("temperature", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.tool_choice {
+            map.serialize_entry("toolChoice", v)?;
+        }
+        if let Some(v) = &self.tools {
+            map.serialize_entry("tools", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "includeContext",
+            "maxTokens",
+            "messages",
+            "metadata",
+            "modelPreferences",
+            "stopSequences",
+            "systemPrompt",
+            "task",
+            "temperature",
+            "toolChoice",
+            "tools",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CreateMessageRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CreateMessageRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CreateMessageRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut v8 = None;
+                let mut v9 = None;
+                let mut v10 = None;
+                let mut v11 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        Ok(8) => v8 = Some(map.next_value()?),
+                        Ok(9) => v9 = Some(map.next_value()?),
+                        Ok(10) => v10 = Some(map.next_value()?),
+                        Ok(11) => v11 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CreateMessageRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    include_context: v1.unwrap_or_default(),
+                    max_tokens: crate::support::required(v2, "maxTokens")?,
+                    messages: crate::support::required(v3, "messages")?,
+                    metadata: v4.unwrap_or_default(),
+                    model_preferences: v5.unwrap_or_default(),
+                    stop_sequences: v6.unwrap_or_default(),
+                    system_prompt: v7.unwrap_or_default(),
+                    task: v8.unwrap_or_default(),
+                    temperature: v9.unwrap_or_default(),
+                    tool_choice: v10.unwrap_or_default(),
+                    tools: v11.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CreateMessageRequestParams", FIELDS, Visitor)
+    }
 }
 
 /// A request to include context from one or more MCP servers (including the caller), to be attached to the prompt.
@@ -1227,19 +3290,17 @@ pub struct CreateMessageRequestParams {
 ///
 /// Default is "none". Values "thisServer" and "allServers" are soft-deprecated. Servers SHOULD only use these values if the client
 /// declares ClientCapabilities.sampling.context. These values may be removed in future spec releases.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum CreateMessageRequestParamsIncludeContext {
     /// `"allServers"`.
-    #[serde(rename = "allServers")]
+    #[cfg_attr(feature = "schemars", serde(rename = "allServers"))]
     AllServers,
     /// `"none"`.
-    #[serde(rename = "none")]
+    #[cfg_attr(feature = "schemars", serde(rename = "none"))]
     None,
     /// `"thisServer"`.
-    #[serde(rename = "thisServer")]
+    #[cfg_attr(feature = "schemars", serde(rename = "thisServer"))]
     ThisServer,
 }
 
@@ -1254,23 +3315,48 @@ impl CreateMessageRequestParamsIncludeContext {
     }
 }
 
+impl serde::Serialize for CreateMessageRequestParamsIncludeContext {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageRequestParamsIncludeContext {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [CreateMessageRequestParamsIncludeContext; 3] = [
+            CreateMessageRequestParamsIncludeContext::AllServers,
+            CreateMessageRequestParamsIncludeContext::None,
+            CreateMessageRequestParamsIncludeContext::ThisServer,
+        ];
+        Ok(ALL[crate::support::variant(deserializer, &["allServers", "none", "thisServer"])?])
+    }
+}
+
 /// The client's response to a sampling/createMessage request from the server.
 /// The client should inform the user before returning the sampled message, to allow them
 /// to inspect the response (human in the loop) and decide whether to allow the server to see it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CreateMessageResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `content` field.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: SamplingContent,
     /// The name of the model that generated the message.
-    #[serde(rename = "model")]
+    #[cfg_attr(feature = "schemars", serde(rename = "model"))]
     pub model: String,
     /// The `role` field.
-    #[serde(rename = "role")]
+    #[cfg_attr(feature = "schemars", serde(rename = "role"))]
     pub role: Role,
     /// The reason why sampling stopped, if known.
     ///
@@ -1281,63 +3367,257 @@ pub struct CreateMessageResult {
     /// - "toolUse": The model wants to use one or more tools
     ///
     /// This field is an open string to allow for provider-specific stop reasons.
-    #[serde(
-        rename = "stopReason",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "stopReason",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub stop_reason: Option<String>,
 }
 
+impl serde::Serialize for CreateMessageResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("content", &self.content)?;
+        map.serialize_entry("model", &self.model)?;
+        map.serialize_entry("role", &self.role)?;
+        if let Some(v) = &self.stop_reason {
+            map.serialize_entry("stopReason", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "content", "model", "role", "stopReason"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CreateMessageResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CreateMessageResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CreateMessageResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CreateMessageResult {
+                    meta: v0.unwrap_or_default(),
+                    content: crate::support::required(v1, "content")?,
+                    model: crate::support::required(v2, "model")?,
+                    role: crate::support::required(v3, "role")?,
+                    stop_reason: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CreateMessageResult", FIELDS, Visitor)
+    }
+}
+
 /// A response to a task-augmented request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CreateTaskResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `task` field.
-    #[serde(rename = "task")]
+    #[cfg_attr(feature = "schemars", serde(rename = "task"))]
     pub task: Task,
+}
+
+impl serde::Serialize for CreateTaskResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("task", &self.task)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateTaskResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "task"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CreateTaskResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CreateTaskResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CreateTaskResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CreateTaskResult {
+                    meta: v0.unwrap_or_default(),
+                    task: crate::support::required(v1, "task")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CreateTaskResult", FIELDS, Visitor)
+    }
 }
 
 /// An opaque token used to represent a cursor for pagination.
 pub type Cursor = String;
 
 /// A request from the server to elicit additional information from the user via the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ElicitationCreate,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ElicitRequestParams,
 }
 
+impl serde::Serialize for ElicitRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitRequest", FIELDS, Visitor)
+    }
+}
+
 /// The parameters for a request to elicit non-sensitive information from the user via a form in the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitRequestFormParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The message to present to the user describing what information is being requested.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
     /// The elicitation mode.
-    #[serde(rename = "mode", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mode", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mode: Option<crate::tag::Form>,
     /// A restricted subset of JSON Schema.
     /// Only top-level properties are allowed, without nesting.
-    #[serde(rename = "requestedSchema")]
+    #[cfg_attr(feature = "schemars", serde(rename = "requestedSchema"))]
     pub requested_schema: ElicitRequestFormParamsRequestedSchema,
     /// If specified, the caller is requesting task-augmented execution for this request.
     /// The request will return a CreateTaskResult immediately, and the actual result can be
@@ -1345,38 +3625,194 @@ pub struct ElicitRequestFormParams {
     ///
     /// Task augmentation is subject to capability negotiation - receivers MUST declare support
     /// for task augmentation of specific request types in their capabilities.
-    #[serde(rename = "task", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "task", default, skip_serializing_if = "Option::is_none")
+    )]
     pub task: Option<TaskMetadata>,
+}
+
+impl serde::Serialize for ElicitRequestFormParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("message", &self.message)?;
+        if let Some(v) = &self.mode {
+            map.serialize_entry("mode", v)?;
+        }
+        map.serialize_entry("requestedSchema", &self.requested_schema)?;
+        if let Some(v) = &self.task {
+            map.serialize_entry("task", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitRequestFormParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "message", "mode", "requestedSchema", "task"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitRequestFormParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitRequestFormParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitRequestFormParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitRequestFormParams {
+                    meta: v0.unwrap_or_default(),
+                    message: crate::support::required(v1, "message")?,
+                    mode: v2.unwrap_or_default(),
+                    requested_schema: crate::support::required(v3, "requestedSchema")?,
+                    task: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitRequestFormParams", FIELDS, Visitor)
+    }
 }
 
 /// A restricted subset of JSON Schema.
 /// Only top-level properties are allowed, without nesting.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitRequestFormParamsRequestedSchema {
     /// The `$schema` field.
-    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")
+    )]
     pub schema: Option<String>,
     /// The `properties` field.
-    #[serde(rename = "properties")]
+    #[cfg_attr(feature = "schemars", serde(rename = "properties"))]
     pub properties: std::collections::BTreeMap<String, PrimitiveSchemaDefinition>,
     /// The `required` field.
-    #[serde(rename = "required", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "required", default, skip_serializing_if = "Option::is_none")
+    )]
     pub required: Option<Vec<String>>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Object,
 }
 
+impl serde::Serialize for ElicitRequestFormParamsRequestedSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.schema {
+            map.serialize_entry("$schema", v)?;
+        }
+        map.serialize_entry("properties", &self.properties)?;
+        if let Some(v) = &self.required {
+            map.serialize_entry("required", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitRequestFormParamsRequestedSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["$schema", "properties", "required", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitRequestFormParamsRequestedSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitRequestFormParamsRequestedSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitRequestFormParamsRequestedSchema, A::Error>
+            {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitRequestFormParamsRequestedSchema {
+                    schema: v0.unwrap_or_default(),
+                    properties: crate::support::required(v1, "properties")?,
+                    required: v2.unwrap_or_default(),
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitRequestFormParamsRequestedSchema", FIELDS, Visitor)
+    }
+}
+
 /// The parameters for a request to elicit additional information from the user via the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ElicitRequestParams {
     /// A `ElicitRequestURLParams`.
     URL(ElicitRequestURLParams),
     /// A `ElicitRequestFormParams`.
     Form(ElicitRequestFormParams),
+}
+
+impl serde::Serialize for ElicitRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::URL(v) => serde::Serialize::serialize(v, serializer),
+            Self::Form(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
@@ -1425,21 +3861,24 @@ impl crate::support::Union for ElicitRequestParams {
 }
 
 /// The parameters for a request to elicit information from the user via a URL in the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitRequestURLParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The ID of the elicitation, which must be unique within the context of the server.
     /// The client MUST treat this ID as an opaque value.
-    #[serde(rename = "elicitationId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "elicitationId"))]
     pub elicitation_id: String,
     /// The message to present to the user explaining why the interaction is needed.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
     /// The elicitation mode.
-    #[serde(rename = "mode")]
+    #[cfg_attr(feature = "schemars", serde(rename = "mode"))]
     pub mode: crate::tag::Url,
     /// If specified, the caller is requesting task-augmented execution for this request.
     /// The request will return a CreateTaskResult immediately, and the actual result can be
@@ -1447,50 +3886,189 @@ pub struct ElicitRequestURLParams {
     ///
     /// Task augmentation is subject to capability negotiation - receivers MUST declare support
     /// for task augmentation of specific request types in their capabilities.
-    #[serde(rename = "task", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "task", default, skip_serializing_if = "Option::is_none")
+    )]
     pub task: Option<TaskMetadata>,
     /// The URL that the user should navigate to.
-    #[serde(rename = "url")]
+    #[cfg_attr(feature = "schemars", serde(rename = "url"))]
     pub url: String,
 }
 
+impl serde::Serialize for ElicitRequestURLParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("elicitationId", &self.elicitation_id)?;
+        map.serialize_entry("message", &self.message)?;
+        map.serialize_entry("mode", &self.mode)?;
+        if let Some(v) = &self.task {
+            map.serialize_entry("task", v)?;
+        }
+        map.serialize_entry("url", &self.url)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitRequestURLParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "elicitationId", "message", "mode", "task", "url"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitRequestURLParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitRequestURLParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitRequestURLParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitRequestURLParams {
+                    meta: v0.unwrap_or_default(),
+                    elicitation_id: crate::support::required(v1, "elicitationId")?,
+                    message: crate::support::required(v2, "message")?,
+                    mode: crate::support::required(v3, "mode")?,
+                    task: v4.unwrap_or_default(),
+                    url: crate::support::required(v5, "url")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitRequestURLParams", FIELDS, Visitor)
+    }
+}
+
 /// The client's response to an elicitation request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The user action in response to the elicitation.
     /// - "accept": User submitted the form/confirmed the action
     /// - "decline": User explicitly decline the action
     /// - "cancel": User dismissed without making an explicit choice
-    #[serde(rename = "action")]
+    #[cfg_attr(feature = "schemars", serde(rename = "action"))]
     pub action: ElicitResultAction,
     /// The submitted form data, only present when action is "accept" and mode was "form".
     /// Contains values matching the requested schema.
     /// Omitted for out-of-band mode responses.
-    #[serde(rename = "content", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "content", default, skip_serializing_if = "Option::is_none")
+    )]
     pub content: Option<std::collections::BTreeMap<String, ElicitResultContentValue>>,
+}
+
+impl serde::Serialize for ElicitResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("action", &self.action)?;
+        if let Some(v) = &self.content {
+            map.serialize_entry("content", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "action", "content"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitResult {
+                    meta: v0.unwrap_or_default(),
+                    action: crate::support::required(v1, "action")?,
+                    content: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitResult", FIELDS, Visitor)
+    }
 }
 
 /// The user action in response to the elicitation.
 /// - "accept": User submitted the form/confirmed the action
 /// - "decline": User explicitly decline the action
 /// - "cancel": User dismissed without making an explicit choice
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum ElicitResultAction {
     /// `"accept"`.
-    #[serde(rename = "accept")]
+    #[cfg_attr(feature = "schemars", serde(rename = "accept"))]
     Accept,
     /// `"cancel"`.
-    #[serde(rename = "cancel")]
+    #[cfg_attr(feature = "schemars", serde(rename = "cancel"))]
     Cancel,
     /// `"decline"`.
-    #[serde(rename = "decline")]
+    #[cfg_attr(feature = "schemars", serde(rename = "decline"))]
     Decline,
 }
 
@@ -1505,10 +4083,32 @@ impl ElicitResultAction {
     }
 }
 
+impl serde::Serialize for ElicitResultAction {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitResultAction {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [ElicitResultAction; 3] = [
+            ElicitResultAction::Accept,
+            ElicitResultAction::Cancel,
+            ElicitResultAction::Decline,
+        ];
+        Ok(ALL[crate::support::variant(deserializer, &["accept", "cancel", "decline"])?])
+    }
+}
+
 /// The `ElicitResultContentValue` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ElicitResultContentValue {
     /// A value of type `Vec<String>`.
     StringArray(Vec<String>),
@@ -1518,6 +4118,20 @@ pub enum ElicitResultContentValue {
     Integer(i64),
     /// A value of type `bool`.
     Boolean(bool),
+}
+
+impl serde::Serialize for ElicitResultContentValue {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::StringArray(v) => serde::Serialize::serialize(v, serializer),
+            Self::String(v) => serde::Serialize::serialize(v, serializer),
+            Self::Integer(v) => serde::Serialize::serialize(v, serializer),
+            Self::Boolean(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
@@ -1556,70 +4170,304 @@ impl crate::support::Union for ElicitResultContentValue {
 }
 
 /// An optional notification from the server to the client, informing it of a completion of a out-of-band elicitation request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitationCompleteNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsElicitationComplete,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ElicitationCompleteNotificationParams,
 }
 
+impl serde::Serialize for ElicitationCompleteNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitationCompleteNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitationCompleteNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitationCompleteNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitationCompleteNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitationCompleteNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitationCompleteNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `ElicitationCompleteNotificationParams` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitationCompleteNotificationParams {
     /// The ID of the elicitation that completed.
-    #[serde(rename = "elicitationId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "elicitationId"))]
     pub elicitation_id: String,
+}
+
+impl serde::Serialize for ElicitationCompleteNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("elicitationId", &self.elicitation_id)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitationCompleteNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["elicitationId"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitationCompleteNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitationCompleteNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitationCompleteNotificationParams, A::Error>
+            {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitationCompleteNotificationParams {
+                    elicitation_id: crate::support::required(v0, "elicitationId")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitationCompleteNotificationParams", FIELDS, Visitor)
+    }
 }
 
 /// The contents of a resource, embedded into a prompt or tool call result.
 ///
 /// It is up to the client how best to render embedded resources for the benefit
 /// of the LLM and/or the user.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct EmbeddedResource {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The `resource` field.
-    #[serde(rename = "resource")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resource"))]
     pub resource: ResourceContentsKind,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Resource,
 }
 
+impl serde::Serialize for EmbeddedResource {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("resource", &self.resource)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EmbeddedResource {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "annotations", "resource", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = EmbeddedResource;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct EmbeddedResource")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<EmbeddedResource, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(EmbeddedResource {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    resource: crate::support::required(v2, "resource")?,
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("EmbeddedResource", FIELDS, Visitor)
+    }
+}
+
 /// The `EmptyResult` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct EmptyResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for EmptyResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EmptyResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = EmptyResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct EmptyResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<EmptyResult, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(EmptyResult {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// The `EnumSchema` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum EnumSchema {
     /// A `UntitledSingleSelectEnumSchema`.
     UntitledSingleSelect(UntitledSingleSelectEnumSchema),
@@ -1631,6 +4479,21 @@ pub enum EnumSchema {
     TitledMultiSelect(TitledMultiSelectEnumSchema),
     /// A `LegacyTitledEnumSchema`.
     LegacyTitled(LegacyTitledEnumSchema),
+}
+
+impl serde::Serialize for EnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::UntitledSingleSelect(v) => serde::Serialize::serialize(v, serializer),
+            Self::TitledSingleSelect(v) => serde::Serialize::serialize(v, serializer),
+            Self::UntitledMultiSelect(v) => serde::Serialize::serialize(v, serializer),
+            Self::TitledMultiSelect(v) => serde::Serialize::serialize(v, serializer),
+            Self::LegacyTitled(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for EnumSchema {
@@ -1727,183 +4590,762 @@ impl crate::support::Union for EnumSchema {
 }
 
 /// Used by the client to get a prompt provided by the server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetPromptRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::PromptsGet,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: GetPromptRequestParams,
 }
 
+impl serde::Serialize for GetPromptRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetPromptRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetPromptRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetPromptRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetPromptRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetPromptRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetPromptRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `prompts/get` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetPromptRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Arguments to use for templating the prompt.
-    #[serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")
+    )]
     pub arguments: Option<std::collections::BTreeMap<String, String>>,
     /// The name of the prompt or prompt template.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
 }
 
+impl serde::Serialize for GetPromptRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetPromptRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "arguments", "name"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetPromptRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetPromptRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetPromptRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetPromptRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    arguments: v1.unwrap_or_default(),
+                    name: crate::support::required(v2, "name")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetPromptRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The server's response to a prompts/get request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetPromptResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An optional description for the prompt.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The `messages` field.
-    #[serde(rename = "messages")]
+    #[cfg_attr(feature = "schemars", serde(rename = "messages"))]
     pub messages: Vec<PromptMessage>,
 }
 
+impl serde::Serialize for GetPromptResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("messages", &self.messages)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetPromptResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "description", "messages"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetPromptResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetPromptResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetPromptResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetPromptResult {
+                    meta: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    messages: crate::support::required(v2, "messages")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetPromptResult", FIELDS, Visitor)
+    }
+}
+
 /// A request to retrieve the result of a completed task.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetTaskPayloadRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::TasksResult,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: GetTaskPayloadRequestParams,
 }
 
+impl serde::Serialize for GetTaskPayloadRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetTaskPayloadRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetTaskPayloadRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetTaskPayloadRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetTaskPayloadRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetTaskPayloadRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetTaskPayloadRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `GetTaskPayloadRequestParams` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetTaskPayloadRequestParams {
     /// The task identifier to retrieve results for.
-    #[serde(rename = "taskId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "taskId"))]
     pub task_id: String,
+}
+
+impl serde::Serialize for GetTaskPayloadRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("taskId", &self.task_id)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetTaskPayloadRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["taskId"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetTaskPayloadRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetTaskPayloadRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetTaskPayloadRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetTaskPayloadRequestParams {
+                    task_id: crate::support::required(v0, "taskId")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetTaskPayloadRequestParams", FIELDS, Visitor)
+    }
 }
 
 /// The response to a tasks/result request.
 /// The structure matches the result type of the original request.
 /// For example, a tools/call task would return the CallToolResult structure.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetTaskPayloadResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for GetTaskPayloadResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetTaskPayloadResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetTaskPayloadResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetTaskPayloadResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetTaskPayloadResult, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(GetTaskPayloadResult {
+                    meta: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// A request to retrieve the state of a task.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetTaskRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::TasksGet,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: GetTaskRequestParams,
 }
 
+impl serde::Serialize for GetTaskRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetTaskRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetTaskRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetTaskRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetTaskRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetTaskRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetTaskRequest", FIELDS, Visitor)
+    }
+}
+
 /// The `GetTaskRequestParams` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetTaskRequestParams {
     /// The task identifier to query.
-    #[serde(rename = "taskId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "taskId"))]
     pub task_id: String,
 }
 
+impl serde::Serialize for GetTaskRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("taskId", &self.task_id)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetTaskRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["taskId"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetTaskRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetTaskRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetTaskRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetTaskRequestParams {
+                    task_id: crate::support::required(v0, "taskId")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetTaskRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The response to a tasks/get request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetTaskResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// ISO 8601 timestamp when the task was created.
-    #[serde(rename = "createdAt")]
+    #[cfg_attr(feature = "schemars", serde(rename = "createdAt"))]
     pub created_at: String,
     /// ISO 8601 timestamp when the task was last updated.
-    #[serde(rename = "lastUpdatedAt")]
+    #[cfg_attr(feature = "schemars", serde(rename = "lastUpdatedAt"))]
     pub last_updated_at: String,
     /// Suggested polling interval in milliseconds.
-    #[serde(
-        rename = "pollInterval",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "pollInterval",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub poll_interval: Option<i64>,
     /// Current task state.
-    #[serde(rename = "status")]
+    #[cfg_attr(feature = "schemars", serde(rename = "status"))]
     pub status: TaskStatus,
     /// Optional human-readable message describing the current task state.
     /// This can provide context for any status, including:
     /// - Reasons for "cancelled" status
     /// - Summaries for "completed" status
     /// - Diagnostic information for "failed" status (e.g., error details, what went wrong)
-    #[serde(
-        rename = "statusMessage",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "statusMessage",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub status_message: Option<String>,
     /// The task identifier.
-    #[serde(rename = "taskId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "taskId"))]
     pub task_id: String,
     /// Actual retention duration from creation in milliseconds, null for unlimited.
-    #[serde(rename = "ttl", default)]
+    #[cfg_attr(feature = "schemars", serde(rename = "ttl", default))]
     pub ttl: Option<i64>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for GetTaskResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("createdAt", &self.created_at)?;
+        map.serialize_entry("lastUpdatedAt", &self.last_updated_at)?;
+        if let Some(v) = &self.poll_interval {
+            map.serialize_entry("pollInterval", v)?;
+        }
+        map.serialize_entry("status", &self.status)?;
+        if let Some(v) = &self.status_message {
+            map.serialize_entry("statusMessage", v)?;
+        }
+        map.serialize_entry("taskId", &self.task_id)?;
+        map.serialize_entry("ttl", &self.ttl)?;
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetTaskResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "createdAt",
+            "lastUpdatedAt",
+            "pollInterval",
+            "status",
+            "statusMessage",
+            "taskId",
+            "ttl",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetTaskResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetTaskResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetTaskResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(GetTaskResult {
+                    meta: v0.unwrap_or_default(),
+                    created_at: crate::support::required(v1, "createdAt")?,
+                    last_updated_at: crate::support::required(v2, "lastUpdatedAt")?,
+                    poll_interval: v3.unwrap_or_default(),
+                    status: crate::support::required(v4, "status")?,
+                    status_message: v5.unwrap_or_default(),
+                    task_id: crate::support::required(v6, "taskId")?,
+                    ttl: v7.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// An optionally-sized icon that can be displayed in a user interface.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Icon {
     /// Optional MIME type override if the source MIME type is missing or generic.
     /// For example: `"image/png"`, `"image/jpeg"`, or `"image/svg+xml"`.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// Optional array of strings that specify sizes at which the icon can be used.
     /// Each string should be in WxH format (e.g., `"48x48"`, `"96x96"`) or `"any"` for scalable formats like SVG.
     ///
     /// If not provided, the client should assume that the icon can be used at any size.
-    #[serde(rename = "sizes", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "sizes", default, skip_serializing_if = "Option::is_none")
+    )]
     pub sizes: Option<Vec<String>>,
     /// A standard URI pointing to an icon resource. May be an HTTP/HTTPS URL or a
     /// `data:` URI with Base64-encoded image data.
@@ -1913,15 +5355,84 @@ pub struct Icon {
     ///
     /// Consumers SHOULD take appropriate precautions when consuming SVGs as they can contain
     /// executable JavaScript.
-    #[serde(rename = "src")]
+    #[cfg_attr(feature = "schemars", serde(rename = "src"))]
     pub src: String,
     /// Optional specifier for the theme this icon is designed for. `light` indicates
     /// the icon is designed to be used with a light background, and `dark` indicates
     /// the icon is designed to be used with a dark background.
     ///
     /// If not provided, the client should assume the icon can be used with any theme.
-    #[serde(rename = "theme", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "theme", default, skip_serializing_if = "Option::is_none")
+    )]
     pub theme: Option<IconTheme>,
+}
+
+impl serde::Serialize for Icon {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        if let Some(v) = &self.sizes {
+            map.serialize_entry("sizes", v)?;
+        }
+        map.serialize_entry("src", &self.src)?;
+        if let Some(v) = &self.theme {
+            map.serialize_entry("theme", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Icon {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["mimeType", "sizes", "src", "theme"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Icon;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Icon")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Icon, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Icon {
+                    mime_type: v0.unwrap_or_default(),
+                    sizes: v1.unwrap_or_default(),
+                    src: crate::support::required(v2, "src")?,
+                    theme: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Icon", FIELDS, Visitor)
+    }
 }
 
 /// Optional specifier for the theme this icon is designed for. `light` indicates
@@ -1929,16 +5440,14 @@ pub struct Icon {
 /// the icon is designed to be used with a dark background.
 ///
 /// If not provided, the client should assume the icon can be used with any theme.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum IconTheme {
     /// `"dark"`.
-    #[serde(rename = "dark")]
+    #[cfg_attr(feature = "schemars", serde(rename = "dark"))]
     Dark,
     /// `"light"`.
-    #[serde(rename = "light")]
+    #[cfg_attr(feature = "schemars", serde(rename = "light"))]
     Light,
 }
 
@@ -1952,8 +5461,26 @@ impl IconTheme {
     }
 }
 
+impl serde::Serialize for IconTheme {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for IconTheme {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [IconTheme; 2] = [IconTheme::Dark, IconTheme::Light];
+        Ok(ALL[crate::support::variant(deserializer, &["dark", "light"])?])
+    }
+}
+
 /// Base interface to add `icons` property.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Icons {
     /// Optional set of sized icons that the client can display in a user interface.
@@ -1965,37 +5492,164 @@ pub struct Icons {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
 }
 
+impl serde::Serialize for Icons {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Icons {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["icons"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Icons;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Icons")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Icons, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Icons {
+                    icons: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Icons", FIELDS, Visitor)
+    }
+}
+
 /// An image provided to or from an LLM.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ImageContent {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The base64-encoded image data.
-    #[serde(rename = "data")]
+    #[cfg_attr(feature = "schemars", serde(rename = "data"))]
     pub data: String,
     /// The MIME type of the image. Different providers may support different image types.
-    #[serde(rename = "mimeType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "mimeType"))]
     pub mime_type: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Image,
 }
 
+impl serde::Serialize for ImageContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("data", &self.data)?;
+        map.serialize_entry("mimeType", &self.mime_type)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ImageContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "annotations", "data", "mimeType", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ImageContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ImageContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ImageContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ImageContent {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    data: crate::support::required(v2, "data")?,
+                    mime_type: crate::support::required(v3, "mimeType")?,
+                    r#type: crate::support::required(v4, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ImageContent", FIELDS, Visitor)
+    }
+}
+
 /// Describes the MCP implementation.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Implementation {
     /// An optional human-readable description of what this implementation does.
@@ -2003,10 +5657,13 @@ pub struct Implementation {
     /// This can be used by clients or servers to provide context about their purpose
     /// and capabilities. For example, a server might describe the types of resources
     /// or tools it provides, while a client might describe its intended use case.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Optional set of sized icons that the client can display in a user interface.
@@ -2018,10 +5675,13 @@ pub struct Implementation {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -2029,117 +5689,533 @@ pub struct Implementation {
     /// If not provided, the name should be used for display (except for Tool,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `version` field.
-    #[serde(rename = "version")]
+    #[cfg_attr(feature = "schemars", serde(rename = "version"))]
     pub version: String,
     /// An optional URL of the website for this implementation.
-    #[serde(
-        rename = "websiteUrl",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "websiteUrl",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub website_url: Option<String>,
 }
 
+impl serde::Serialize for Implementation {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("version", &self.version)?;
+        if let Some(v) = &self.website_url {
+            map.serialize_entry("websiteUrl", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Implementation {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "description",
+            "icons",
+            "name",
+            "title",
+            "version",
+            "websiteUrl",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Implementation;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Implementation")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Implementation, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Implementation {
+                    description: v0.unwrap_or_default(),
+                    icons: v1.unwrap_or_default(),
+                    name: crate::support::required(v2, "name")?,
+                    title: v3.unwrap_or_default(),
+                    version: crate::support::required(v4, "version")?,
+                    website_url: v5.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Implementation", FIELDS, Visitor)
+    }
+}
+
 /// This request is sent from the client to the server when it first connects, asking it to begin initialization.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InitializeRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::Initialize,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: InitializeRequestParams,
 }
 
+impl serde::Serialize for InitializeRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InitializeRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InitializeRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InitializeRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InitializeRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InitializeRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("InitializeRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for an `initialize` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InitializeRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `capabilities` field.
-    #[serde(rename = "capabilities")]
+    #[cfg_attr(feature = "schemars", serde(rename = "capabilities"))]
     pub capabilities: ClientCapabilities,
     /// The `clientInfo` field.
-    #[serde(rename = "clientInfo")]
+    #[cfg_attr(feature = "schemars", serde(rename = "clientInfo"))]
     pub client_info: Implementation,
     /// The latest version of the Model Context Protocol that the client supports. The client MAY decide to support older versions as well.
-    #[serde(rename = "protocolVersion")]
+    #[cfg_attr(feature = "schemars", serde(rename = "protocolVersion"))]
     pub protocol_version: String,
 }
 
+impl serde::Serialize for InitializeRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("capabilities", &self.capabilities)?;
+        map.serialize_entry("clientInfo", &self.client_info)?;
+        map.serialize_entry("protocolVersion", &self.protocol_version)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InitializeRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "capabilities", "clientInfo", "protocolVersion"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InitializeRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InitializeRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InitializeRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InitializeRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    capabilities: crate::support::required(v1, "capabilities")?,
+                    client_info: crate::support::required(v2, "clientInfo")?,
+                    protocol_version: crate::support::required(v3, "protocolVersion")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("InitializeRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// After receiving an initialize request from the client, the server sends this response.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InitializeResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `capabilities` field.
-    #[serde(rename = "capabilities")]
+    #[cfg_attr(feature = "schemars", serde(rename = "capabilities"))]
     pub capabilities: ServerCapabilities,
     /// Instructions describing how to use the server and its features.
     ///
     /// This can be used by clients to improve the LLM's understanding of available tools, resources, etc. It can be thought of like a "hint" to the model. For example, this information MAY be added to the system prompt.
-    #[serde(
-        rename = "instructions",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "instructions",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub instructions: Option<String>,
     /// The version of the Model Context Protocol that the server wants to use. This may not match the version that the client requested. If the client cannot support this version, it MUST disconnect.
-    #[serde(rename = "protocolVersion")]
+    #[cfg_attr(feature = "schemars", serde(rename = "protocolVersion"))]
     pub protocol_version: String,
     /// The `serverInfo` field.
-    #[serde(rename = "serverInfo")]
+    #[cfg_attr(feature = "schemars", serde(rename = "serverInfo"))]
     pub server_info: Implementation,
 }
 
+impl serde::Serialize for InitializeResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("capabilities", &self.capabilities)?;
+        if let Some(v) = &self.instructions {
+            map.serialize_entry("instructions", v)?;
+        }
+        map.serialize_entry("protocolVersion", &self.protocol_version)?;
+        map.serialize_entry("serverInfo", &self.server_info)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InitializeResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "capabilities",
+            "instructions",
+            "protocolVersion",
+            "serverInfo",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InitializeResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InitializeResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InitializeResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InitializeResult {
+                    meta: v0.unwrap_or_default(),
+                    capabilities: crate::support::required(v1, "capabilities")?,
+                    instructions: v2.unwrap_or_default(),
+                    protocol_version: crate::support::required(v3, "protocolVersion")?,
+                    server_info: crate::support::required(v4, "serverInfo")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("InitializeResult", FIELDS, Visitor)
+    }
+}
+
 /// This notification is sent from the client to the server after initialization has finished.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InitializedNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsInitialized,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<NotificationParams>,
 }
 
+impl serde::Serialize for InitializedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InitializedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InitializedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InitializedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InitializedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InitializedNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("InitializedNotification", FIELDS, Visitor)
+    }
+}
+
 /// A response to a request that indicates an error occurred.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCErrorResponse {
     /// The `error` field.
-    #[serde(rename = "error")]
+    #[cfg_attr(feature = "schemars", serde(rename = "error"))]
     pub error: RpcError,
     /// The `id` field.
-    #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "id", default, skip_serializing_if = "Option::is_none")
+    )]
     pub id: Option<RequestId>,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
 }
 
+impl serde::Serialize for JSONRPCErrorResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("error", &self.error)?;
+        if let Some(v) = &self.id {
+            map.serialize_entry("id", v)?;
+        }
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCErrorResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["error", "id", "jsonrpc"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCErrorResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCErrorResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCErrorResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCErrorResponse {
+                    error: crate::support::required(v0, "error")?,
+                    id: v1.unwrap_or_default(),
+                    jsonrpc: crate::support::required(v2, "jsonrpc")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCErrorResponse", FIELDS, Visitor)
+    }
+}
+
 /// Refers to any valid JSON-RPC object that can be decoded off the wire, or encoded to be sent.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum JSONRPCMessage {
     /// A `JSONRPCRequest`.
     Request(JSONRPCRequest),
@@ -2149,6 +6225,20 @@ pub enum JSONRPCMessage {
     ResultResponse(JSONRPCResultResponse),
     /// A `JSONRPCErrorResponse`.
     ErrorResponse(JSONRPCErrorResponse),
+}
+
+impl serde::Serialize for JSONRPCMessage {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Request(v) => serde::Serialize::serialize(v, serializer),
+            Self::Notification(v) => serde::Serialize::serialize(v, serializer),
+            Self::ResultResponse(v) => serde::Serialize::serialize(v, serializer),
+            Self::ErrorResponse(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
@@ -2216,47 +6306,185 @@ impl crate::support::Union for JSONRPCMessage {
 }
 
 /// A notification which does not expect a response.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<crate::JsonObject>,
+}
+
+impl serde::Serialize for JSONRPCNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCNotification", FIELDS, Visitor)
+    }
 }
 
 /// A request that expects a response.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for JSONRPCRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCRequest", FIELDS, Visitor)
+    }
+}
+
 /// A response to a request, containing either the result or error.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum JSONRPCResponse {
     /// A `JSONRPCResultResponse`.
     Result(JSONRPCResultResponse),
     /// A `JSONRPCErrorResponse`.
     Error(JSONRPCErrorResponse),
+}
+
+impl serde::Serialize for JSONRPCResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Result(v) => serde::Serialize::serialize(v, serializer),
+            Self::Error(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
@@ -2305,162 +6533,706 @@ impl crate::support::Union for JSONRPCResponse {
 }
 
 /// A successful (non-error) response to a request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: EmptyResult,
+}
+
+impl serde::Serialize for JSONRPCResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCResultResponse", FIELDS, Visitor)
+    }
 }
 
 /// Use TitledSingleSelectEnumSchema instead.
 /// This interface will be removed in a future version.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct LegacyTitledEnumSchema {
     /// The `default` field.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<String>,
     /// The `description` field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The `enum` field.
-    #[serde(rename = "enum")]
+    #[cfg_attr(feature = "schemars", serde(rename = "enum"))]
     pub r#enum: Vec<String>,
     /// (Legacy) Display names for enum values.
     /// Non-standard according to JSON schema 2020-12.
-    #[serde(rename = "enumNames", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "enumNames", default, skip_serializing_if = "Option::is_none")
+    )]
     pub enum_names: Option<Vec<String>>,
     /// The `title` field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::String,
 }
 
+impl serde::Serialize for LegacyTitledEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("enum", &self.r#enum)?;
+        if let Some(v) = &self.enum_names {
+            map.serialize_entry("enumNames", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LegacyTitledEnumSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "default",
+            "description",
+            "enum",
+            "enumNames",
+            "title",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = LegacyTitledEnumSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct LegacyTitledEnumSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<LegacyTitledEnumSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(LegacyTitledEnumSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    r#enum: crate::support::required(v2, "enum")?,
+                    enum_names: v3.unwrap_or_default(),
+                    title: v4.unwrap_or_default(),
+                    r#type: crate::support::required(v5, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("LegacyTitledEnumSchema", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of prompts and prompt templates the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListPromptsRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::PromptsList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<PaginatedRequestParams>,
+}
+
+impl serde::Serialize for ListPromptsRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListPromptsRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListPromptsRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListPromptsRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListPromptsRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListPromptsRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListPromptsRequest", FIELDS, Visitor)
+    }
 }
 
 /// The server's response to a prompts/list request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListPromptsResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `prompts` field.
-    #[serde(rename = "prompts")]
+    #[cfg_attr(feature = "schemars", serde(rename = "prompts"))]
     pub prompts: Vec<Prompt>,
 }
 
+impl serde::Serialize for ListPromptsResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("prompts", &self.prompts)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListPromptsResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor", "prompts"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListPromptsResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListPromptsResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListPromptsResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListPromptsResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                    prompts: crate::support::required(v2, "prompts")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListPromptsResult", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of resource templates the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourceTemplatesRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesTemplatesList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<PaginatedRequestParams>,
+}
+
+impl serde::Serialize for ListResourceTemplatesRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourceTemplatesRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourceTemplatesRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourceTemplatesRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourceTemplatesRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourceTemplatesRequest", FIELDS, Visitor)
+    }
 }
 
 /// The server's response to a resources/templates/list request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourceTemplatesResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `resourceTemplates` field.
-    #[serde(rename = "resourceTemplates")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resourceTemplates"))]
     pub resource_templates: Vec<ResourceTemplate>,
 }
 
+impl serde::Serialize for ListResourceTemplatesResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("resourceTemplates", &self.resource_templates)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourceTemplatesResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor", "resourceTemplates"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourceTemplatesResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourceTemplatesResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourceTemplatesResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourceTemplatesResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                    resource_templates: crate::support::required(v2, "resourceTemplates")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourceTemplatesResult", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of resources the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourcesRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<PaginatedRequestParams>,
 }
 
+impl serde::Serialize for ListResourcesRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourcesRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourcesRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourcesRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourcesRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourcesRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourcesRequest", FIELDS, Visitor)
+    }
+}
+
 /// The server's response to a resources/list request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourcesResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `resources` field.
-    #[serde(rename = "resources")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resources"))]
     pub resources: Vec<Resource>,
+}
+
+impl serde::Serialize for ListResourcesResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("resources", &self.resources)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourcesResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor", "resources"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourcesResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourcesResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourcesResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourcesResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                    resources: crate::support::required(v2, "resources")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourcesResult", FIELDS, Visitor)
+    }
 }
 
 /// Sent from the server to request a list of root URIs from the client. Roots allow
@@ -2470,148 +7242,536 @@ pub struct ListResourcesResult {
 ///
 /// This request is typically used when the server needs to understand the file system
 /// structure or access specific locations that the client has permission to read from.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListRootsRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::RootsList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<RequestParams>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
+}
+
+impl serde::Serialize for ListRootsRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListRootsRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListRootsRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListRootsRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListRootsRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(ListRootsRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: v3.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// The client's response to a roots/list request from the server.
 /// This result contains an array of Root objects, each representing a root directory
 /// or file that the server can operate on.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListRootsResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `roots` field.
-    #[serde(rename = "roots")]
+    #[cfg_attr(feature = "schemars", serde(rename = "roots"))]
     pub roots: Vec<Root>,
 }
 
+impl serde::Serialize for ListRootsResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("roots", &self.roots)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListRootsResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "roots"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListRootsResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListRootsResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListRootsResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListRootsResult {
+                    meta: v0.unwrap_or_default(),
+                    roots: crate::support::required(v1, "roots")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListRootsResult", FIELDS, Visitor)
+    }
+}
+
 /// A request to retrieve a list of tasks.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListTasksRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::TasksList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<PaginatedRequestParams>,
+}
+
+impl serde::Serialize for ListTasksRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListTasksRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListTasksRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListTasksRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListTasksRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListTasksRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListTasksRequest", FIELDS, Visitor)
+    }
 }
 
 /// The response to a tasks/list request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListTasksResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `tasks` field.
-    #[serde(rename = "tasks")]
+    #[cfg_attr(feature = "schemars", serde(rename = "tasks"))]
     pub tasks: Vec<Task>,
 }
 
+impl serde::Serialize for ListTasksResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("tasks", &self.tasks)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListTasksResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor", "tasks"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListTasksResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListTasksResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListTasksResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListTasksResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                    tasks: crate::support::required(v2, "tasks")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListTasksResult", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of tools the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListToolsRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ToolsList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<PaginatedRequestParams>,
 }
 
+impl serde::Serialize for ListToolsRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListToolsRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListToolsRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListToolsRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListToolsRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListToolsRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListToolsRequest", FIELDS, Visitor)
+    }
+}
+
 /// The server's response to a tools/list request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListToolsResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `tools` field.
-    #[serde(rename = "tools")]
+    #[cfg_attr(feature = "schemars", serde(rename = "tools"))]
     pub tools: Vec<Tool>,
+}
+
+impl serde::Serialize for ListToolsResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("tools", &self.tools)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListToolsResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor", "tools"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListToolsResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListToolsResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListToolsResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListToolsResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                    tools: crate::support::required(v2, "tools")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListToolsResult", FIELDS, Visitor)
+    }
 }
 
 /// The severity of a log message.
 ///
 /// These map to syslog message severities, as specified in RFC-5424:
 /// https://datatracker.ietf.org/doc/html/rfc5424#section-6.2.1
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum LoggingLevel {
     /// `"alert"`.
-    #[serde(rename = "alert")]
+    #[cfg_attr(feature = "schemars", serde(rename = "alert"))]
     Alert,
     /// `"critical"`.
-    #[serde(rename = "critical")]
+    #[cfg_attr(feature = "schemars", serde(rename = "critical"))]
     Critical,
     /// `"debug"`.
-    #[serde(rename = "debug")]
+    #[cfg_attr(feature = "schemars", serde(rename = "debug"))]
     Debug,
     /// `"emergency"`.
-    #[serde(rename = "emergency")]
+    #[cfg_attr(feature = "schemars", serde(rename = "emergency"))]
     Emergency,
     /// `"error"`.
-    #[serde(rename = "error")]
+    #[cfg_attr(feature = "schemars", serde(rename = "error"))]
     Error,
     /// `"info"`.
-    #[serde(rename = "info")]
+    #[cfg_attr(feature = "schemars", serde(rename = "info"))]
     Info,
     /// `"notice"`.
-    #[serde(rename = "notice")]
+    #[cfg_attr(feature = "schemars", serde(rename = "notice"))]
     Notice,
     /// `"warning"`.
-    #[serde(rename = "warning")]
+    #[cfg_attr(feature = "schemars", serde(rename = "warning"))]
     Warning,
 }
 
@@ -2631,44 +7791,209 @@ impl LoggingLevel {
     }
 }
 
+impl serde::Serialize for LoggingLevel {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LoggingLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [LoggingLevel; 8] = [
+            LoggingLevel::Alert,
+            LoggingLevel::Critical,
+            LoggingLevel::Debug,
+            LoggingLevel::Emergency,
+            LoggingLevel::Error,
+            LoggingLevel::Info,
+            LoggingLevel::Notice,
+            LoggingLevel::Warning,
+        ];
+        Ok(ALL[crate::support::variant(
+            deserializer,
+            &[
+                "alert",
+                "critical",
+                "debug",
+                "emergency",
+                "error",
+                "info",
+                "notice",
+                "warning",
+            ],
+        )?])
+    }
+}
+
 /// JSONRPCNotification of a log message passed from server to client. If no logging/setLevel request has been sent from the client, the server MAY decide which messages to send automatically.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct LoggingMessageNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsMessage,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: LoggingMessageNotificationParams,
 }
 
+impl serde::Serialize for LoggingMessageNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LoggingMessageNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = LoggingMessageNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct LoggingMessageNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<LoggingMessageNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(LoggingMessageNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("LoggingMessageNotification", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `notifications/message` notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct LoggingMessageNotificationParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The data to be logged, such as a string message or an object. Any JSON serializable type is allowed here.
-    #[serde(rename = "data")]
+    #[cfg_attr(feature = "schemars", serde(rename = "data"))]
     pub data: serde_json::Value,
     /// The severity of this log message.
-    #[serde(rename = "level")]
+    #[cfg_attr(feature = "schemars", serde(rename = "level"))]
     pub level: LoggingLevel,
     /// An optional name of the logger issuing this message.
-    #[serde(rename = "logger", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "logger", default, skip_serializing_if = "Option::is_none")
+    )]
     pub logger: Option<String>,
+}
+
+impl serde::Serialize for LoggingMessageNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("data", &self.data)?;
+        map.serialize_entry("level", &self.level)?;
+        if let Some(v) = &self.logger {
+            map.serialize_entry("logger", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LoggingMessageNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "data", "level", "logger"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = LoggingMessageNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct LoggingMessageNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<LoggingMessageNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(LoggingMessageNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    data: crate::support::required(v1, "data")?,
+                    level: crate::support::required(v2, "level")?,
+                    logger: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("LoggingMessageNotificationParams", FIELDS, Visitor)
+    }
 }
 
 /// Hints to use for model selection.
 ///
 /// Keys not declared here are currently left unspecified by the spec and are up
 /// to the client to interpret.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ModelHint {
     /// A hint for a model name.
@@ -2680,8 +8005,61 @@ pub struct ModelHint {
     ///
     /// The client MAY also map the string to a different provider's model name or a different model family, as long as it fills a similar niche; for example:
     ///  - `gemini-1.5-flash` could match `claude-3-haiku-20240307`
-    #[serde(rename = "name", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "name", default, skip_serializing_if = "Option::is_none")
+    )]
     pub name: Option<String>,
+}
+
+impl serde::Serialize for ModelHint {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.name {
+            map.serialize_entry("name", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ModelHint {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ModelHint;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ModelHint")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ModelHint, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ModelHint {
+                    name: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ModelHint", FIELDS, Visitor)
+    }
 }
 
 /// The server's preferences for model selection, requested of the client during sampling.
@@ -2695,17 +8073,19 @@ pub struct ModelHint {
 /// These preferences are always advisory. The client MAY ignore them. It is also
 /// up to the client to decide how to interpret these preferences and how to
 /// balance them against other considerations.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ModelPreferences {
     /// How much to prioritize cost when selecting a model. A value of 0 means cost
     /// is not important, while a value of 1 means cost is the most important
     /// factor.
-    #[serde(
-        rename = "costPriority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "costPriority",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub cost_priority: Option<f64>,
     /// Optional hints to use for model selection.
@@ -2715,39 +8095,131 @@ pub struct ModelPreferences {
     ///
     /// The client SHOULD prioritize these hints over the numeric priorities, but
     /// MAY still use the priorities to select from ambiguous matches.
-    #[serde(rename = "hints", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "hints", default, skip_serializing_if = "Option::is_none")
+    )]
     pub hints: Option<Vec<ModelHint>>,
     /// How much to prioritize intelligence and capabilities when selecting a
     /// model. A value of 0 means intelligence is not important, while a value of 1
     /// means intelligence is the most important factor.
-    #[serde(
-        rename = "intelligencePriority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "intelligencePriority",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub intelligence_priority: Option<f64>,
     /// How much to prioritize sampling speed (latency) when selecting a model. A
     /// value of 0 means speed is not important, while a value of 1 means speed is
     /// the most important factor.
-    #[serde(
-        rename = "speedPriority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "speedPriority",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub speed_priority: Option<f64>,
 }
 
+impl serde::Serialize for ModelPreferences {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.cost_priority {
+            map.serialize_entry("costPriority", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.hints {
+            map.serialize_entry("hints", v)?;
+        }
+        if let Some(v) = &self.intelligence_priority {
+            map.serialize_entry("intelligencePriority", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.speed_priority {
+            map.serialize_entry("speedPriority", &crate::support::Num(v))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ModelPreferences {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "costPriority",
+            "hints",
+            "intelligencePriority",
+            "speedPriority",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ModelPreferences;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ModelPreferences")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ModelPreferences, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ModelPreferences {
+                    cost_priority: v0.unwrap_or_default(),
+                    hints: v1.unwrap_or_default(),
+                    intelligence_priority: v2.unwrap_or_default(),
+                    speed_priority: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ModelPreferences", FIELDS, Visitor)
+    }
+}
+
 /// The `MultiSelectEnumSchema` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum MultiSelectEnumSchema {
     /// A `UntitledMultiSelectEnumSchema`.
     Untitled(UntitledMultiSelectEnumSchema),
     /// A `TitledMultiSelectEnumSchema`.
     Titled(TitledMultiSelectEnumSchema),
+}
+
+impl serde::Serialize for MultiSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Untitled(v) => serde::Serialize::serialize(v, serializer),
+            Self::Titled(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
@@ -2812,80 +8284,273 @@ impl crate::support::Union for MultiSelectEnumSchema {
 }
 
 /// The `Notification` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Notification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for Notification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Notification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Notification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Notification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Notification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Notification {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Notification", FIELDS, Visitor)
+    }
+}
+
 /// The `NotificationParams` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct NotificationParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
 }
 
+impl serde::Serialize for NotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for NotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = NotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct NotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<NotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(NotificationParams {
+                    meta: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("NotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// The `NumberSchema` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct NumberSchema {
     /// The `default` field.
-    #[serde(
-        rename = "default",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
     )]
     pub default: Option<f64>,
     /// The `description` field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The `maximum` field.
-    #[serde(
-        rename = "maximum",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "maximum", default, skip_serializing_if = "Option::is_none")
     )]
     pub maximum: Option<f64>,
     /// The `minimum` field.
-    #[serde(
-        rename = "minimum",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "minimum", default, skip_serializing_if = "Option::is_none")
     )]
     pub minimum: Option<f64>,
     /// The `title` field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: NumberSchemaType,
 }
 
+impl serde::Serialize for NumberSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.maximum {
+            map.serialize_entry("maximum", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.minimum {
+            map.serialize_entry("minimum", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for NumberSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "default",
+            "description",
+            "maximum",
+            "minimum",
+            "title",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = NumberSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct NumberSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<NumberSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(NumberSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    maximum: v2.unwrap_or_default(),
+                    minimum: v3.unwrap_or_default(),
+                    title: v4.unwrap_or_default(),
+                    r#type: crate::support::required(v5, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("NumberSchema", FIELDS, Visitor)
+    }
+}
+
 /// The `NumberSchemaType` type of the 2025-11-25 schema.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum NumberSchemaType {
     /// `"integer"`.
-    #[serde(rename = "integer")]
+    #[cfg_attr(feature = "schemars", serde(rename = "integer"))]
     Integer,
     /// `"number"`.
-    #[serde(rename = "number")]
+    #[cfg_attr(feature = "schemars", serde(rename = "number"))]
     Number,
 }
 
@@ -2899,77 +8564,349 @@ impl NumberSchemaType {
     }
 }
 
+impl serde::Serialize for NumberSchemaType {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for NumberSchemaType {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [NumberSchemaType; 2] = [NumberSchemaType::Integer, NumberSchemaType::Number];
+        Ok(ALL[crate::support::variant(deserializer, &["integer", "number"])?])
+    }
+}
+
 /// The `PaginatedRequest` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PaginatedRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<PaginatedRequestParams>,
 }
 
+impl serde::Serialize for PaginatedRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PaginatedRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PaginatedRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PaginatedRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PaginatedRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PaginatedRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PaginatedRequest", FIELDS, Visitor)
+    }
+}
+
 /// Common parameters for paginated requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PaginatedRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the current pagination position.
     /// If provided, the server should return results starting after this cursor.
-    #[serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")
+    )]
     pub cursor: Option<String>,
 }
 
+impl serde::Serialize for PaginatedRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.cursor {
+            map.serialize_entry("cursor", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PaginatedRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "cursor"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PaginatedRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PaginatedRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PaginatedRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PaginatedRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    cursor: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PaginatedRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The `PaginatedResult` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PaginatedResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
 }
 
+impl serde::Serialize for PaginatedResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PaginatedResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PaginatedResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PaginatedResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PaginatedResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PaginatedResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PaginatedResult", FIELDS, Visitor)
+    }
+}
+
 /// A ping, issued by either the server or the client, to check that the other party is still alive. The receiver must promptly respond, or else may be disconnected.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PingRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::Ping,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<RequestParams>,
+}
+
+impl serde::Serialize for PingRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PingRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PingRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PingRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PingRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PingRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PingRequest", FIELDS, Visitor)
+    }
 }
 
 /// Restricted schema definitions that only allow primitive types
 /// without nested objects or arrays.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum PrimitiveSchemaDefinition {
     /// A `StringSchema`.
     String(StringSchema),
@@ -2987,6 +8924,24 @@ pub enum PrimitiveSchemaDefinition {
     TitledMultiSelectEnum(TitledMultiSelectEnumSchema),
     /// A `LegacyTitledEnumSchema`.
     LegacyTitledEnum(LegacyTitledEnumSchema),
+}
+
+impl serde::Serialize for PrimitiveSchemaDefinition {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::String(v) => serde::Serialize::serialize(v, serializer),
+            Self::Number(v) => serde::Serialize::serialize(v, serializer),
+            Self::Boolean(v) => serde::Serialize::serialize(v, serializer),
+            Self::UntitledSingleSelectEnum(v) => serde::Serialize::serialize(v, serializer),
+            Self::TitledSingleSelectEnum(v) => serde::Serialize::serialize(v, serializer),
+            Self::UntitledMultiSelectEnum(v) => serde::Serialize::serialize(v, serializer),
+            Self::TitledMultiSelectEnum(v) => serde::Serialize::serialize(v, serializer),
+            Self::LegacyTitledEnum(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
@@ -3130,55 +9085,197 @@ impl crate::support::Union for PrimitiveSchemaDefinition {
 }
 
 /// An out-of-band notification used to inform the receiver of a progress update for a long-running request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ProgressNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsProgress,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ProgressNotificationParams,
 }
 
+impl serde::Serialize for ProgressNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProgressNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ProgressNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ProgressNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ProgressNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ProgressNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ProgressNotification", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `notifications/progress` notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ProgressNotificationParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An optional message describing the current progress.
-    #[serde(rename = "message", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "message", default, skip_serializing_if = "Option::is_none")
+    )]
     pub message: Option<String>,
     /// The progress thus far. This should increase every time progress is made, even if the total is unknown.
-    #[serde(rename = "progress", serialize_with = "crate::support::ser_f64")]
+    #[cfg_attr(feature = "schemars", serde(rename = "progress"))]
     pub progress: f64,
     /// The progress token which was given in the initial request, used to associate this notification with the request that is proceeding.
-    #[serde(rename = "progressToken")]
+    #[cfg_attr(feature = "schemars", serde(rename = "progressToken"))]
     pub progress_token: ProgressToken,
     /// Total number of items to process (or total progress required), if known.
-    #[serde(
-        rename = "total",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "total", default, skip_serializing_if = "Option::is_none")
     )]
     pub total: Option<f64>,
 }
 
+impl serde::Serialize for ProgressNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.message {
+            map.serialize_entry("message", v)?;
+        }
+        map.serialize_entry("progress", &crate::support::Num(&self.progress))?;
+        map.serialize_entry("progressToken", &self.progress_token)?;
+        if let Some(v) = &self.total {
+            map.serialize_entry("total", &crate::support::Num(v))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProgressNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "message", "progress", "progressToken", "total"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ProgressNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ProgressNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ProgressNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ProgressNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    message: v1.unwrap_or_default(),
+                    progress: crate::support::required(v2, "progress")?,
+                    progress_token: crate::support::required(v3, "progressToken")?,
+                    total: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ProgressNotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// A progress token, used to associate progress notifications with the original request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ProgressToken {
     /// A value of type `String`.
     String(String),
     /// A value of type `i64`.
     Integer(i64),
+}
+
+impl serde::Serialize for ProgressToken {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::String(v) => serde::Serialize::serialize(v, serializer),
+            Self::Integer(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ProgressToken {
@@ -3206,20 +9303,29 @@ impl crate::support::Union for ProgressToken {
 }
 
 /// A prompt or prompt template that the server offers.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Prompt {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// A list of arguments to use for templating the prompt.
-    #[serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")
+    )]
     pub arguments: Option<Vec<PromptArgument>>,
     /// An optional description of what this prompt provides
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Optional set of sized icons that the client can display in a user interface.
@@ -3231,10 +9337,13 @@ pub struct Prompt {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -3242,26 +9351,120 @@ pub struct Prompt {
     /// If not provided, the name should be used for display (except for Tool,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
 }
 
+impl serde::Serialize for Prompt {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Prompt {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "arguments",
+            "description",
+            "icons",
+            "name",
+            "title",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Prompt;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Prompt")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Prompt, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Prompt {
+                    meta: v0.unwrap_or_default(),
+                    arguments: v1.unwrap_or_default(),
+                    description: v2.unwrap_or_default(),
+                    icons: v3.unwrap_or_default(),
+                    name: crate::support::required(v4, "name")?,
+                    title: v5.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Prompt", FIELDS, Visitor)
+    }
+}
+
 /// Describes an argument that a prompt can accept.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptArgument {
     /// A human-readable description of the argument.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Whether this argument must be provided.
-    #[serde(rename = "required", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "required", default, skip_serializing_if = "Option::is_none")
+    )]
     pub required: Option<bool>,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -3269,46 +9472,228 @@ pub struct PromptArgument {
     /// If not provided, the name should be used for display (except for Tool,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
 }
 
+impl serde::Serialize for PromptArgument {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.required {
+            map.serialize_entry("required", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptArgument {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["description", "name", "required", "title"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptArgument;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptArgument")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptArgument, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptArgument {
+                    description: v0.unwrap_or_default(),
+                    name: crate::support::required(v1, "name")?,
+                    required: v2.unwrap_or_default(),
+                    title: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptArgument", FIELDS, Visitor)
+    }
+}
+
 /// An optional notification from the server to the client, informing it that the list of prompts it offers has changed. This may be issued by servers without any previous subscription from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptListChangedNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsPromptsListChanged,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<NotificationParams>,
+}
+
+impl serde::Serialize for PromptListChangedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptListChangedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptListChangedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptListChangedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptListChangedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptListChangedNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptListChangedNotification", FIELDS, Visitor)
+    }
 }
 
 /// Describes a message returned as part of a prompt.
 ///
 /// This is similar to `SamplingMessage`, but also supports the embedding of
 /// resources from the MCP server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptMessage {
     /// The `content` field.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: ContentBlock,
     /// The `role` field.
-    #[serde(rename = "role")]
+    #[cfg_attr(feature = "schemars", serde(rename = "role"))]
     pub role: Role,
 }
 
+impl serde::Serialize for PromptMessage {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("content", &self.content)?;
+        map.serialize_entry("role", &self.role)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["content", "role"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptMessage;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptMessage")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptMessage, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptMessage {
+                    content: crate::support::required(v0, "content")?,
+                    role: crate::support::required(v1, "role")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptMessage", FIELDS, Visitor)
+    }
+}
+
 /// Identifies a prompt.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptReference {
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -3316,86 +9701,438 @@ pub struct PromptReference {
     /// If not provided, the name should be used for display (except for Tool,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::RefPrompt,
 }
 
+impl serde::Serialize for PromptReference {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptReference {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name", "title", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptReference;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptReference")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptReference, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptReference {
+                    name: crate::support::required(v0, "name")?,
+                    title: v1.unwrap_or_default(),
+                    r#type: crate::support::required(v2, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptReference", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to the server, to read a specific resource URI.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReadResourceRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesRead,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ReadResourceRequestParams,
 }
 
+impl serde::Serialize for ReadResourceRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReadResourceRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ReadResourceRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ReadResourceRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ReadResourceRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ReadResourceRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ReadResourceRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `resources/read` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReadResourceRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The URI of the resource. The URI can use any protocol; it is up to the server how to interpret it.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ReadResourceRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReadResourceRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ReadResourceRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ReadResourceRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ReadResourceRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ReadResourceRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ReadResourceRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The server's response to a resources/read request from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReadResourceResult {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `contents` field.
-    #[serde(rename = "contents")]
+    #[cfg_attr(feature = "schemars", serde(rename = "contents"))]
     pub contents: Vec<ResourceContentsKind>,
+}
+
+impl serde::Serialize for ReadResourceResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("contents", &self.contents)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReadResourceResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "contents"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ReadResourceResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ReadResourceResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ReadResourceResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ReadResourceResult {
+                    meta: v0.unwrap_or_default(),
+                    contents: crate::support::required(v1, "contents")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ReadResourceResult", FIELDS, Visitor)
+    }
 }
 
 /// Metadata for associating messages with a task.
 /// Include this in the `_meta` field under the key `io.modelcontextprotocol/related-task`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RelatedTaskMetadata {
     /// The task identifier this message is associated with.
-    #[serde(rename = "taskId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "taskId"))]
     pub task_id: String,
 }
 
+impl serde::Serialize for RelatedTaskMetadata {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("taskId", &self.task_id)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RelatedTaskMetadata {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["taskId"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RelatedTaskMetadata;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct RelatedTaskMetadata")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<RelatedTaskMetadata, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(RelatedTaskMetadata {
+                    task_id: crate::support::required(v0, "taskId")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("RelatedTaskMetadata", FIELDS, Visitor)
+    }
+}
+
 /// The `Request` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Request {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for Request {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Request {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Request;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Request")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Request, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Request {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Request", FIELDS, Visitor)
+    }
+}
+
 /// A uniquely identifying ID for a request in JSON-RPC.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum RequestId {
     /// A value of type `String`.
     String(String),
     /// A value of type `i64`.
     Integer(i64),
+}
+
+impl serde::Serialize for RequestId {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::String(v) => serde::Serialize::serialize(v, serializer),
+            Self::Integer(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for RequestId {
@@ -3423,35 +10160,97 @@ impl crate::support::Union for RequestId {
 }
 
 /// Common params for any request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
 }
 
+impl serde::Serialize for RequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct RequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<RequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(RequestParams {
+                    meta: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("RequestParams", FIELDS, Visitor)
+    }
+}
+
 /// A known resource that the server is capable of reading.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Resource {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// A description of what this resource represents.
     ///
     /// This can be used by clients to improve the LLM's understanding of available resources. It can be thought of like a "hint" to the model.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Optional set of sized icons that the client can display in a user interface.
@@ -3463,18 +10262,27 @@ pub struct Resource {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The size of the raw resource content, in bytes (i.e., before base64 encoding or any tokenization), if known.
     ///
     /// This can be used by Hosts to display file sizes and estimate context window usage.
-    #[serde(rename = "size", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "size", default, skip_serializing_if = "Option::is_none")
+    )]
     pub size: Option<i64>,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -3482,37 +10290,222 @@ pub struct Resource {
     /// If not provided, the name should be used for display (except for Tool,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
+}
+
+impl serde::Serialize for Resource {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.size {
+            map.serialize_entry("size", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Resource {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "annotations",
+            "description",
+            "icons",
+            "mimeType",
+            "name",
+            "size",
+            "title",
+            "uri",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Resource;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Resource")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Resource, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut v8 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        Ok(8) => v8 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Resource {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    description: v2.unwrap_or_default(),
+                    icons: v3.unwrap_or_default(),
+                    mime_type: v4.unwrap_or_default(),
+                    name: crate::support::required(v5, "name")?,
+                    size: v6.unwrap_or_default(),
+                    title: v7.unwrap_or_default(),
+                    uri: crate::support::required(v8, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("Resource", FIELDS, Visitor)
+    }
 }
 
 /// The contents of a specific resource or sub-resource.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceContents {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ResourceContents {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceContents {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "mimeType", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceContents;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceContents")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceContents, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceContents {
+                    meta: v0.unwrap_or_default(),
+                    mime_type: v1.unwrap_or_default(),
+                    uri: crate::support::required(v2, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceContents", FIELDS, Visitor)
+    }
+}
+
 /// The `ResourceContentsKind` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ResourceContentsKind {
     /// A `TextResourceContents`.
     Text(TextResourceContents),
     /// A `BlobResourceContents`.
     Blob(BlobResourceContents),
+}
+
+impl serde::Serialize for ResourceContentsKind {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(v) => serde::Serialize::serialize(v, serializer),
+            Self::Blob(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
@@ -3563,26 +10556,35 @@ impl crate::support::Union for ResourceContentsKind {
 /// A resource that the server is capable of reading, included in a prompt or tool call result.
 ///
 /// Note: resource links returned by tools are not guaranteed to appear in the results of `resources/list` requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceLink {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// A description of what this resource represents.
     ///
     /// This can be used by clients to improve the LLM's understanding of available resources. It can be thought of like a "hint" to the model.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Optional set of sized icons that the client can display in a user interface.
@@ -3594,18 +10596,27 @@ pub struct ResourceLink {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The size of the raw resource content, in bytes (i.e., before base64 encoding or any tokenization), if known.
     ///
     /// This can be used by Hosts to display file sizes and estimate context window usage.
-    #[serde(rename = "size", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "size", default, skip_serializing_if = "Option::is_none")
+    )]
     pub size: Option<i64>,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -3613,64 +10624,303 @@ pub struct ResourceLink {
     /// If not provided, the name should be used for display (except for Tool,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::ResourceLink,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
+}
+
+impl serde::Serialize for ResourceLink {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.size {
+            map.serialize_entry("size", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceLink {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "annotations",
+            "description",
+            "icons",
+            "mimeType",
+            "name",
+            "size",
+            "title",
+            "type",
+            "uri",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceLink;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceLink")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceLink, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut v8 = None;
+                let mut v9 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        Ok(8) => v8 = Some(map.next_value()?),
+                        Ok(9) => v9 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceLink {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    description: v2.unwrap_or_default(),
+                    icons: v3.unwrap_or_default(),
+                    mime_type: v4.unwrap_or_default(),
+                    name: crate::support::required(v5, "name")?,
+                    size: v6.unwrap_or_default(),
+                    title: v7.unwrap_or_default(),
+                    r#type: crate::support::required(v8, "type")?,
+                    uri: crate::support::required(v9, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceLink", FIELDS, Visitor)
+    }
 }
 
 /// An optional notification from the server to the client, informing it that the list of resources it can read from has changed. This may be issued by servers without any previous subscription from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceListChangedNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsResourcesListChanged,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<NotificationParams>,
 }
 
+impl serde::Serialize for ResourceListChangedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceListChangedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceListChangedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceListChangedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceListChangedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceListChangedNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceListChangedNotification", FIELDS, Visitor)
+    }
+}
+
 /// Common parameters when working with resources.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The URI of the resource. The URI can use any protocol; it is up to the server how to interpret it.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ResourceRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// A template description for resources available on the server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceTemplate {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// A description of what this template is for.
     ///
     /// This can be used by clients to improve the LLM's understanding of available resources. It can be thought of like a "hint" to the model.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Optional set of sized icons that the client can display in a user interface.
@@ -3682,13 +10932,19 @@ pub struct ResourceTemplate {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// The MIME type for all resources that match this template. This should only be included if all resources matching this template have the same type.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -3696,63 +10952,326 @@ pub struct ResourceTemplate {
     /// If not provided, the name should be used for display (except for Tool,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// A URI template (according to RFC 6570) that can be used to construct resource URIs.
-    #[serde(rename = "uriTemplate")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uriTemplate"))]
     pub uri_template: String,
 }
 
+impl serde::Serialize for ResourceTemplate {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("uriTemplate", &self.uri_template)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceTemplate {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "annotations",
+            "description",
+            "icons",
+            "mimeType",
+            "name",
+            "title",
+            "uriTemplate",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceTemplate;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceTemplate")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceTemplate, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceTemplate {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    description: v2.unwrap_or_default(),
+                    icons: v3.unwrap_or_default(),
+                    mime_type: v4.unwrap_or_default(),
+                    name: crate::support::required(v5, "name")?,
+                    title: v6.unwrap_or_default(),
+                    uri_template: crate::support::required(v7, "uriTemplate")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceTemplate", FIELDS, Visitor)
+    }
+}
+
 /// A reference to a resource or resource template definition.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceTemplateReference {
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::RefResource,
     /// The URI or URI template of the resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
+}
+
+impl serde::Serialize for ResourceTemplateReference {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceTemplateReference {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["type", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceTemplateReference;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceTemplateReference")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceTemplateReference, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceTemplateReference {
+                    r#type: crate::support::required(v0, "type")?,
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceTemplateReference", FIELDS, Visitor)
+    }
 }
 
 /// A notification from the server to the client, informing it that a resource has changed and may need to be read again. This should only be sent if the client previously sent a resources/subscribe request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceUpdatedNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsResourcesUpdated,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ResourceUpdatedNotificationParams,
 }
 
+impl serde::Serialize for ResourceUpdatedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceUpdatedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceUpdatedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceUpdatedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceUpdatedNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceUpdatedNotification", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `notifications/resources/updated` notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceUpdatedNotificationParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The URI of the resource that has been updated. This might be a sub-resource of the one that the client actually subscribed to.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ResourceUpdatedNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceUpdatedNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceUpdatedNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceUpdatedNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceUpdatedNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceUpdatedNotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// The sender or recipient of messages and data in a conversation.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum Role {
     /// `"assistant"`.
-    #[serde(rename = "assistant")]
+    #[cfg_attr(feature = "schemars", serde(rename = "assistant"))]
     Assistant,
     /// `"user"`.
-    #[serde(rename = "user")]
+    #[cfg_attr(feature = "schemars", serde(rename = "user"))]
     User,
 }
 
@@ -3766,61 +11285,267 @@ impl Role {
     }
 }
 
+impl serde::Serialize for Role {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Role {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [Role; 2] = [Role::Assistant, Role::User];
+        Ok(ALL[crate::support::variant(deserializer, &["assistant", "user"])?])
+    }
+}
+
 /// Represents a root directory or file that the server can operate on.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Root {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An optional name for the root. This can be used to provide a human-readable
     /// identifier for the root, which may be useful for display purposes or for
     /// referencing the root in other parts of the application.
-    #[serde(rename = "name", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "name", default, skip_serializing_if = "Option::is_none")
+    )]
     pub name: Option<String>,
     /// The URI identifying the root. This *must* start with file:// for now.
     /// This restriction may be relaxed in future versions of the protocol to allow
     /// other URI schemes.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
+}
+
+impl serde::Serialize for Root {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.name {
+            map.serialize_entry("name", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Root {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "name", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Root;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Root")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Root, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Root {
+                    meta: v0.unwrap_or_default(),
+                    name: v1.unwrap_or_default(),
+                    uri: crate::support::required(v2, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("Root", FIELDS, Visitor)
+    }
 }
 
 /// A notification from the client to the server, informing it that the list of roots has changed.
 /// This notification should be sent whenever the client adds, removes, or modifies any root.
 /// The server should then request an updated list of roots using the ListRootsRequest.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RootsListChangedNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsRootsListChanged,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<NotificationParams>,
 }
 
+impl serde::Serialize for RootsListChangedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RootsListChangedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RootsListChangedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct RootsListChangedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<RootsListChangedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(RootsListChangedNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("RootsListChangedNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `RpcError` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RpcError {
     /// The error type that occurred.
-    #[serde(rename = "code")]
+    #[cfg_attr(feature = "schemars", serde(rename = "code"))]
     pub code: i64,
     /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "data", default, skip_serializing_if = "Option::is_none")
+    )]
     pub data: Option<serde_json::Value>,
     /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
 }
 
+impl serde::Serialize for RpcError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", &self.code)?;
+        if let Some(v) = &self.data {
+            map.serialize_entry("data", v)?;
+        }
+        map.serialize_entry("message", &self.message)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RpcError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["code", "data", "message"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RpcError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct RpcError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<RpcError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(RpcError {
+                    code: crate::support::required(v0, "code")?,
+                    data: v1.unwrap_or_default(),
+                    message: crate::support::required(v2, "message")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("RpcError", FIELDS, Visitor)
+    }
+}
+
 /// The `SamplingContent` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum SamplingContent {
     /// A `TextContent`.
     Text(TextContent),
@@ -3834,6 +11559,22 @@ pub enum SamplingContent {
     ToolResult(ToolResultContent),
     /// A value of type `Vec<SamplingMessageContentBlock>`.
     Array(Vec<SamplingMessageContentBlock>),
+}
+
+impl serde::Serialize for SamplingContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(v) => serde::Serialize::serialize(v, serializer),
+            Self::Image(v) => serde::Serialize::serialize(v, serializer),
+            Self::Audio(v) => serde::Serialize::serialize(v, serializer),
+            Self::ToolUse(v) => serde::Serialize::serialize(v, serializer),
+            Self::ToolResult(v) => serde::Serialize::serialize(v, serializer),
+            Self::Array(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for SamplingContent {
@@ -3918,24 +11659,85 @@ impl crate::support::Union for SamplingContent {
 }
 
 /// Describes a message issued to or received from an LLM API.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SamplingMessage {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `content` field.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: SamplingContent,
     /// The `role` field.
-    #[serde(rename = "role")]
+    #[cfg_attr(feature = "schemars", serde(rename = "role"))]
     pub role: Role,
 }
 
+impl serde::Serialize for SamplingMessage {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("content", &self.content)?;
+        map.serialize_entry("role", &self.role)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SamplingMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "content", "role"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SamplingMessage;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SamplingMessage")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SamplingMessage, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SamplingMessage {
+                    meta: v0.unwrap_or_default(),
+                    content: crate::support::required(v1, "content")?,
+                    role: crate::support::required(v2, "role")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SamplingMessage", FIELDS, Visitor)
+    }
+}
+
 /// The `SamplingMessageContentBlock` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum SamplingMessageContentBlock {
     /// A `TextContent`.
     Text(TextContent),
@@ -3947,6 +11749,21 @@ pub enum SamplingMessageContentBlock {
     ToolUse(ToolUseContent),
     /// A `ToolResultContent`.
     ToolResult(ToolResultContent),
+}
+
+impl serde::Serialize for SamplingMessageContentBlock {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(v) => serde::Serialize::serialize(v, serializer),
+            Self::Image(v) => serde::Serialize::serialize(v, serializer),
+            Self::Audio(v) => serde::Serialize::serialize(v, serializer),
+            Self::ToolUse(v) => serde::Serialize::serialize(v, serializer),
+            Self::ToolResult(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
@@ -4026,119 +11843,580 @@ impl crate::support::Union for SamplingMessageContentBlock {
 }
 
 /// Capabilities that a server may support. Known capabilities are defined here, in this schema, but this is not a closed set: any server can define its own, additional capabilities.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilities {
     /// Present if the server supports argument autocompletion suggestions.
-    #[serde(
-        rename = "completions",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "completions",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub completions: Option<crate::JsonObject>,
     /// Experimental, non-standard capabilities that the server supports.
-    #[serde(
-        rename = "experimental",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "experimental",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub experimental: Option<std::collections::BTreeMap<String, crate::JsonObject>>,
     /// Present if the server supports sending log messages to the client.
-    #[serde(rename = "logging", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "logging", default, skip_serializing_if = "Option::is_none")
+    )]
     pub logging: Option<crate::JsonObject>,
     /// Present if the server offers any prompt templates.
-    #[serde(rename = "prompts", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "prompts", default, skip_serializing_if = "Option::is_none")
+    )]
     pub prompts: Option<ServerCapabilitiesPrompts>,
     /// Present if the server offers any resources to read.
-    #[serde(rename = "resources", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "resources", default, skip_serializing_if = "Option::is_none")
+    )]
     pub resources: Option<ServerCapabilitiesResources>,
     /// Present if the server supports task-augmented requests.
-    #[serde(rename = "tasks", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "tasks", default, skip_serializing_if = "Option::is_none")
+    )]
     pub tasks: Option<ServerCapabilitiesTasks>,
     /// Present if the server offers any tools to call.
-    #[serde(rename = "tools", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "tools", default, skip_serializing_if = "Option::is_none")
+    )]
     pub tools: Option<ServerCapabilitiesTools>,
 }
 
+impl serde::Serialize for ServerCapabilities {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.completions {
+            map.serialize_entry("completions", v)?;
+        }
+        if let Some(v) = &self.experimental {
+            map.serialize_entry("experimental", v)?;
+        }
+        if let Some(v) = &self.logging {
+            map.serialize_entry("logging", v)?;
+        }
+        if let Some(v) = &self.prompts {
+            map.serialize_entry("prompts", v)?;
+        }
+        if let Some(v) = &self.resources {
+            map.serialize_entry("resources", v)?;
+        }
+        if let Some(v) = &self.tasks {
+            map.serialize_entry("tasks", v)?;
+        }
+        if let Some(v) = &self.tools {
+            map.serialize_entry("tools", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilities {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "completions",
+            "experimental",
+            "logging",
+            "prompts",
+            "resources",
+            "tasks",
+            "tools",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilities;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilities")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilities, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilities {
+                    completions: v0.unwrap_or_default(),
+                    experimental: v1.unwrap_or_default(),
+                    logging: v2.unwrap_or_default(),
+                    prompts: v3.unwrap_or_default(),
+                    resources: v4.unwrap_or_default(),
+                    tasks: v5.unwrap_or_default(),
+                    tools: v6.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilities", FIELDS, Visitor)
+    }
+}
+
 /// Present if the server offers any prompt templates.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesPrompts {
     /// Whether this server supports notifications for changes to the prompt list.
-    #[serde(
-        rename = "listChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "listChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub list_changed: Option<bool>,
+}
+
+impl serde::Serialize for ServerCapabilitiesPrompts {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.list_changed {
+            map.serialize_entry("listChanged", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesPrompts {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["listChanged"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesPrompts;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesPrompts")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesPrompts, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesPrompts {
+                    list_changed: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesPrompts", FIELDS, Visitor)
+    }
 }
 
 /// Present if the server offers any resources to read.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesResources {
     /// Whether this server supports notifications for changes to the resource list.
-    #[serde(
-        rename = "listChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "listChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub list_changed: Option<bool>,
     /// Whether this server supports subscribing to resource updates.
-    #[serde(rename = "subscribe", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "subscribe", default, skip_serializing_if = "Option::is_none")
+    )]
     pub subscribe: Option<bool>,
 }
 
+impl serde::Serialize for ServerCapabilitiesResources {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.list_changed {
+            map.serialize_entry("listChanged", v)?;
+        }
+        if let Some(v) = &self.subscribe {
+            map.serialize_entry("subscribe", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesResources {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["listChanged", "subscribe"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesResources;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesResources")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesResources, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesResources {
+                    list_changed: v0.unwrap_or_default(),
+                    subscribe: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesResources", FIELDS, Visitor)
+    }
+}
+
 /// Present if the server supports task-augmented requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesTasks {
     /// Whether this server supports tasks/cancel.
-    #[serde(rename = "cancel", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "cancel", default, skip_serializing_if = "Option::is_none")
+    )]
     pub cancel: Option<crate::JsonObject>,
     /// Whether this server supports tasks/list.
-    #[serde(rename = "list", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "list", default, skip_serializing_if = "Option::is_none")
+    )]
     pub list: Option<crate::JsonObject>,
     /// Specifies which request types can be augmented with tasks.
-    #[serde(rename = "requests", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "requests", default, skip_serializing_if = "Option::is_none")
+    )]
     pub requests: Option<ServerCapabilitiesTasksRequests>,
 }
 
+impl serde::Serialize for ServerCapabilitiesTasks {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.cancel {
+            map.serialize_entry("cancel", v)?;
+        }
+        if let Some(v) = &self.list {
+            map.serialize_entry("list", v)?;
+        }
+        if let Some(v) = &self.requests {
+            map.serialize_entry("requests", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTasks {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["cancel", "list", "requests"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesTasks;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesTasks")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesTasks, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesTasks {
+                    cancel: v0.unwrap_or_default(),
+                    list: v1.unwrap_or_default(),
+                    requests: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesTasks", FIELDS, Visitor)
+    }
+}
+
 /// Specifies which request types can be augmented with tasks.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesTasksRequests {
     /// Task support for tool-related requests.
-    #[serde(rename = "tools", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "tools", default, skip_serializing_if = "Option::is_none")
+    )]
     pub tools: Option<ServerCapabilitiesTasksRequestsTools>,
 }
 
+impl serde::Serialize for ServerCapabilitiesTasksRequests {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.tools {
+            map.serialize_entry("tools", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTasksRequests {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["tools"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesTasksRequests;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesTasksRequests")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesTasksRequests, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesTasksRequests {
+                    tools: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesTasksRequests", FIELDS, Visitor)
+    }
+}
+
 /// Task support for tool-related requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesTasksRequestsTools {
     /// Whether the server supports task-augmented tools/call requests.
-    #[serde(rename = "call", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "call", default, skip_serializing_if = "Option::is_none")
+    )]
     pub call: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for ServerCapabilitiesTasksRequestsTools {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.call {
+            map.serialize_entry("call", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTasksRequestsTools {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["call"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesTasksRequestsTools;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesTasksRequestsTools")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesTasksRequestsTools, A::Error>
+            {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesTasksRequestsTools {
+                    call: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesTasksRequestsTools", FIELDS, Visitor)
+    }
+}
+
 /// Present if the server offers any tools to call.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesTools {
     /// Whether this server supports notifications for changes to the tool list.
-    #[serde(
-        rename = "listChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "listChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub list_changed: Option<bool>,
 }
 
+impl serde::Serialize for ServerCapabilitiesTools {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.list_changed {
+            map.serialize_entry("listChanged", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTools {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["listChanged"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesTools;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesTools")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesTools, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesTools {
+                    list_changed: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesTools", FIELDS, Visitor)
+    }
+}
+
 /// The `ServerNotification` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ServerNotification {
     /// A `CancelledNotification`.
     Cancelled(CancelledNotification),
@@ -4158,6 +12436,25 @@ pub enum ServerNotification {
     LoggingMessage(LoggingMessageNotification),
     /// A `ElicitationCompleteNotification`.
     ElicitationComplete(ElicitationCompleteNotification),
+}
+
+impl serde::Serialize for ServerNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Cancelled(v) => serde::Serialize::serialize(v, serializer),
+            Self::Progress(v) => serde::Serialize::serialize(v, serializer),
+            Self::ResourceListChanged(v) => serde::Serialize::serialize(v, serializer),
+            Self::ResourceUpdated(v) => serde::Serialize::serialize(v, serializer),
+            Self::PromptListChanged(v) => serde::Serialize::serialize(v, serializer),
+            Self::ToolListChanged(v) => serde::Serialize::serialize(v, serializer),
+            Self::TaskStatus(v) => serde::Serialize::serialize(v, serializer),
+            Self::LoggingMessage(v) => serde::Serialize::serialize(v, serializer),
+            Self::ElicitationComplete(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ServerNotification {
@@ -4303,9 +12600,9 @@ impl crate::support::Union for ServerNotification {
 }
 
 /// The `ServerRequest` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ServerRequest {
     /// A `PingRequest`.
     Ping(PingRequest),
@@ -4323,6 +12620,24 @@ pub enum ServerRequest {
     ListRoots(ListRootsRequest),
     /// A `ElicitRequest`.
     Elicit(ElicitRequest),
+}
+
+impl serde::Serialize for ServerRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Ping(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetTask(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetTaskPayload(v) => serde::Serialize::serialize(v, serializer),
+            Self::CancelTask(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListTasks(v) => serde::Serialize::serialize(v, serializer),
+            Self::CreateMessage(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListRoots(v) => serde::Serialize::serialize(v, serializer),
+            Self::Elicit(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ServerRequest {
@@ -4422,9 +12737,9 @@ impl crate::support::Union for ServerRequest {
 }
 
 /// The `ServerResult` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ServerResult {
     /// A `EmptyResult`.
     Empty(EmptyResult),
@@ -4454,6 +12769,30 @@ pub enum ServerResult {
     ListTasks(ListTasksResult),
     /// A `CompleteResult`.
     Complete(CompleteResult),
+}
+
+impl serde::Serialize for ServerResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Empty(v) => serde::Serialize::serialize(v, serializer),
+            Self::Initialize(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResources(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResourceTemplates(v) => serde::Serialize::serialize(v, serializer),
+            Self::ReadResource(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListPrompts(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetPrompt(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListTools(v) => serde::Serialize::serialize(v, serializer),
+            Self::CallTool(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetTask(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetTaskPayload(v) => serde::Serialize::serialize(v, serializer),
+            Self::CancelTask(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListTasks(v) => serde::Serialize::serialize(v, serializer),
+            Self::Complete(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ServerResult {
@@ -4628,44 +12967,173 @@ impl crate::support::Union for ServerResult {
 }
 
 /// A request from the client to the server, to enable or adjust logging.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SetLevelRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::LoggingSetLevel,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: SetLevelRequestParams,
 }
 
+impl serde::Serialize for SetLevelRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SetLevelRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SetLevelRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SetLevelRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SetLevelRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SetLevelRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SetLevelRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `logging/setLevel` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SetLevelRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message.
-    #[serde(rename = "level")]
+    #[cfg_attr(feature = "schemars", serde(rename = "level"))]
     pub level: LoggingLevel,
 }
 
+impl serde::Serialize for SetLevelRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("level", &self.level)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SetLevelRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "level"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SetLevelRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SetLevelRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SetLevelRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SetLevelRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    level: crate::support::required(v1, "level")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SetLevelRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The `SingleSelectEnumSchema` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum SingleSelectEnumSchema {
     /// A `UntitledSingleSelectEnumSchema`.
     Untitled(UntitledSingleSelectEnumSchema),
     /// A `TitledSingleSelectEnumSchema`.
     Titled(TitledSingleSelectEnumSchema),
+}
+
+impl serde::Serialize for SingleSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Untitled(v) => serde::Serialize::serialize(v, serializer),
+            Self::Titled(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
@@ -4714,53 +13182,161 @@ impl crate::support::Union for SingleSelectEnumSchema {
 }
 
 /// The `StringSchema` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct StringSchema {
     /// The `default` field.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<String>,
     /// The `description` field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The `format` field.
-    #[serde(rename = "format", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "format", default, skip_serializing_if = "Option::is_none")
+    )]
     pub format: Option<StringSchemaFormat>,
     /// The `maxLength` field.
-    #[serde(rename = "maxLength", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "maxLength", default, skip_serializing_if = "Option::is_none")
+    )]
     pub max_length: Option<i64>,
     /// The `minLength` field.
-    #[serde(rename = "minLength", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "minLength", default, skip_serializing_if = "Option::is_none")
+    )]
     pub min_length: Option<i64>,
     /// The `title` field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::String,
 }
 
+impl serde::Serialize for StringSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.format {
+            map.serialize_entry("format", v)?;
+        }
+        if let Some(v) = &self.max_length {
+            map.serialize_entry("maxLength", v)?;
+        }
+        if let Some(v) = &self.min_length {
+            map.serialize_entry("minLength", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for StringSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "default",
+            "description",
+            "format",
+            "maxLength",
+            "minLength",
+            "title",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = StringSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct StringSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<StringSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(StringSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    format: v2.unwrap_or_default(),
+                    max_length: v3.unwrap_or_default(),
+                    min_length: v4.unwrap_or_default(),
+                    title: v5.unwrap_or_default(),
+                    r#type: crate::support::required(v6, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("StringSchema", FIELDS, Visitor)
+    }
+}
+
 /// The `StringSchemaFormat` type of the 2025-11-25 schema.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum StringSchemaFormat {
     /// `"date"`.
-    #[serde(rename = "date")]
+    #[cfg_attr(feature = "schemars", serde(rename = "date"))]
     Date,
     /// `"date-time"`.
-    #[serde(rename = "date-time")]
+    #[cfg_attr(feature = "schemars", serde(rename = "date-time"))]
     DateTime,
     /// `"email"`.
-    #[serde(rename = "email")]
+    #[cfg_attr(feature = "schemars", serde(rename = "email"))]
     Email,
     /// `"uri"`.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     Uri,
 }
 
@@ -4776,81 +13352,314 @@ impl StringSchemaFormat {
     }
 }
 
+impl serde::Serialize for StringSchemaFormat {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for StringSchemaFormat {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [StringSchemaFormat; 4] = [
+            StringSchemaFormat::Date,
+            StringSchemaFormat::DateTime,
+            StringSchemaFormat::Email,
+            StringSchemaFormat::Uri,
+        ];
+        Ok(ALL[crate::support::variant(deserializer, &["date", "date-time", "email", "uri"])?])
+    }
+}
+
 /// Sent from the client to request resources/updated notifications from the server whenever a particular resource changes.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscribeRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesSubscribe,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: SubscribeRequestParams,
 }
 
+impl serde::Serialize for SubscribeRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscribeRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscribeRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscribeRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscribeRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscribeRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SubscribeRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `resources/subscribe` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscribeRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The URI of the resource. The URI can use any protocol; it is up to the server how to interpret it.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for SubscribeRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscribeRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscribeRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscribeRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscribeRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscribeRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SubscribeRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// Data associated with a task.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Task {
     /// ISO 8601 timestamp when the task was created.
-    #[serde(rename = "createdAt")]
+    #[cfg_attr(feature = "schemars", serde(rename = "createdAt"))]
     pub created_at: String,
     /// ISO 8601 timestamp when the task was last updated.
-    #[serde(rename = "lastUpdatedAt")]
+    #[cfg_attr(feature = "schemars", serde(rename = "lastUpdatedAt"))]
     pub last_updated_at: String,
     /// Suggested polling interval in milliseconds.
-    #[serde(
-        rename = "pollInterval",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "pollInterval",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub poll_interval: Option<i64>,
     /// Current task state.
-    #[serde(rename = "status")]
+    #[cfg_attr(feature = "schemars", serde(rename = "status"))]
     pub status: TaskStatus,
     /// Optional human-readable message describing the current task state.
     /// This can provide context for any status, including:
     /// - Reasons for "cancelled" status
     /// - Summaries for "completed" status
     /// - Diagnostic information for "failed" status (e.g., error details, what went wrong)
-    #[serde(
-        rename = "statusMessage",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "statusMessage",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub status_message: Option<String>,
     /// The task identifier.
-    #[serde(rename = "taskId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "taskId"))]
     pub task_id: String,
     /// Actual retention duration from creation in milliseconds, null for unlimited.
-    #[serde(rename = "ttl", default)]
+    #[cfg_attr(feature = "schemars", serde(rename = "ttl", default))]
     pub ttl: Option<i64>,
 }
 
+impl serde::Serialize for Task {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("createdAt", &self.created_at)?;
+        map.serialize_entry("lastUpdatedAt", &self.last_updated_at)?;
+        if let Some(v) = &self.poll_interval {
+            map.serialize_entry("pollInterval", v)?;
+        }
+        map.serialize_entry("status", &self.status)?;
+        if let Some(v) = &self.status_message {
+            map.serialize_entry("statusMessage", v)?;
+        }
+        map.serialize_entry("taskId", &self.task_id)?;
+        map.serialize_entry("ttl", &self.ttl)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Task {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "createdAt",
+            "lastUpdatedAt",
+            "pollInterval",
+            "status",
+            "statusMessage",
+            "taskId",
+            "ttl",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Task;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Task")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Task, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Task {
+                    created_at: crate::support::required(v0, "createdAt")?,
+                    last_updated_at: crate::support::required(v1, "lastUpdatedAt")?,
+                    poll_interval: v2.unwrap_or_default(),
+                    status: crate::support::required(v3, "status")?,
+                    status_message: v4.unwrap_or_default(),
+                    task_id: crate::support::required(v5, "taskId")?,
+                    ttl: v6.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Task", FIELDS, Visitor)
+    }
+}
+
 /// Common params for any task-augmented request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TaskAugmentedRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// If specified, the caller is requesting task-augmented execution for this request.
     /// The request will return a CreateTaskResult immediately, and the actual result can be
@@ -4858,40 +13667,150 @@ pub struct TaskAugmentedRequestParams {
     ///
     /// Task augmentation is subject to capability negotiation - receivers MUST declare support
     /// for task augmentation of specific request types in their capabilities.
-    #[serde(rename = "task", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "task", default, skip_serializing_if = "Option::is_none")
+    )]
     pub task: Option<TaskMetadata>,
+}
+
+impl serde::Serialize for TaskAugmentedRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.task {
+            map.serialize_entry("task", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TaskAugmentedRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "task"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TaskAugmentedRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TaskAugmentedRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TaskAugmentedRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TaskAugmentedRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    task: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("TaskAugmentedRequestParams", FIELDS, Visitor)
+    }
 }
 
 /// Metadata for augmenting a request with task execution.
 /// Include this in the `task` field of the request parameters.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TaskMetadata {
     /// Requested duration in milliseconds to retain task from creation.
-    #[serde(rename = "ttl", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "ttl", default, skip_serializing_if = "Option::is_none")
+    )]
     pub ttl: Option<i64>,
 }
 
+impl serde::Serialize for TaskMetadata {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.ttl {
+            map.serialize_entry("ttl", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TaskMetadata {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["ttl"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TaskMetadata;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TaskMetadata")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TaskMetadata, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TaskMetadata {
+                    ttl: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("TaskMetadata", FIELDS, Visitor)
+    }
+}
+
 /// The status of a task.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum TaskStatus {
     /// `"cancelled"`.
-    #[serde(rename = "cancelled")]
+    #[cfg_attr(feature = "schemars", serde(rename = "cancelled"))]
     Cancelled,
     /// `"completed"`.
-    #[serde(rename = "completed")]
+    #[cfg_attr(feature = "schemars", serde(rename = "completed"))]
     Completed,
     /// `"failed"`.
-    #[serde(rename = "failed")]
+    #[cfg_attr(feature = "schemars", serde(rename = "failed"))]
     Failed,
     /// `"input_required"`.
-    #[serde(rename = "input_required")]
+    #[cfg_attr(feature = "schemars", serde(rename = "input_required"))]
     InputRequired,
     /// `"working"`.
-    #[serde(rename = "working")]
+    #[cfg_attr(feature = "schemars", serde(rename = "working"))]
     Working,
 }
 
@@ -4908,219 +13827,902 @@ impl TaskStatus {
     }
 }
 
+impl serde::Serialize for TaskStatus {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TaskStatus {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [TaskStatus; 5] = [
+            TaskStatus::Cancelled,
+            TaskStatus::Completed,
+            TaskStatus::Failed,
+            TaskStatus::InputRequired,
+            TaskStatus::Working,
+        ];
+        Ok(ALL[crate::support::variant(
+            deserializer,
+            &[
+                "cancelled",
+                "completed",
+                "failed",
+                "input_required",
+                "working",
+            ],
+        )?])
+    }
+}
+
 /// An optional notification from the receiver to the requestor, informing them that a task's status has changed. Receivers are not required to send these notifications.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TaskStatusNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsTasksStatus,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: TaskStatusNotificationParams,
 }
 
+impl serde::Serialize for TaskStatusNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TaskStatusNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TaskStatusNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TaskStatusNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TaskStatusNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TaskStatusNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TaskStatusNotification", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `notifications/tasks/status` notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TaskStatusNotificationParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// ISO 8601 timestamp when the task was created.
-    #[serde(rename = "createdAt")]
+    #[cfg_attr(feature = "schemars", serde(rename = "createdAt"))]
     pub created_at: String,
     /// ISO 8601 timestamp when the task was last updated.
-    #[serde(rename = "lastUpdatedAt")]
+    #[cfg_attr(feature = "schemars", serde(rename = "lastUpdatedAt"))]
     pub last_updated_at: String,
     /// Suggested polling interval in milliseconds.
-    #[serde(
-        rename = "pollInterval",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "pollInterval",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub poll_interval: Option<i64>,
     /// Current task state.
-    #[serde(rename = "status")]
+    #[cfg_attr(feature = "schemars", serde(rename = "status"))]
     pub status: TaskStatus,
     /// Optional human-readable message describing the current task state.
     /// This can provide context for any status, including:
     /// - Reasons for "cancelled" status
     /// - Summaries for "completed" status
     /// - Diagnostic information for "failed" status (e.g., error details, what went wrong)
-    #[serde(
-        rename = "statusMessage",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "statusMessage",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub status_message: Option<String>,
     /// The task identifier.
-    #[serde(rename = "taskId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "taskId"))]
     pub task_id: String,
     /// Actual retention duration from creation in milliseconds, null for unlimited.
-    #[serde(rename = "ttl", default)]
+    #[cfg_attr(feature = "schemars", serde(rename = "ttl", default))]
     pub ttl: Option<i64>,
 }
 
+impl serde::Serialize for TaskStatusNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("createdAt", &self.created_at)?;
+        map.serialize_entry("lastUpdatedAt", &self.last_updated_at)?;
+        if let Some(v) = &self.poll_interval {
+            map.serialize_entry("pollInterval", v)?;
+        }
+        map.serialize_entry("status", &self.status)?;
+        if let Some(v) = &self.status_message {
+            map.serialize_entry("statusMessage", v)?;
+        }
+        map.serialize_entry("taskId", &self.task_id)?;
+        map.serialize_entry("ttl", &self.ttl)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TaskStatusNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "createdAt",
+            "lastUpdatedAt",
+            "pollInterval",
+            "status",
+            "statusMessage",
+            "taskId",
+            "ttl",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TaskStatusNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TaskStatusNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TaskStatusNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TaskStatusNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    created_at: crate::support::required(v1, "createdAt")?,
+                    last_updated_at: crate::support::required(v2, "lastUpdatedAt")?,
+                    poll_interval: v3.unwrap_or_default(),
+                    status: crate::support::required(v4, "status")?,
+                    status_message: v5.unwrap_or_default(),
+                    task_id: crate::support::required(v6, "taskId")?,
+                    ttl: v7.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("TaskStatusNotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// Text provided to or from an LLM.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TextContent {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The text content of the message.
-    #[serde(rename = "text")]
+    #[cfg_attr(feature = "schemars", serde(rename = "text"))]
     pub text: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Text,
 }
 
+impl serde::Serialize for TextContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("text", &self.text)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TextContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "annotations", "text", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TextContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TextContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TextContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TextContent {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    text: crate::support::required(v2, "text")?,
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TextContent", FIELDS, Visitor)
+    }
+}
+
 /// The `TextResourceContents` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TextResourceContents {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// The text of the item. This must only be set if the item can actually be represented as text (not binary data).
-    #[serde(rename = "text")]
+    #[cfg_attr(feature = "schemars", serde(rename = "text"))]
     pub text: String,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for TextResourceContents {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("text", &self.text)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TextResourceContents {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "mimeType", "text", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TextResourceContents;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TextResourceContents")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TextResourceContents, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TextResourceContents {
+                    meta: v0.unwrap_or_default(),
+                    mime_type: v1.unwrap_or_default(),
+                    text: crate::support::required(v2, "text")?,
+                    uri: crate::support::required(v3, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TextResourceContents", FIELDS, Visitor)
+    }
+}
+
 /// Schema for multiple-selection enumeration with display titles for each option.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TitledMultiSelectEnumSchema {
     /// Optional default value.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<Vec<String>>,
     /// Optional description for the enum field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Schema for array items with enum options and display labels.
-    #[serde(rename = "items")]
+    #[cfg_attr(feature = "schemars", serde(rename = "items"))]
     pub items: TitledMultiSelectEnumSchemaItems,
     /// Maximum number of items to select.
-    #[serde(rename = "maxItems", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "maxItems", default, skip_serializing_if = "Option::is_none")
+    )]
     pub max_items: Option<i64>,
     /// Minimum number of items to select.
-    #[serde(rename = "minItems", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "minItems", default, skip_serializing_if = "Option::is_none")
+    )]
     pub min_items: Option<i64>,
     /// Optional title for the enum field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Array,
 }
 
+impl serde::Serialize for TitledMultiSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("items", &self.items)?;
+        if let Some(v) = &self.max_items {
+            map.serialize_entry("maxItems", v)?;
+        }
+        if let Some(v) = &self.min_items {
+            map.serialize_entry("minItems", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "default",
+            "description",
+            "items",
+            "maxItems",
+            "minItems",
+            "title",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TitledMultiSelectEnumSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TitledMultiSelectEnumSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TitledMultiSelectEnumSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TitledMultiSelectEnumSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    items: crate::support::required(v2, "items")?,
+                    max_items: v3.unwrap_or_default(),
+                    min_items: v4.unwrap_or_default(),
+                    title: v5.unwrap_or_default(),
+                    r#type: crate::support::required(v6, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TitledMultiSelectEnumSchema", FIELDS, Visitor)
+    }
+}
+
 /// Schema for array items with enum options and display labels.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TitledMultiSelectEnumSchemaItems {
     /// Array of enum options with values and display labels.
-    #[serde(rename = "anyOf")]
+    #[cfg_attr(feature = "schemars", serde(rename = "anyOf"))]
     pub any_of: Vec<TitledMultiSelectEnumSchemaItemsAnyOfItem>,
 }
 
+impl serde::Serialize for TitledMultiSelectEnumSchemaItems {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("anyOf", &self.any_of)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchemaItems {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["anyOf"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TitledMultiSelectEnumSchemaItems;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TitledMultiSelectEnumSchemaItems")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TitledMultiSelectEnumSchemaItems, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TitledMultiSelectEnumSchemaItems {
+                    any_of: crate::support::required(v0, "anyOf")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TitledMultiSelectEnumSchemaItems", FIELDS, Visitor)
+    }
+}
+
 /// The `TitledMultiSelectEnumSchemaItemsAnyOfItem` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TitledMultiSelectEnumSchemaItemsAnyOfItem {
     /// The constant enum value.
-    #[serde(rename = "const")]
+    #[cfg_attr(feature = "schemars", serde(rename = "const"))]
     pub r#const: String,
     /// Display title for this option.
-    #[serde(rename = "title")]
+    #[cfg_attr(feature = "schemars", serde(rename = "title"))]
     pub title: String,
+}
+
+impl serde::Serialize for TitledMultiSelectEnumSchemaItemsAnyOfItem {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("const", &self.r#const)?;
+        map.serialize_entry("title", &self.title)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchemaItemsAnyOfItem {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["const", "title"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TitledMultiSelectEnumSchemaItemsAnyOfItem;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TitledMultiSelectEnumSchemaItemsAnyOfItem")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TitledMultiSelectEnumSchemaItemsAnyOfItem, A::Error>
+            {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TitledMultiSelectEnumSchemaItemsAnyOfItem {
+                    r#const: crate::support::required(v0, "const")?,
+                    title: crate::support::required(v1, "title")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct(
+            "TitledMultiSelectEnumSchemaItemsAnyOfItem",
+            FIELDS,
+            Visitor,
+        )
+    }
 }
 
 /// Schema for single-selection enumeration with display titles for each option.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TitledSingleSelectEnumSchema {
     /// Optional default value.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<String>,
     /// Optional description for the enum field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Array of enum options with values and display labels.
-    #[serde(rename = "oneOf")]
+    #[cfg_attr(feature = "schemars", serde(rename = "oneOf"))]
     pub one_of: Vec<TitledSingleSelectEnumSchemaOneOfItem>,
     /// Optional title for the enum field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::String,
 }
 
+impl serde::Serialize for TitledSingleSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("oneOf", &self.one_of)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TitledSingleSelectEnumSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["default", "description", "oneOf", "title", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TitledSingleSelectEnumSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TitledSingleSelectEnumSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TitledSingleSelectEnumSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TitledSingleSelectEnumSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    one_of: crate::support::required(v2, "oneOf")?,
+                    title: v3.unwrap_or_default(),
+                    r#type: crate::support::required(v4, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TitledSingleSelectEnumSchema", FIELDS, Visitor)
+    }
+}
+
 /// The `TitledSingleSelectEnumSchemaOneOfItem` type of the 2025-11-25 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TitledSingleSelectEnumSchemaOneOfItem {
     /// The enum value.
-    #[serde(rename = "const")]
+    #[cfg_attr(feature = "schemars", serde(rename = "const"))]
     pub r#const: String,
     /// Display label for this option.
-    #[serde(rename = "title")]
+    #[cfg_attr(feature = "schemars", serde(rename = "title"))]
     pub title: String,
 }
 
+impl serde::Serialize for TitledSingleSelectEnumSchemaOneOfItem {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("const", &self.r#const)?;
+        map.serialize_entry("title", &self.title)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TitledSingleSelectEnumSchemaOneOfItem {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["const", "title"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TitledSingleSelectEnumSchemaOneOfItem;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TitledSingleSelectEnumSchemaOneOfItem")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TitledSingleSelectEnumSchemaOneOfItem, A::Error>
+            {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TitledSingleSelectEnumSchemaOneOfItem {
+                    r#const: crate::support::required(v0, "const")?,
+                    title: crate::support::required(v1, "title")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TitledSingleSelectEnumSchemaOneOfItem", FIELDS, Visitor)
+    }
+}
+
 /// Definition for a tool the client can call.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Tool {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional additional tool information.
     ///
     /// Display name precedence order is: title, annotations.title, then name.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<ToolAnnotations>,
     /// A human-readable description of the tool.
     ///
     /// This can be used by clients to improve the LLM's understanding of available tools. It can be thought of like a "hint" to the model.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Execution-related properties for this tool.
-    #[serde(rename = "execution", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "execution", default, skip_serializing_if = "Option::is_none")
+    )]
     pub execution: Option<ToolExecution>,
     /// Optional set of sized icons that the client can display in a user interface.
     ///
@@ -5131,23 +14733,29 @@ pub struct Tool {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// A JSON Schema object defining the expected parameters for the tool.
-    #[serde(rename = "inputSchema")]
+    #[cfg_attr(feature = "schemars", serde(rename = "inputSchema"))]
     pub input_schema: ToolInputSchema,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// An optional JSON Schema object defining the structure of the tool's output returned in
     /// the structuredContent field of a CallToolResult.
     ///
     /// Defaults to JSON Schema 2020-12 when no explicit $schema is provided.
     /// Currently restricted to type: "object" at the root level.
-    #[serde(
-        rename = "outputSchema",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "outputSchema",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub output_schema: Option<ToolOutputSchema>,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
@@ -5156,8 +14764,115 @@ pub struct Tool {
     /// If not provided, the name should be used for display (except for Tool,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
+}
+
+impl serde::Serialize for Tool {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.execution {
+            map.serialize_entry("execution", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        map.serialize_entry("inputSchema", &self.input_schema)?;
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.output_schema {
+            map.serialize_entry("outputSchema", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tool {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "annotations",
+            "description",
+            "execution",
+            "icons",
+            "inputSchema",
+            "name",
+            "outputSchema",
+            "title",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Tool;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Tool")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Tool, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut v8 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        Ok(8) => v8 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Tool {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    description: v2.unwrap_or_default(),
+                    execution: v3.unwrap_or_default(),
+                    icons: v4.unwrap_or_default(),
+                    input_schema: crate::support::required(v5, "inputSchema")?,
+                    name: crate::support::required(v6, "name")?,
+                    output_schema: v7.unwrap_or_default(),
+                    title: v8.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Tool", FIELDS, Visitor)
+    }
 }
 
 /// Additional properties describing a Tool to clients.
@@ -5168,7 +14883,7 @@ pub struct Tool {
 ///
 /// Clients should never make tool use decisions based on ToolAnnotations
 /// received from untrusted servers.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolAnnotations {
     /// If true, the tool may perform destructive updates to its environment.
@@ -5177,10 +14892,13 @@ pub struct ToolAnnotations {
     /// (This property is meaningful only when `readOnlyHint == false`)
     ///
     /// Default: true
-    #[serde(
-        rename = "destructiveHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "destructiveHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub destructive_hint: Option<bool>,
     /// If true, calling the tool repeatedly with the same arguments
@@ -5189,10 +14907,13 @@ pub struct ToolAnnotations {
     /// (This property is meaningful only when `readOnlyHint == false`)
     ///
     /// Default: false
-    #[serde(
-        rename = "idempotentHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "idempotentHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub idempotent_hint: Option<bool>,
     /// If true, this tool may interact with an "open world" of external
@@ -5201,55 +14922,195 @@ pub struct ToolAnnotations {
     /// of a memory tool is not.
     ///
     /// Default: true
-    #[serde(
-        rename = "openWorldHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "openWorldHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub open_world_hint: Option<bool>,
     /// If true, the tool does not modify its environment.
     ///
     /// Default: false
-    #[serde(
-        rename = "readOnlyHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "readOnlyHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub read_only_hint: Option<bool>,
     /// A human-readable title for the tool.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
 }
 
+impl serde::Serialize for ToolAnnotations {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.destructive_hint {
+            map.serialize_entry("destructiveHint", v)?;
+        }
+        if let Some(v) = &self.idempotent_hint {
+            map.serialize_entry("idempotentHint", v)?;
+        }
+        if let Some(v) = &self.open_world_hint {
+            map.serialize_entry("openWorldHint", v)?;
+        }
+        if let Some(v) = &self.read_only_hint {
+            map.serialize_entry("readOnlyHint", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolAnnotations {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "destructiveHint",
+            "idempotentHint",
+            "openWorldHint",
+            "readOnlyHint",
+            "title",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolAnnotations;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolAnnotations")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolAnnotations, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolAnnotations {
+                    destructive_hint: v0.unwrap_or_default(),
+                    idempotent_hint: v1.unwrap_or_default(),
+                    open_world_hint: v2.unwrap_or_default(),
+                    read_only_hint: v3.unwrap_or_default(),
+                    title: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolAnnotations", FIELDS, Visitor)
+    }
+}
+
 /// Controls tool selection behavior for sampling requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolChoice {
     /// Controls the tool use ability of the model:
     /// - "auto": Model decides whether to use tools (default)
     /// - "required": Model MUST use at least one tool before completing
     /// - "none": Model MUST NOT use any tools
-    #[serde(rename = "mode", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mode", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mode: Option<ToolChoiceMode>,
+}
+
+impl serde::Serialize for ToolChoice {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.mode {
+            map.serialize_entry("mode", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["mode"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolChoice;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolChoice")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolChoice, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolChoice {
+                    mode: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolChoice", FIELDS, Visitor)
+    }
 }
 
 /// Controls the tool use ability of the model:
 /// - "auto": Model decides whether to use tools (default)
 /// - "required": Model MUST use at least one tool before completing
 /// - "none": Model MUST NOT use any tools
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum ToolChoiceMode {
     /// `"auto"`.
-    #[serde(rename = "auto")]
+    #[cfg_attr(feature = "schemars", serde(rename = "auto"))]
     Auto,
     /// `"none"`.
-    #[serde(rename = "none")]
+    #[cfg_attr(feature = "schemars", serde(rename = "none"))]
     None,
     /// `"required"`.
-    #[serde(rename = "required")]
+    #[cfg_attr(feature = "schemars", serde(rename = "required"))]
     Required,
 }
 
@@ -5264,8 +15125,30 @@ impl ToolChoiceMode {
     }
 }
 
+impl serde::Serialize for ToolChoiceMode {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolChoiceMode {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [ToolChoiceMode; 3] = [
+            ToolChoiceMode::Auto,
+            ToolChoiceMode::None,
+            ToolChoiceMode::Required,
+        ];
+        Ok(ALL[crate::support::variant(deserializer, &["auto", "none", "required"])?])
+    }
+}
+
 /// Execution-related properties for a tool.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolExecution {
     /// Indicates whether this tool supports task-augmented execution.
@@ -5277,12 +15160,65 @@ pub struct ToolExecution {
     /// - "required": Tool requires task-augmented execution
     ///
     /// Default: "forbidden"
-    #[serde(
-        rename = "taskSupport",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "taskSupport",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub task_support: Option<ToolExecutionTaskSupport>,
+}
+
+impl serde::Serialize for ToolExecution {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.task_support {
+            map.serialize_entry("taskSupport", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolExecution {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["taskSupport"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolExecution;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolExecution")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolExecution, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolExecution {
+                    task_support: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolExecution", FIELDS, Visitor)
+    }
 }
 
 /// Indicates whether this tool supports task-augmented execution.
@@ -5294,19 +15230,17 @@ pub struct ToolExecution {
 /// - "required": Tool requires task-augmented execution
 ///
 /// Default: "forbidden"
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum ToolExecutionTaskSupport {
     /// `"forbidden"`.
-    #[serde(rename = "forbidden")]
+    #[cfg_attr(feature = "schemars", serde(rename = "forbidden"))]
     Forbidden,
     /// `"optional"`.
-    #[serde(rename = "optional")]
+    #[cfg_attr(feature = "schemars", serde(rename = "optional"))]
     Optional,
     /// `"required"`.
-    #[serde(rename = "required")]
+    #[cfg_attr(feature = "schemars", serde(rename = "required"))]
     Required,
 }
 
@@ -5321,41 +15255,199 @@ impl ToolExecutionTaskSupport {
     }
 }
 
+impl serde::Serialize for ToolExecutionTaskSupport {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolExecutionTaskSupport {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [ToolExecutionTaskSupport; 3] = [
+            ToolExecutionTaskSupport::Forbidden,
+            ToolExecutionTaskSupport::Optional,
+            ToolExecutionTaskSupport::Required,
+        ];
+        Ok(ALL[crate::support::variant(deserializer, &["forbidden", "optional", "required"])?])
+    }
+}
+
 /// A JSON Schema object defining the expected parameters for the tool.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolInputSchema {
     /// The `$schema` field.
-    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")
+    )]
     pub schema: Option<String>,
     /// The `properties` field.
-    #[serde(
-        rename = "properties",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "properties",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub properties: Option<std::collections::BTreeMap<String, crate::JsonObject>>,
     /// The `required` field.
-    #[serde(rename = "required", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "required", default, skip_serializing_if = "Option::is_none")
+    )]
     pub required: Option<Vec<String>>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Object,
 }
 
+impl serde::Serialize for ToolInputSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.schema {
+            map.serialize_entry("$schema", v)?;
+        }
+        if let Some(v) = &self.properties {
+            map.serialize_entry("properties", v)?;
+        }
+        if let Some(v) = &self.required {
+            map.serialize_entry("required", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolInputSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["$schema", "properties", "required", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolInputSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolInputSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolInputSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolInputSchema {
+                    schema: v0.unwrap_or_default(),
+                    properties: v1.unwrap_or_default(),
+                    required: v2.unwrap_or_default(),
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolInputSchema", FIELDS, Visitor)
+    }
+}
+
 /// An optional notification from the server to the client, informing it that the list of tools it offers has changed. This may be issued by servers without any previous subscription from the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolListChangedNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsToolsListChanged,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<NotificationParams>,
+}
+
+impl serde::Serialize for ToolListChangedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolListChangedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolListChangedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolListChangedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolListChangedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolListChangedNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolListChangedNotification", FIELDS, Visitor)
+    }
 }
 
 /// An optional JSON Schema object defining the structure of the tool's output returned in
@@ -5363,205 +15455,853 @@ pub struct ToolListChangedNotification {
 ///
 /// Defaults to JSON Schema 2020-12 when no explicit $schema is provided.
 /// Currently restricted to type: "object" at the root level.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolOutputSchema {
     /// The `$schema` field.
-    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")
+    )]
     pub schema: Option<String>,
     /// The `properties` field.
-    #[serde(
-        rename = "properties",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "properties",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub properties: Option<std::collections::BTreeMap<String, crate::JsonObject>>,
     /// The `required` field.
-    #[serde(rename = "required", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "required", default, skip_serializing_if = "Option::is_none")
+    )]
     pub required: Option<Vec<String>>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Object,
 }
 
+impl serde::Serialize for ToolOutputSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.schema {
+            map.serialize_entry("$schema", v)?;
+        }
+        if let Some(v) = &self.properties {
+            map.serialize_entry("properties", v)?;
+        }
+        if let Some(v) = &self.required {
+            map.serialize_entry("required", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolOutputSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["$schema", "properties", "required", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolOutputSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolOutputSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolOutputSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolOutputSchema {
+                    schema: v0.unwrap_or_default(),
+                    properties: v1.unwrap_or_default(),
+                    required: v2.unwrap_or_default(),
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolOutputSchema", FIELDS, Visitor)
+    }
+}
+
 /// The result of a tool use, provided by the user back to the assistant.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolResultContent {
     /// Optional metadata about the tool result. Clients SHOULD preserve this field when
     /// including tool results in subsequent sampling requests to enable caching optimizations.
     ///
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The unstructured result content of the tool use.
     ///
     /// This has the same format as CallToolResult.content and can include text, images,
     /// audio, resource links, and embedded resources.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: Vec<ContentBlock>,
     /// Whether the tool use resulted in an error.
     ///
     /// If true, the content typically describes the error that occurred.
     /// Default: false
-    #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "isError", default, skip_serializing_if = "Option::is_none")
+    )]
     pub is_error: Option<bool>,
     /// An optional structured result object.
     ///
     /// If the tool defined an outputSchema, this SHOULD conform to that schema.
-    #[serde(
-        rename = "structuredContent",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "structuredContent",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub structured_content: Option<crate::JsonObject>,
     /// The ID of the tool use this result corresponds to.
     ///
     /// This MUST match the ID from a previous ToolUseContent.
-    #[serde(rename = "toolUseId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "toolUseId"))]
     pub tool_use_id: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::ToolResult,
 }
 
+impl serde::Serialize for ToolResultContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("content", &self.content)?;
+        if let Some(v) = &self.is_error {
+            map.serialize_entry("isError", v)?;
+        }
+        if let Some(v) = &self.structured_content {
+            map.serialize_entry("structuredContent", v)?;
+        }
+        map.serialize_entry("toolUseId", &self.tool_use_id)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolResultContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "content",
+            "isError",
+            "structuredContent",
+            "toolUseId",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolResultContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolResultContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolResultContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolResultContent {
+                    meta: v0.unwrap_or_default(),
+                    content: crate::support::required(v1, "content")?,
+                    is_error: v2.unwrap_or_default(),
+                    structured_content: v3.unwrap_or_default(),
+                    tool_use_id: crate::support::required(v4, "toolUseId")?,
+                    r#type: crate::support::required(v5, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolResultContent", FIELDS, Visitor)
+    }
+}
+
 /// A request from the assistant to call a tool.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolUseContent {
     /// Optional metadata about the tool use. Clients SHOULD preserve this field when
     /// including tool uses in subsequent sampling requests to enable caching optimizations.
     ///
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// A unique identifier for this tool use.
     ///
     /// This ID is used to match tool results to their corresponding tool uses.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: String,
     /// The arguments to pass to the tool, conforming to the tool's input schema.
-    #[serde(rename = "input")]
+    #[cfg_attr(feature = "schemars", serde(rename = "input"))]
     pub input: crate::JsonObject,
     /// The name of the tool to call.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::ToolUse,
 }
 
+impl serde::Serialize for ToolUseContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("input", &self.input)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolUseContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "id", "input", "name", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolUseContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolUseContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolUseContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolUseContent {
+                    meta: v0.unwrap_or_default(),
+                    id: crate::support::required(v1, "id")?,
+                    input: crate::support::required(v2, "input")?,
+                    name: crate::support::required(v3, "name")?,
+                    r#type: crate::support::required(v4, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolUseContent", FIELDS, Visitor)
+    }
+}
+
 /// An error response that indicates that the server requires the client to provide additional information via an elicitation request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct URLElicitationRequiredError {
     /// The `error` field.
-    #[serde(rename = "error")]
+    #[cfg_attr(feature = "schemars", serde(rename = "error"))]
     pub error: RpcError,
     /// The `id` field.
-    #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "id", default, skip_serializing_if = "Option::is_none")
+    )]
     pub id: Option<RequestId>,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
+}
+
+impl serde::Serialize for URLElicitationRequiredError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("error", &self.error)?;
+        if let Some(v) = &self.id {
+            map.serialize_entry("id", v)?;
+        }
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for URLElicitationRequiredError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["error", "id", "jsonrpc"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = URLElicitationRequiredError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct URLElicitationRequiredError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<URLElicitationRequiredError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(URLElicitationRequiredError {
+                    error: crate::support::required(v0, "error")?,
+                    id: v1.unwrap_or_default(),
+                    jsonrpc: crate::support::required(v2, "jsonrpc")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("URLElicitationRequiredError", FIELDS, Visitor)
+    }
 }
 
 /// Sent from the client to request cancellation of resources/updated notifications from the server. This should follow a previous resources/subscribe request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct UnsubscribeRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesUnsubscribe,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: UnsubscribeRequestParams,
 }
 
+impl serde::Serialize for UnsubscribeRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UnsubscribeRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UnsubscribeRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct UnsubscribeRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<UnsubscribeRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(UnsubscribeRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("UnsubscribeRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `resources/unsubscribe` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct UnsubscribeRequestParams {
     /// See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The URI of the resource. The URI can use any protocol; it is up to the server how to interpret it.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for UnsubscribeRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UnsubscribeRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UnsubscribeRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct UnsubscribeRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<UnsubscribeRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(UnsubscribeRequestParams {
+                    meta: v0.unwrap_or_default(),
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("UnsubscribeRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// Schema for multiple-selection enumeration without display titles for options.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct UntitledMultiSelectEnumSchema {
     /// Optional default value.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<Vec<String>>,
     /// Optional description for the enum field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Schema for the array items.
-    #[serde(rename = "items")]
+    #[cfg_attr(feature = "schemars", serde(rename = "items"))]
     pub items: UntitledMultiSelectEnumSchemaItems,
     /// Maximum number of items to select.
-    #[serde(rename = "maxItems", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "maxItems", default, skip_serializing_if = "Option::is_none")
+    )]
     pub max_items: Option<i64>,
     /// Minimum number of items to select.
-    #[serde(rename = "minItems", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "minItems", default, skip_serializing_if = "Option::is_none")
+    )]
     pub min_items: Option<i64>,
     /// Optional title for the enum field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Array,
 }
 
+impl serde::Serialize for UntitledMultiSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("items", &self.items)?;
+        if let Some(v) = &self.max_items {
+            map.serialize_entry("maxItems", v)?;
+        }
+        if let Some(v) = &self.min_items {
+            map.serialize_entry("minItems", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UntitledMultiSelectEnumSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "default",
+            "description",
+            "items",
+            "maxItems",
+            "minItems",
+            "title",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UntitledMultiSelectEnumSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct UntitledMultiSelectEnumSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<UntitledMultiSelectEnumSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(UntitledMultiSelectEnumSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    items: crate::support::required(v2, "items")?,
+                    max_items: v3.unwrap_or_default(),
+                    min_items: v4.unwrap_or_default(),
+                    title: v5.unwrap_or_default(),
+                    r#type: crate::support::required(v6, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("UntitledMultiSelectEnumSchema", FIELDS, Visitor)
+    }
+}
+
 /// Schema for the array items.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct UntitledMultiSelectEnumSchemaItems {
     /// Array of enum values to choose from.
-    #[serde(rename = "enum")]
+    #[cfg_attr(feature = "schemars", serde(rename = "enum"))]
     pub r#enum: Vec<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::String,
 }
 
+impl serde::Serialize for UntitledMultiSelectEnumSchemaItems {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("enum", &self.r#enum)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UntitledMultiSelectEnumSchemaItems {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["enum", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UntitledMultiSelectEnumSchemaItems;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct UntitledMultiSelectEnumSchemaItems")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<UntitledMultiSelectEnumSchemaItems, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(UntitledMultiSelectEnumSchemaItems {
+                    r#enum: crate::support::required(v0, "enum")?,
+                    r#type: crate::support::required(v1, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("UntitledMultiSelectEnumSchemaItems", FIELDS, Visitor)
+    }
+}
+
 /// Schema for single-selection enumeration without display titles for options.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct UntitledSingleSelectEnumSchema {
     /// Optional default value.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<String>,
     /// Optional description for the enum field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Array of enum values to choose from.
-    #[serde(rename = "enum")]
+    #[cfg_attr(feature = "schemars", serde(rename = "enum"))]
     pub r#enum: Vec<String>,
     /// Optional title for the enum field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::String,
+}
+
+impl serde::Serialize for UntitledSingleSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("enum", &self.r#enum)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UntitledSingleSelectEnumSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["default", "description", "enum", "title", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UntitledSingleSelectEnumSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct UntitledSingleSelectEnumSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<UntitledSingleSelectEnumSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(UntitledSingleSelectEnumSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    r#enum: crate::support::required(v2, "enum")?,
+                    title: v3.unwrap_or_default(),
+                    r#type: crate::support::required(v4, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("UntitledSingleSelectEnumSchema", FIELDS, Visitor)
+    }
 }
 
 /// Marker types of the 2025-11-25 methods (see [`crate::methods`]).

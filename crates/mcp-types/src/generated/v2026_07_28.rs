@@ -3,13 +3,16 @@
 //! (`modelcontextprotocol/modelcontextprotocol`, `schema/2026-07-28/schema.json`).
 
 /// Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Annotations {
     /// Describes who the intended audience of this object or data is.
     ///
     /// It can include multiple entries to indicate content useful for multiple audiences (e.g., `["user", "assistant"]`).
-    #[serde(rename = "audience", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "audience", default, skip_serializing_if = "Option::is_none")
+    )]
     pub audience: Option<Vec<Role>>,
     /// The moment the resource was last modified, as an ISO 8601 formatted string.
     ///
@@ -17,10 +20,13 @@ pub struct Annotations {
     ///
     /// Examples: last activity timestamp in an open file, timestamp when the resource
     /// was attached, etc.
-    #[serde(
-        rename = "lastModified",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "lastModified",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub last_modified: Option<String>,
     /// Describes how important this data is for operating the server.
@@ -28,46 +34,180 @@ pub struct Annotations {
     /// A value of 1 means "most important," and indicates that the data is
     /// effectively required, while 0 means "least important," and indicates that
     /// the data is entirely optional.
-    #[serde(
-        rename = "priority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "priority", default, skip_serializing_if = "Option::is_none")
     )]
     pub priority: Option<f64>,
 }
 
+impl serde::Serialize for Annotations {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.audience {
+            map.serialize_entry("audience", v)?;
+        }
+        if let Some(v) = &self.last_modified {
+            map.serialize_entry("lastModified", v)?;
+        }
+        if let Some(v) = &self.priority {
+            map.serialize_entry("priority", &crate::support::Num(v))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Annotations {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["audience", "lastModified", "priority"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Annotations;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Annotations")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Annotations, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Annotations {
+                    audience: v0.unwrap_or_default(),
+                    last_modified: v1.unwrap_or_default(),
+                    priority: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Annotations", FIELDS, Visitor)
+    }
+}
+
 /// Audio provided to or from an LLM.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct AudioContent {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The base64-encoded audio data.
-    #[serde(rename = "data")]
+    #[cfg_attr(feature = "schemars", serde(rename = "data"))]
     pub data: String,
     /// The MIME type of the audio. Different providers may support different audio types.
-    #[serde(rename = "mimeType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "mimeType"))]
     pub mime_type: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Audio,
 }
 
+impl serde::Serialize for AudioContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("data", &self.data)?;
+        map.serialize_entry("mimeType", &self.mime_type)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AudioContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "annotations", "data", "mimeType", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = AudioContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct AudioContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<AudioContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(AudioContent {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    data: crate::support::required(v2, "data")?,
+                    mime_type: crate::support::required(v3, "mimeType")?,
+                    r#type: crate::support::required(v4, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("AudioContent", FIELDS, Visitor)
+    }
+}
+
 /// Base interface for metadata with name (identifier) and title (display name) properties.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct BaseMetadata {
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -75,48 +215,250 @@ pub struct BaseMetadata {
     /// If not provided, the name should be used for display (except for `Tool`,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
+}
+
+impl serde::Serialize for BaseMetadata {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BaseMetadata {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name", "title"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = BaseMetadata;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct BaseMetadata")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<BaseMetadata, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(BaseMetadata {
+                    name: crate::support::required(v0, "name")?,
+                    title: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("BaseMetadata", FIELDS, Visitor)
+    }
 }
 
 /// The `BlobResourceContents` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct BlobResourceContents {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// A base64-encoded string representing the binary data of the item.
-    #[serde(rename = "blob")]
+    #[cfg_attr(feature = "schemars", serde(rename = "blob"))]
     pub blob: String,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for BlobResourceContents {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("blob", &self.blob)?;
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BlobResourceContents {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "blob", "mimeType", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = BlobResourceContents;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct BlobResourceContents")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<BlobResourceContents, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(BlobResourceContents {
+                    meta: v0.unwrap_or_default(),
+                    blob: crate::support::required(v1, "blob")?,
+                    mime_type: v2.unwrap_or_default(),
+                    uri: crate::support::required(v3, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("BlobResourceContents", FIELDS, Visitor)
+    }
+}
+
 /// The `BooleanSchema` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct BooleanSchema {
     /// The `default` field.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<bool>,
     /// The `description` field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The `title` field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Boolean,
+}
+
+impl serde::Serialize for BooleanSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BooleanSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["default", "description", "title", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = BooleanSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct BooleanSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<BooleanSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(BooleanSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    title: v2.unwrap_or_default(),
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("BooleanSchema", FIELDS, Visitor)
+    }
 }
 
 /// Indicates the intended scope of the cached response, analogous to HTTP
@@ -129,16 +471,14 @@ pub struct BooleanSchema {
 ///   same authorization context. Caches MUST NOT be shared across
 ///   authorization contexts (e.g., a different access token requires a
 ///   different cache).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum CacheScope {
     /// `"private"`.
-    #[serde(rename = "private")]
+    #[cfg_attr(feature = "schemars", serde(rename = "private"))]
     Private,
     /// `"public"`.
-    #[serde(rename = "public")]
+    #[cfg_attr(feature = "schemars", serde(rename = "public"))]
     Public,
 }
 
@@ -152,12 +492,33 @@ impl CacheScope {
     }
 }
 
+impl serde::Serialize for CacheScope {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CacheScope {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [CacheScope; 2] = [CacheScope::Private, CacheScope::Public];
+        Ok(ALL[crate::support::variant(deserializer, &["private", "public"])?])
+    }
+}
+
 /// A result that supports a time-to-live (TTL) hint for client-side caching.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CacheableResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Indicates the intended scope of the cached response, analogous to HTTP
     /// `Cache-Control: public` vs `Cache-Control: private`.
@@ -169,7 +530,7 @@ pub struct CacheableResult {
     ///   same authorization context. Caches MUST NOT be shared across
     ///   authorization contexts (e.g., a different access token requires a
     ///   different cache).
-    #[serde(rename = "cacheScope")]
+    #[cfg_attr(feature = "schemars", serde(rename = "cacheScope"))]
     pub cache_scope: CacheScope,
     /// Indicates the type of the result, which allows the client to determine
     /// how to parse the result object.
@@ -178,7 +539,7 @@ pub struct CacheableResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
     /// A hint from the server indicating how long (in milliseconds) the
     /// client MAY cache this response before re-fetching. Semantics are
@@ -188,66 +549,276 @@ pub struct CacheableResult {
     ///   The client MAY re-fetch every time the result is needed.
     /// - If positive, the client SHOULD consider the result fresh for this many
     ///   milliseconds after receiving the response.
-    #[serde(rename = "ttlMs")]
+    #[cfg_attr(feature = "schemars", serde(rename = "ttlMs"))]
     pub ttl_ms: i64,
 }
 
+impl serde::Serialize for CacheableResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("cacheScope", &self.cache_scope)?;
+        map.serialize_entry("resultType", &self.result_type)?;
+        map.serialize_entry("ttlMs", &self.ttl_ms)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CacheableResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "cacheScope", "resultType", "ttlMs"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CacheableResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CacheableResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CacheableResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CacheableResult {
+                    meta: v0.unwrap_or_default(),
+                    cache_scope: crate::support::required(v1, "cacheScope")?,
+                    result_type: crate::support::required(v2, "resultType")?,
+                    ttl_ms: crate::support::required(v3, "ttlMs")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CacheableResult", FIELDS, Visitor)
+    }
+}
+
 /// Used by the client to invoke a tool provided by the server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CallToolRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ToolsCall,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CallToolRequestParams,
 }
 
+impl serde::Serialize for CallToolRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CallToolRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CallToolRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CallToolRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CallToolRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CallToolRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CallToolRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `tools/call` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CallToolRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta")]
+    #[cfg_attr(feature = "schemars", serde(rename = "_meta"))]
     pub meta: crate::Meta,
     /// Arguments to use for the tool call.
-    #[serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")
+    )]
     pub arguments: Option<crate::JsonObject>,
     /// The `inputResponses` field.
-    #[serde(
-        rename = "inputResponses",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "inputResponses",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub input_responses: Option<InputResponses>,
     /// The name of the tool.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The `requestState` field.
-    #[serde(
-        rename = "requestState",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "requestState",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub request_state: Option<String>,
 }
 
+impl serde::Serialize for CallToolRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("_meta", &self.meta)?;
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        if let Some(v) = &self.input_responses {
+            map.serialize_entry("inputResponses", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.request_state {
+            map.serialize_entry("requestState", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CallToolRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "arguments",
+            "inputResponses",
+            "name",
+            "requestState",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CallToolRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CallToolRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CallToolRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CallToolRequestParams {
+                    meta: crate::support::required(v0, "_meta")?,
+                    arguments: v1.unwrap_or_default(),
+                    input_responses: v2.unwrap_or_default(),
+                    name: crate::support::required(v3, "name")?,
+                    request_state: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CallToolRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The result returned by the server for a `CallToolRequesttools/call` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CallToolResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// A list of content objects that represent the unstructured result of the tool call.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: Vec<ContentBlock>,
     /// Whether the tool call ended in an error.
     ///
@@ -261,7 +832,10 @@ pub struct CallToolResult {
     /// However, any errors in _finding_ the tool, an error indicating that the
     /// server does not support tool calls, or any other exceptional conditions,
     /// should be reported as an MCP error response.
-    #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "isError", default, skip_serializing_if = "Option::is_none")
+    )]
     pub is_error: Option<bool>,
     /// Indicates the type of the result, which allows the client to determine
     /// how to parse the result object.
@@ -270,44 +844,191 @@ pub struct CallToolResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
     /// An optional JSON value that represents the structured result of the tool call.
     ///
     /// This can be any JSON value (object, array, string, number, boolean, or null)
     /// that conforms to the tool's outputSchema if one is defined.
-    #[serde(
-        rename = "structuredContent",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "structuredContent",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub structured_content: Option<serde_json::Value>,
 }
 
+impl serde::Serialize for CallToolResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("content", &self.content)?;
+        if let Some(v) = &self.is_error {
+            map.serialize_entry("isError", v)?;
+        }
+        map.serialize_entry("resultType", &self.result_type)?;
+        if let Some(v) = &self.structured_content {
+            map.serialize_entry("structuredContent", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CallToolResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "content",
+            "isError",
+            "resultType",
+            "structuredContent",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CallToolResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CallToolResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CallToolResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CallToolResult {
+                    meta: v0.unwrap_or_default(),
+                    content: crate::support::required(v1, "content")?,
+                    is_error: v2.unwrap_or_default(),
+                    result_type: crate::support::required(v3, "resultType")?,
+                    structured_content: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CallToolResult", FIELDS, Visitor)
+    }
+}
+
 /// A successful response from the server for a `CallToolRequesttools/call` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CallToolResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: CallToolResultResponseResult,
 }
 
+impl serde::Serialize for CallToolResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CallToolResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CallToolResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CallToolResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CallToolResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CallToolResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CallToolResultResponse", FIELDS, Visitor)
+    }
+}
+
 /// The `CallToolResultResponseResult` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum CallToolResultResponseResult {
     /// A `InputRequiredResult`.
     InputRequired(InputRequiredResult),
     /// A `CallToolResult`.
     CallTool(CallToolResult),
+}
+
+impl serde::Serialize for CallToolResultResponseResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::InputRequired(v) => serde::Serialize::serialize(v, serializer),
+            Self::CallTool(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for CallToolResultResponseResult {
@@ -367,53 +1088,181 @@ impl crate::support::Union for CallToolResultResponseResult {
 /// The request SHOULD still be in-flight, but due to communication latency, it is always possible that this notification MAY arrive after the request has already finished.
 ///
 /// This notification indicates that the result will be unused, so any associated processing SHOULD cease.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CancelledNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsCancelled,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CancelledNotificationParams,
 }
 
+impl serde::Serialize for CancelledNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CancelledNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CancelledNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CancelledNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CancelledNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CancelledNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CancelledNotification", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `notifications/cancelled` notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CancelledNotificationParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An optional string describing the reason for the cancellation. This MAY be logged or presented to the user.
-    #[serde(rename = "reason", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "reason", default, skip_serializing_if = "Option::is_none")
+    )]
     pub reason: Option<String>,
     /// The ID of the request to cancel.
     ///
     /// This MUST correspond to the ID of a request the client previously issued.
-    #[serde(rename = "requestId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "requestId"))]
     pub request_id: RequestId,
 }
 
+impl serde::Serialize for CancelledNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.reason {
+            map.serialize_entry("reason", v)?;
+        }
+        map.serialize_entry("requestId", &self.request_id)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CancelledNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "reason", "requestId"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CancelledNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CancelledNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CancelledNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CancelledNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    reason: v1.unwrap_or_default(),
+                    request_id: crate::support::required(v2, "requestId")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CancelledNotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// Capabilities a client may support. Known capabilities are defined here, in this schema, but this is not a closed set: any client can define its own, additional capabilities.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilities {
     /// Present if the client supports elicitation from the server.
-    #[serde(
-        rename = "elicitation",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "elicitation",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub elicitation: Option<ClientCapabilitiesElicitation>,
     /// Experimental, non-standard capabilities that the client supports.
-    #[serde(
-        rename = "experimental",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "experimental",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub experimental: Option<std::collections::BTreeMap<String, JSONObject>>,
     /// Optional MCP extensions that the client supports. Keys are extension identifiers
@@ -422,43 +1271,256 @@ pub struct ClientCapabilities {
     ///
     /// Keys MUST follow the `MetaObject`_meta` key naming rules`, with a
     /// mandatory prefix.
-    #[serde(
-        rename = "extensions",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "extensions",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub extensions: Option<std::collections::BTreeMap<String, JSONObject>>,
     /// Present if the client supports listing roots.
-    #[serde(rename = "roots", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "roots", default, skip_serializing_if = "Option::is_none")
+    )]
     pub roots: Option<crate::JsonObject>,
     /// Present if the client supports sampling from an LLM.
-    #[serde(rename = "sampling", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "sampling", default, skip_serializing_if = "Option::is_none")
+    )]
     pub sampling: Option<ClientCapabilitiesSampling>,
 }
 
+impl serde::Serialize for ClientCapabilities {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.elicitation {
+            map.serialize_entry("elicitation", v)?;
+        }
+        if let Some(v) = &self.experimental {
+            map.serialize_entry("experimental", v)?;
+        }
+        if let Some(v) = &self.extensions {
+            map.serialize_entry("extensions", v)?;
+        }
+        if let Some(v) = &self.roots {
+            map.serialize_entry("roots", v)?;
+        }
+        if let Some(v) = &self.sampling {
+            map.serialize_entry("sampling", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilities {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "elicitation",
+            "experimental",
+            "extensions",
+            "roots",
+            "sampling",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilities;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilities")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilities, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilities {
+                    elicitation: v0.unwrap_or_default(),
+                    experimental: v1.unwrap_or_default(),
+                    extensions: v2.unwrap_or_default(),
+                    roots: v3.unwrap_or_default(),
+                    sampling: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilities", FIELDS, Visitor)
+    }
+}
+
 /// Present if the client supports elicitation from the server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilitiesElicitation {
     /// The `form` field.
-    #[serde(rename = "form", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "form", default, skip_serializing_if = "Option::is_none")
+    )]
     pub form: Option<JSONObject>,
     /// The `url` field.
-    #[serde(rename = "url", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "url", default, skip_serializing_if = "Option::is_none")
+    )]
     pub url: Option<JSONObject>,
 }
 
+impl serde::Serialize for ClientCapabilitiesElicitation {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.form {
+            map.serialize_entry("form", v)?;
+        }
+        if let Some(v) = &self.url {
+            map.serialize_entry("url", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilitiesElicitation {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["form", "url"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilitiesElicitation;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilitiesElicitation")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilitiesElicitation, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilitiesElicitation {
+                    form: v0.unwrap_or_default(),
+                    url: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilitiesElicitation", FIELDS, Visitor)
+    }
+}
+
 /// Present if the client supports sampling from an LLM.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientCapabilitiesSampling {
     /// Whether the client supports context inclusion via `includeContext` parameter.
     /// If not declared, servers SHOULD only use `includeContext: "none"` (or omit it).
-    #[serde(rename = "context", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "context", default, skip_serializing_if = "Option::is_none")
+    )]
     pub context: Option<JSONObject>,
     /// Whether the client supports tool use via `tools` and `toolChoice` parameters.
-    #[serde(rename = "tools", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "tools", default, skip_serializing_if = "Option::is_none")
+    )]
     pub tools: Option<JSONObject>,
+}
+
+impl serde::Serialize for ClientCapabilitiesSampling {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.context {
+            map.serialize_entry("context", v)?;
+        }
+        if let Some(v) = &self.tools {
+            map.serialize_entry("tools", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientCapabilitiesSampling {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["context", "tools"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientCapabilitiesSampling;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientCapabilitiesSampling")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientCapabilitiesSampling, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientCapabilitiesSampling {
+                    context: v0.unwrap_or_default(),
+                    tools: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientCapabilitiesSampling", FIELDS, Visitor)
+    }
 }
 
 /// This notification is sent by the client to indicate that it is cancelling a request it previously issued.
@@ -468,24 +1530,80 @@ pub struct ClientCapabilitiesSampling {
 /// The request SHOULD still be in-flight, but due to communication latency, it is always possible that this notification MAY arrive after the request has already finished.
 ///
 /// This notification indicates that the result will be unused, so any associated processing SHOULD cease.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClientNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsCancelled,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CancelledNotificationParams,
 }
 
+impl serde::Serialize for ClientNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClientNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ClientNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ClientNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ClientNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ClientNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ClientNotification", FIELDS, Visitor)
+    }
+}
+
 /// The `ClientRequest` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ClientRequest {
     /// A `DiscoverRequest`.
     Discover(DiscoverRequest),
@@ -507,6 +1625,26 @@ pub enum ClientRequest {
     CallTool(CallToolRequest),
     /// A `CompleteRequest`.
     Complete(CompleteRequest),
+}
+
+impl serde::Serialize for ClientRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Discover(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResources(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResourceTemplates(v) => serde::Serialize::serialize(v, serializer),
+            Self::ReadResource(v) => serde::Serialize::serialize(v, serializer),
+            Self::SubscriptionsListen(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListPrompts(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetPrompt(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListTools(v) => serde::Serialize::serialize(v, serializer),
+            Self::CallTool(v) => serde::Serialize::serialize(v, serializer),
+            Self::Complete(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ClientRequest {
@@ -640,71 +1778,313 @@ impl crate::support::Union for ClientRequest {
 pub type ClientResult = EmptyResult;
 
 /// A request from the client to the server, to ask for completion options.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::CompletionComplete,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CompleteRequestParams,
 }
 
+impl serde::Serialize for CompleteRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `completion/complete` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta")]
+    #[cfg_attr(feature = "schemars", serde(rename = "_meta"))]
     pub meta: crate::Meta,
     /// The argument's information
-    #[serde(rename = "argument")]
+    #[cfg_attr(feature = "schemars", serde(rename = "argument"))]
     pub argument: CompleteRequestParamsArgument,
     /// Additional, optional context for completions
-    #[serde(rename = "context", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "context", default, skip_serializing_if = "Option::is_none")
+    )]
     pub context: Option<CompleteRequestParamsContext>,
     /// The `ref` field.
-    #[serde(rename = "ref")]
+    #[cfg_attr(feature = "schemars", serde(rename = "ref"))]
     pub r#ref: CompleteRequestParamsRef,
 }
 
+impl serde::Serialize for CompleteRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("_meta", &self.meta)?;
+        map.serialize_entry("argument", &self.argument)?;
+        if let Some(v) = &self.context {
+            map.serialize_entry("context", v)?;
+        }
+        map.serialize_entry("ref", &self.r#ref)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "argument", "context", "ref"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteRequestParams {
+                    meta: crate::support::required(v0, "_meta")?,
+                    argument: crate::support::required(v1, "argument")?,
+                    context: v2.unwrap_or_default(),
+                    r#ref: crate::support::required(v3, "ref")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The argument's information
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteRequestParamsArgument {
     /// The name of the argument
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The value of the argument to use for completion matching.
-    #[serde(rename = "value")]
+    #[cfg_attr(feature = "schemars", serde(rename = "value"))]
     pub value: String,
 }
 
+impl serde::Serialize for CompleteRequestParamsArgument {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("value", &self.value)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteRequestParamsArgument {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name", "value"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteRequestParamsArgument;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteRequestParamsArgument")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteRequestParamsArgument, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteRequestParamsArgument {
+                    name: crate::support::required(v0, "name")?,
+                    value: crate::support::required(v1, "value")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteRequestParamsArgument", FIELDS, Visitor)
+    }
+}
+
 /// Additional, optional context for completions
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteRequestParamsContext {
     /// Previously-resolved variables in a URI template or prompt.
-    #[serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")
+    )]
     pub arguments: Option<std::collections::BTreeMap<String, String>>,
 }
 
+impl serde::Serialize for CompleteRequestParamsContext {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteRequestParamsContext {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["arguments"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteRequestParamsContext;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteRequestParamsContext")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteRequestParamsContext, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteRequestParamsContext {
+                    arguments: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteRequestParamsContext", FIELDS, Visitor)
+    }
+}
+
 /// The `CompleteRequestParamsRef` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum CompleteRequestParamsRef {
     /// A `PromptReference`.
     RefPrompt(PromptReference),
     /// A `ResourceTemplateReference`.
     RefResource(ResourceTemplateReference),
+}
+
+impl serde::Serialize for CompleteRequestParamsRef {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::RefPrompt(v) => serde::Serialize::serialize(v, serializer),
+            Self::RefResource(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for CompleteRequestParamsRef {
@@ -753,14 +2133,17 @@ impl crate::support::Union for CompleteRequestParamsRef {
 }
 
 /// The result returned by the server for a `CompleteRequestcompletion/complete` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `completion` field.
-    #[serde(rename = "completion")]
+    #[cfg_attr(feature = "schemars", serde(rename = "completion"))]
     pub completion: CompleteResultCompletion,
     /// Indicates the type of the result, which allows the client to determine
     /// how to parse the result object.
@@ -769,44 +2152,224 @@ pub struct CompleteResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
 }
 
+impl serde::Serialize for CompleteResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("completion", &self.completion)?;
+        map.serialize_entry("resultType", &self.result_type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "completion", "resultType"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteResult {
+                    meta: v0.unwrap_or_default(),
+                    completion: crate::support::required(v1, "completion")?,
+                    result_type: crate::support::required(v2, "resultType")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteResult", FIELDS, Visitor)
+    }
+}
+
 /// The `CompleteResultCompletion` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteResultCompletion {
     /// Indicates whether there are additional completion options beyond those provided in the current response, even if the exact total is unknown.
-    #[serde(rename = "hasMore", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "hasMore", default, skip_serializing_if = "Option::is_none")
+    )]
     pub has_more: Option<bool>,
     /// The total number of completion options available. This can exceed the number of values actually sent in the response.
-    #[serde(rename = "total", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "total", default, skip_serializing_if = "Option::is_none")
+    )]
     pub total: Option<i64>,
     /// An array of completion values. Must not exceed 100 items.
-    #[serde(rename = "values")]
+    #[cfg_attr(feature = "schemars", serde(rename = "values"))]
     pub values: Vec<String>,
 }
 
+impl serde::Serialize for CompleteResultCompletion {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.has_more {
+            map.serialize_entry("hasMore", v)?;
+        }
+        if let Some(v) = &self.total {
+            map.serialize_entry("total", v)?;
+        }
+        map.serialize_entry("values", &self.values)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteResultCompletion {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["hasMore", "total", "values"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteResultCompletion;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteResultCompletion")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteResultCompletion, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteResultCompletion {
+                    has_more: v0.unwrap_or_default(),
+                    total: v1.unwrap_or_default(),
+                    values: crate::support::required(v2, "values")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteResultCompletion", FIELDS, Visitor)
+    }
+}
+
 /// A successful response from the server for a `CompleteRequestcompletion/complete` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CompleteResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: CompleteResult,
 }
 
+impl serde::Serialize for CompleteResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CompleteResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompleteResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CompleteResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CompleteResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CompleteResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CompleteResultResponse", FIELDS, Visitor)
+    }
+}
+
 /// The `ContentBlock` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ContentBlock {
     /// A `TextContent`.
     Text(TextContent),
@@ -818,6 +2381,21 @@ pub enum ContentBlock {
     ResourceLink(ResourceLink),
     /// A `EmbeddedResource`.
     Resource(EmbeddedResource),
+}
+
+impl serde::Serialize for ContentBlock {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(v) => serde::Serialize::serialize(v, serializer),
+            Self::Image(v) => serde::Serialize::serialize(v, serializer),
+            Self::Audio(v) => serde::Serialize::serialize(v, serializer),
+            Self::ResourceLink(v) => serde::Serialize::serialize(v, serializer),
+            Self::Resource(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ContentBlock {
@@ -891,19 +2469,71 @@ impl crate::support::Union for ContentBlock {
 }
 
 /// A request from the server to sample an LLM via the client. The client has full discretion over which model to select. The client should also inform the user before beginning sampling, to allow them to inspect the request (human in the loop) and decide whether to approve it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CreateMessageRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::SamplingCreateMessage,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: CreateMessageRequestParams,
 }
 
+impl serde::Serialize for CreateMessageRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CreateMessageRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CreateMessageRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CreateMessageRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CreateMessageRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("CreateMessageRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `sampling/createMessage` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CreateMessageRequestParams {
     /// A request to include context from one or more MCP servers (including the caller), to be attached to the prompt.
@@ -912,65 +2542,199 @@ pub struct CreateMessageRequestParams {
     /// Default is `"none"`. The values `"thisServer"` and `"allServers"` are deprecated (SEP-2596): servers SHOULD
     /// omit this field or use `"none"`, and SHOULD only use the deprecated values if the client declares
     /// `ClientCapabilities.sampling.context`.
-    #[serde(
-        rename = "includeContext",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "includeContext",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub include_context: Option<CreateMessageRequestParamsIncludeContext>,
     /// The requested maximum number of tokens to sample (to prevent runaway completions).
     ///
     /// The client MAY choose to sample fewer tokens than the requested maximum.
-    #[serde(rename = "maxTokens")]
+    #[cfg_attr(feature = "schemars", serde(rename = "maxTokens"))]
     pub max_tokens: i64,
     /// The `messages` field.
-    #[serde(rename = "messages")]
+    #[cfg_attr(feature = "schemars", serde(rename = "messages"))]
     pub messages: Vec<SamplingMessage>,
     /// Optional metadata to pass through to the LLM provider. The format of this metadata is provider-specific.
-    #[serde(rename = "metadata", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "metadata", default, skip_serializing_if = "Option::is_none")
+    )]
     pub metadata: Option<JSONObject>,
     /// The server's preferences for which model to select. The client MAY ignore these preferences.
-    #[serde(
-        rename = "modelPreferences",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "modelPreferences",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub model_preferences: Option<ModelPreferences>,
     /// The `stopSequences` field.
-    #[serde(
-        rename = "stopSequences",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "stopSequences",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub stop_sequences: Option<Vec<String>>,
     /// An optional system prompt the server wants to use for sampling. The client MAY modify or omit this prompt.
-    #[serde(
-        rename = "systemPrompt",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "systemPrompt",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub system_prompt: Option<String>,
     /// The `temperature` field.
-    #[serde(
-        rename = "temperature",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "temperature",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub temperature: Option<f64>,
     /// Controls how the model uses tools.
     /// The client MUST return an error if this field is provided but `ClientCapabilities.sampling.tools` is not declared.
     /// Default is `{ mode: "auto" }`.
-    #[serde(
-        rename = "toolChoice",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "toolChoice",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub tool_choice: Option<ToolChoice>,
     /// Tools that the model may use during generation.
     /// The client MUST return an error if this field is provided but `ClientCapabilities.sampling.tools` is not declared.
-    #[serde(rename = "tools", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "tools", default, skip_serializing_if = "Option::is_none")
+    )]
     pub tools: Option<Vec<Tool>>,
+}
+
+impl serde::Serialize for CreateMessageRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.include_context {
+            map.serialize_entry("includeContext", v)?;
+        }
+        map.serialize_entry("maxTokens", &self.max_tokens)?;
+        map.serialize_entry("messages", &self.messages)?;
+        if let Some(v) = &self.metadata {
+            map.serialize_entry("metadata", v)?;
+        }
+        if let Some(v) = &self.model_preferences {
+            map.serialize_entry("modelPreferences", v)?;
+        }
+        if let Some(v) = &self.stop_sequences {
+            map.serialize_entry("stopSequences", v)?;
+        }
+        if let Some(v) = &self.system_prompt {
+            map.serialize_entry("systemPrompt", v)?;
+        }
+        if let Some(v) = &self.temperature {
+            map.serialize_entry("temperature", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.tool_choice {
+            map.serialize_entry("toolChoice", v)?;
+        }
+        if let Some(v) = &self.tools {
+            map.serialize_entry("tools", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "includeContext",
+            "maxTokens",
+            "messages",
+            "metadata",
+            "modelPreferences",
+            "stopSequences",
+            "systemPrompt",
+            "temperature",
+            "toolChoice",
+            "tools",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CreateMessageRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CreateMessageRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CreateMessageRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut v8 = None;
+                let mut v9 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        Ok(8) => v8 = Some(map.next_value()?),
+                        Ok(9) => v9 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CreateMessageRequestParams {
+                    include_context: v0.unwrap_or_default(),
+                    max_tokens: crate::support::required(v1, "maxTokens")?,
+                    messages: crate::support::required(v2, "messages")?,
+                    metadata: v3.unwrap_or_default(),
+                    model_preferences: v4.unwrap_or_default(),
+                    stop_sequences: v5.unwrap_or_default(),
+                    system_prompt: v6.unwrap_or_default(),
+                    temperature: v7.unwrap_or_default(),
+                    tool_choice: v8.unwrap_or_default(),
+                    tools: v9.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CreateMessageRequestParams", FIELDS, Visitor)
+    }
 }
 
 /// A request to include context from one or more MCP servers (including the caller), to be attached to the prompt.
@@ -979,19 +2743,17 @@ pub struct CreateMessageRequestParams {
 /// Default is `"none"`. The values `"thisServer"` and `"allServers"` are deprecated (SEP-2596): servers SHOULD
 /// omit this field or use `"none"`, and SHOULD only use the deprecated values if the client declares
 /// `ClientCapabilities.sampling.context`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum CreateMessageRequestParamsIncludeContext {
     /// `"allServers"`.
-    #[serde(rename = "allServers")]
+    #[cfg_attr(feature = "schemars", serde(rename = "allServers"))]
     AllServers,
     /// `"none"`.
-    #[serde(rename = "none")]
+    #[cfg_attr(feature = "schemars", serde(rename = "none"))]
     None,
     /// `"thisServer"`.
-    #[serde(rename = "thisServer")]
+    #[cfg_attr(feature = "schemars", serde(rename = "thisServer"))]
     ThisServer,
 }
 
@@ -1006,23 +2768,48 @@ impl CreateMessageRequestParamsIncludeContext {
     }
 }
 
+impl serde::Serialize for CreateMessageRequestParamsIncludeContext {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageRequestParamsIncludeContext {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [CreateMessageRequestParamsIncludeContext; 3] = [
+            CreateMessageRequestParamsIncludeContext::AllServers,
+            CreateMessageRequestParamsIncludeContext::None,
+            CreateMessageRequestParamsIncludeContext::ThisServer,
+        ];
+        Ok(ALL[crate::support::variant(deserializer, &["allServers", "none", "thisServer"])?])
+    }
+}
+
 /// The result returned by the client for a `CreateMessageRequestsampling/createMessage` request.
 /// The client should inform the user before returning the sampled message, to allow them
 /// to inspect the response (human in the loop) and decide whether to allow the server to see it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CreateMessageResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `content` field.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: SamplingContent,
     /// The name of the model that generated the message.
-    #[serde(rename = "model")]
+    #[cfg_attr(feature = "schemars", serde(rename = "model"))]
     pub model: String,
     /// The `role` field.
-    #[serde(rename = "role")]
+    #[cfg_attr(feature = "schemars", serde(rename = "role"))]
     pub role: Role,
     /// The reason why sampling stopped, if known.
     ///
@@ -1033,12 +2820,83 @@ pub struct CreateMessageResult {
     /// - `"toolUse"`: The model wants to use one or more tools
     ///
     /// This field is an open string to allow for provider-specific stop reasons.
-    #[serde(
-        rename = "stopReason",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "stopReason",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub stop_reason: Option<String>,
+}
+
+impl serde::Serialize for CreateMessageResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("content", &self.content)?;
+        map.serialize_entry("model", &self.model)?;
+        map.serialize_entry("role", &self.role)?;
+        if let Some(v) = &self.stop_reason {
+            map.serialize_entry("stopReason", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CreateMessageResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "content", "model", "role", "stopReason"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CreateMessageResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct CreateMessageResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<CreateMessageResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(CreateMessageResult {
+                    meta: v0.unwrap_or_default(),
+                    content: crate::support::required(v1, "content")?,
+                    model: crate::support::required(v2, "model")?,
+                    role: crate::support::required(v3, "role")?,
+                    stop_reason: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("CreateMessageResult", FIELDS, Visitor)
+    }
 }
 
 /// An opaque token used to represent a cursor for pagination.
@@ -1048,29 +2906,92 @@ pub type Cursor = String;
 /// protocol versions, capabilities, and other metadata. Servers **MUST**
 /// implement `server/discover`. Clients **MAY** call it but are not required
 /// to — version negotiation can also happen inline via per-request `_meta`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct DiscoverRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ServerDiscover,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: RequestParams,
 }
 
+impl serde::Serialize for DiscoverRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for DiscoverRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = DiscoverRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct DiscoverRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<DiscoverRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(DiscoverRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("DiscoverRequest", FIELDS, Visitor)
+    }
+}
+
 /// The result returned by the server for a `DiscoverRequestserver/discover` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct DiscoverResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Indicates the intended scope of the cached response, analogous to HTTP
     /// `Cache-Control: public` vs `Cache-Control: private`.
@@ -1082,10 +3003,10 @@ pub struct DiscoverResult {
     ///   same authorization context. Caches MUST NOT be shared across
     ///   authorization contexts (e.g., a different access token requires a
     ///   different cache).
-    #[serde(rename = "cacheScope")]
+    #[cfg_attr(feature = "schemars", serde(rename = "cacheScope"))]
     pub cache_scope: CacheScope,
     /// The capabilities of the server.
-    #[serde(rename = "capabilities")]
+    #[cfg_attr(feature = "schemars", serde(rename = "capabilities"))]
     pub capabilities: ServerCapabilities,
     /// Natural-language guidance describing the server and its features.
     ///
@@ -1093,10 +3014,13 @@ pub struct DiscoverResult {
     /// available tools (e.g., by including it in a system prompt). It should
     /// focus on information that helps the model use the server effectively
     /// and should not duplicate information already in tool descriptions.
-    #[serde(
-        rename = "instructions",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "instructions",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub instructions: Option<String>,
     /// Indicates the type of the result, which allows the client to determine
@@ -1106,11 +3030,11 @@ pub struct DiscoverResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
     /// MCP Protocol Versions this server supports. The client should choose a
     /// version from this list for use in subsequent requests.
-    #[serde(rename = "supportedVersions")]
+    #[cfg_attr(feature = "schemars", serde(rename = "supportedVersions"))]
     pub supported_versions: Vec<String>,
     /// A hint from the server indicating how long (in milliseconds) the
     /// client MAY cache this response before re-fetching. Semantics are
@@ -1120,81 +3044,417 @@ pub struct DiscoverResult {
     ///   The client MAY re-fetch every time the result is needed.
     /// - If positive, the client SHOULD consider the result fresh for this many
     ///   milliseconds after receiving the response.
-    #[serde(rename = "ttlMs")]
+    #[cfg_attr(feature = "schemars", serde(rename = "ttlMs"))]
     pub ttl_ms: i64,
 }
 
+impl serde::Serialize for DiscoverResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("cacheScope", &self.cache_scope)?;
+        map.serialize_entry("capabilities", &self.capabilities)?;
+        if let Some(v) = &self.instructions {
+            map.serialize_entry("instructions", v)?;
+        }
+        map.serialize_entry("resultType", &self.result_type)?;
+        map.serialize_entry("supportedVersions", &self.supported_versions)?;
+        map.serialize_entry("ttlMs", &self.ttl_ms)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for DiscoverResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "cacheScope",
+            "capabilities",
+            "instructions",
+            "resultType",
+            "supportedVersions",
+            "ttlMs",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = DiscoverResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct DiscoverResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<DiscoverResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(DiscoverResult {
+                    meta: v0.unwrap_or_default(),
+                    cache_scope: crate::support::required(v1, "cacheScope")?,
+                    capabilities: crate::support::required(v2, "capabilities")?,
+                    instructions: v3.unwrap_or_default(),
+                    result_type: crate::support::required(v4, "resultType")?,
+                    supported_versions: crate::support::required(v5, "supportedVersions")?,
+                    ttl_ms: crate::support::required(v6, "ttlMs")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("DiscoverResult", FIELDS, Visitor)
+    }
+}
+
 /// A successful response from the server for a `DiscoverRequestserver/discover` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct DiscoverResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: DiscoverResult,
 }
 
+impl serde::Serialize for DiscoverResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for DiscoverResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = DiscoverResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct DiscoverResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<DiscoverResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(DiscoverResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("DiscoverResultResponse", FIELDS, Visitor)
+    }
+}
+
 /// A request from the server to elicit additional information from the user via the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ElicitationCreate,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ElicitRequestParams,
 }
 
+impl serde::Serialize for ElicitRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: crate::support::required(v1, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitRequest", FIELDS, Visitor)
+    }
+}
+
 /// The parameters for a request to elicit non-sensitive information from the user via a form in the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitRequestFormParams {
     /// The message to present to the user describing what information is being requested.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
     /// The elicitation mode.
-    #[serde(rename = "mode", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mode", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mode: Option<crate::tag::Form>,
     /// A restricted subset of JSON Schema.
     /// Only top-level properties are allowed, without nesting.
-    #[serde(rename = "requestedSchema")]
+    #[cfg_attr(feature = "schemars", serde(rename = "requestedSchema"))]
     pub requested_schema: ElicitRequestFormParamsRequestedSchema,
+}
+
+impl serde::Serialize for ElicitRequestFormParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("message", &self.message)?;
+        if let Some(v) = &self.mode {
+            map.serialize_entry("mode", v)?;
+        }
+        map.serialize_entry("requestedSchema", &self.requested_schema)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitRequestFormParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["message", "mode", "requestedSchema"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitRequestFormParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitRequestFormParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitRequestFormParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitRequestFormParams {
+                    message: crate::support::required(v0, "message")?,
+                    mode: v1.unwrap_or_default(),
+                    requested_schema: crate::support::required(v2, "requestedSchema")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitRequestFormParams", FIELDS, Visitor)
+    }
 }
 
 /// A restricted subset of JSON Schema.
 /// Only top-level properties are allowed, without nesting.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitRequestFormParamsRequestedSchema {
     /// The `$schema` field.
-    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")
+    )]
     pub schema: Option<String>,
     /// The `properties` field.
-    #[serde(rename = "properties")]
+    #[cfg_attr(feature = "schemars", serde(rename = "properties"))]
     pub properties: std::collections::BTreeMap<String, PrimitiveSchemaDefinition>,
     /// The `required` field.
-    #[serde(rename = "required", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "required", default, skip_serializing_if = "Option::is_none")
+    )]
     pub required: Option<Vec<String>>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Object,
 }
 
+impl serde::Serialize for ElicitRequestFormParamsRequestedSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.schema {
+            map.serialize_entry("$schema", v)?;
+        }
+        map.serialize_entry("properties", &self.properties)?;
+        if let Some(v) = &self.required {
+            map.serialize_entry("required", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitRequestFormParamsRequestedSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["$schema", "properties", "required", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitRequestFormParamsRequestedSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitRequestFormParamsRequestedSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitRequestFormParamsRequestedSchema, A::Error>
+            {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitRequestFormParamsRequestedSchema {
+                    schema: v0.unwrap_or_default(),
+                    properties: crate::support::required(v1, "properties")?,
+                    required: v2.unwrap_or_default(),
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitRequestFormParamsRequestedSchema", FIELDS, Visitor)
+    }
+}
+
 /// The parameters for a request to elicit additional information from the user via the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ElicitRequestParams {
     /// A `ElicitRequestFormParams`.
     Form(ElicitRequestFormParams),
     /// A `ElicitRequestURLParams`.
     URL(ElicitRequestURLParams),
+}
+
+impl serde::Serialize for ElicitRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Form(v) => serde::Serialize::serialize(v, serializer),
+            Self::URL(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ElicitRequestParams {
@@ -1243,54 +3503,165 @@ impl crate::support::Union for ElicitRequestParams {
 }
 
 /// The parameters for a request to elicit information from the user via a URL in the client.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitRequestURLParams {
     /// The message to present to the user explaining why the interaction is needed.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
     /// The elicitation mode.
-    #[serde(rename = "mode")]
+    #[cfg_attr(feature = "schemars", serde(rename = "mode"))]
     pub mode: crate::tag::Url,
     /// The URL that the user should navigate to.
-    #[serde(rename = "url")]
+    #[cfg_attr(feature = "schemars", serde(rename = "url"))]
     pub url: String,
 }
 
+impl serde::Serialize for ElicitRequestURLParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("message", &self.message)?;
+        map.serialize_entry("mode", &self.mode)?;
+        map.serialize_entry("url", &self.url)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitRequestURLParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["message", "mode", "url"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitRequestURLParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitRequestURLParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitRequestURLParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitRequestURLParams {
+                    message: crate::support::required(v0, "message")?,
+                    mode: crate::support::required(v1, "mode")?,
+                    url: crate::support::required(v2, "url")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitRequestURLParams", FIELDS, Visitor)
+    }
+}
+
 /// The result returned by the client for an `ElicitRequestelicitation/create` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ElicitResult {
     /// The user action in response to the elicitation.
     /// - `"accept"`: User submitted the form/confirmed the action
     /// - `"decline"`: User explicitly declined the action
     /// - `"cancel"`: User dismissed without making an explicit choice
-    #[serde(rename = "action")]
+    #[cfg_attr(feature = "schemars", serde(rename = "action"))]
     pub action: ElicitResultAction,
     /// The submitted form data, only present when action is `"accept"` and mode was `"form"`.
     /// Contains values matching the requested schema.
     /// Omitted for out-of-band mode responses.
-    #[serde(rename = "content", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "content", default, skip_serializing_if = "Option::is_none")
+    )]
     pub content: Option<std::collections::BTreeMap<String, ElicitResultContentValue>>,
+}
+
+impl serde::Serialize for ElicitResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("action", &self.action)?;
+        if let Some(v) = &self.content {
+            map.serialize_entry("content", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["action", "content"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ElicitResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ElicitResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ElicitResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ElicitResult {
+                    action: crate::support::required(v0, "action")?,
+                    content: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ElicitResult", FIELDS, Visitor)
+    }
 }
 
 /// The user action in response to the elicitation.
 /// - `"accept"`: User submitted the form/confirmed the action
 /// - `"decline"`: User explicitly declined the action
 /// - `"cancel"`: User dismissed without making an explicit choice
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum ElicitResultAction {
     /// `"accept"`.
-    #[serde(rename = "accept")]
+    #[cfg_attr(feature = "schemars", serde(rename = "accept"))]
     Accept,
     /// `"cancel"`.
-    #[serde(rename = "cancel")]
+    #[cfg_attr(feature = "schemars", serde(rename = "cancel"))]
     Cancel,
     /// `"decline"`.
-    #[serde(rename = "decline")]
+    #[cfg_attr(feature = "schemars", serde(rename = "decline"))]
     Decline,
 }
 
@@ -1305,10 +3676,32 @@ impl ElicitResultAction {
     }
 }
 
+impl serde::Serialize for ElicitResultAction {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ElicitResultAction {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [ElicitResultAction; 3] = [
+            ElicitResultAction::Accept,
+            ElicitResultAction::Cancel,
+            ElicitResultAction::Decline,
+        ];
+        Ok(ALL[crate::support::variant(deserializer, &["accept", "cancel", "decline"])?])
+    }
+}
+
 /// The `ElicitResultContentValue` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ElicitResultContentValue {
     /// A value of type `Vec<String>`.
     StringArray(Vec<String>),
@@ -1318,6 +3711,20 @@ pub enum ElicitResultContentValue {
     Integer(i64),
     /// A value of type `bool`.
     Boolean(bool),
+}
+
+impl serde::Serialize for ElicitResultContentValue {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::StringArray(v) => serde::Serialize::serialize(v, serializer),
+            Self::String(v) => serde::Serialize::serialize(v, serializer),
+            Self::Integer(v) => serde::Serialize::serialize(v, serializer),
+            Self::Boolean(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ElicitResultContentValue {
@@ -1359,33 +3766,106 @@ impl crate::support::Union for ElicitResultContentValue {
 ///
 /// It is up to the client how best to render embedded resources for the benefit
 /// of the LLM and/or the user.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct EmbeddedResource {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The `resource` field.
-    #[serde(rename = "resource")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resource"))]
     pub resource: ResourceContentsKind,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Resource,
 }
 
+impl serde::Serialize for EmbeddedResource {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("resource", &self.resource)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EmbeddedResource {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "annotations", "resource", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = EmbeddedResource;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct EmbeddedResource")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<EmbeddedResource, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(EmbeddedResource {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    resource: crate::support::required(v2, "resource")?,
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("EmbeddedResource", FIELDS, Visitor)
+    }
+}
+
 /// Common result fields.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct EmptyResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Indicates the type of the result, which allows the client to determine
     /// how to parse the result object.
@@ -1394,17 +3874,77 @@ pub struct EmptyResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for EmptyResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("resultType", &self.result_type)?;
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EmptyResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "resultType"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = EmptyResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct EmptyResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<EmptyResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(EmptyResult {
+                    meta: v0.unwrap_or_default(),
+                    result_type: crate::support::required(v1, "resultType")?,
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// The `EnumSchema` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum EnumSchema {
     /// A `UntitledSingleSelectEnumSchema`.
     UntitledSingleSelect(UntitledSingleSelectEnumSchema),
@@ -1416,6 +3956,21 @@ pub enum EnumSchema {
     TitledMultiSelect(TitledMultiSelectEnumSchema),
     /// A `LegacyTitledEnumSchema`.
     LegacyTitled(LegacyTitledEnumSchema),
+}
+
+impl serde::Serialize for EnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::UntitledSingleSelect(v) => serde::Serialize::serialize(v, serializer),
+            Self::TitledSingleSelect(v) => serde::Serialize::serialize(v, serializer),
+            Self::UntitledMultiSelect(v) => serde::Serialize::serialize(v, serializer),
+            Self::TitledMultiSelect(v) => serde::Serialize::serialize(v, serializer),
+            Self::LegacyTitled(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for EnumSchema {
@@ -1512,68 +4067,219 @@ impl crate::support::Union for EnumSchema {
 }
 
 /// Used by the client to get a prompt provided by the server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetPromptRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::PromptsGet,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: GetPromptRequestParams,
 }
 
+impl serde::Serialize for GetPromptRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetPromptRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetPromptRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetPromptRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetPromptRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetPromptRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetPromptRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `prompts/get` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetPromptRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta")]
+    #[cfg_attr(feature = "schemars", serde(rename = "_meta"))]
     pub meta: crate::Meta,
     /// Arguments to use for templating the prompt.
-    #[serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")
+    )]
     pub arguments: Option<std::collections::BTreeMap<String, String>>,
     /// The `inputResponses` field.
-    #[serde(
-        rename = "inputResponses",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "inputResponses",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub input_responses: Option<InputResponses>,
     /// The name of the prompt or prompt template.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The `requestState` field.
-    #[serde(
-        rename = "requestState",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "requestState",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub request_state: Option<String>,
 }
 
+impl serde::Serialize for GetPromptRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("_meta", &self.meta)?;
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        if let Some(v) = &self.input_responses {
+            map.serialize_entry("inputResponses", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.request_state {
+            map.serialize_entry("requestState", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetPromptRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "arguments",
+            "inputResponses",
+            "name",
+            "requestState",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetPromptRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetPromptRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetPromptRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetPromptRequestParams {
+                    meta: crate::support::required(v0, "_meta")?,
+                    arguments: v1.unwrap_or_default(),
+                    input_responses: v2.unwrap_or_default(),
+                    name: crate::support::required(v3, "name")?,
+                    request_state: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetPromptRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The result returned by the server for a `GetPromptRequestprompts/get` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetPromptResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An optional description for the prompt.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The `messages` field.
-    #[serde(rename = "messages")]
+    #[cfg_attr(feature = "schemars", serde(rename = "messages"))]
     pub messages: Vec<PromptMessage>,
     /// Indicates the type of the result, which allows the client to determine
     /// how to parse the result object.
@@ -1582,34 +4288,166 @@ pub struct GetPromptResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
 }
 
+impl serde::Serialize for GetPromptResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("messages", &self.messages)?;
+        map.serialize_entry("resultType", &self.result_type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetPromptResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "description", "messages", "resultType"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetPromptResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetPromptResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetPromptResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetPromptResult {
+                    meta: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    messages: crate::support::required(v2, "messages")?,
+                    result_type: crate::support::required(v3, "resultType")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetPromptResult", FIELDS, Visitor)
+    }
+}
+
 /// A successful response from the server for a `GetPromptRequestprompts/get` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GetPromptResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: GetPromptResultResponseResult,
 }
 
+impl serde::Serialize for GetPromptResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GetPromptResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = GetPromptResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct GetPromptResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<GetPromptResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GetPromptResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("GetPromptResultResponse", FIELDS, Visitor)
+    }
+}
+
 /// The `GetPromptResultResponseResult` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum GetPromptResultResponseResult {
     /// A `InputRequiredResult`.
     InputRequired(InputRequiredResult),
     /// A `GetPromptResult`.
     GetPrompt(GetPromptResult),
+}
+
+impl serde::Serialize for GetPromptResultResponseResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::InputRequired(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetPrompt(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for GetPromptResultResponseResult {
@@ -1661,33 +4499,100 @@ impl crate::support::Union for GetPromptResultResponseResult {
 /// headers do not match the corresponding values in the request body, or
 /// because required headers are missing or malformed. For HTTP, the response
 /// status code MUST be `400 Bad Request`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct HeaderMismatchError {
     /// The `error` field.
-    #[serde(rename = "error")]
+    #[cfg_attr(feature = "schemars", serde(rename = "error"))]
     pub error: RpcError,
     /// The `id` field.
-    #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "id", default, skip_serializing_if = "Option::is_none")
+    )]
     pub id: Option<RequestId>,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
 }
 
+impl serde::Serialize for HeaderMismatchError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("error", &self.error)?;
+        if let Some(v) = &self.id {
+            map.serialize_entry("id", v)?;
+        }
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for HeaderMismatchError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["error", "id", "jsonrpc"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = HeaderMismatchError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct HeaderMismatchError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<HeaderMismatchError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(HeaderMismatchError {
+                    error: crate::support::required(v0, "error")?,
+                    id: v1.unwrap_or_default(),
+                    jsonrpc: crate::support::required(v2, "jsonrpc")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("HeaderMismatchError", FIELDS, Visitor)
+    }
+}
+
 /// An optionally-sized icon that can be displayed in a user interface.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Icon {
     /// Optional MIME type override if the source MIME type is missing or generic.
     /// For example: `"image/png"`, `"image/jpeg"`, or `"image/svg+xml"`.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// Optional array of strings that specify sizes at which the icon can be used.
     /// Each string should be in WxH format (e.g., `"48x48"`, `"96x96"`) or `"any"` for scalable formats like SVG.
     ///
     /// If not provided, the client should assume that the icon can be used at any size.
-    #[serde(rename = "sizes", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "sizes", default, skip_serializing_if = "Option::is_none")
+    )]
     pub sizes: Option<Vec<String>>,
     /// A standard URI pointing to an icon resource. May be an HTTP/HTTPS URL or a
     /// `data:` URI with Base64-encoded image data.
@@ -1697,15 +4602,84 @@ pub struct Icon {
     ///
     /// Consumers SHOULD take appropriate precautions when consuming SVGs as they can contain
     /// executable JavaScript.
-    #[serde(rename = "src")]
+    #[cfg_attr(feature = "schemars", serde(rename = "src"))]
     pub src: String,
     /// Optional specifier for the theme this icon is designed for. `"light"` indicates
     /// the icon is designed to be used with a light background, and `"dark"` indicates
     /// the icon is designed to be used with a dark background.
     ///
     /// If not provided, the client should assume the icon can be used with any theme.
-    #[serde(rename = "theme", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "theme", default, skip_serializing_if = "Option::is_none")
+    )]
     pub theme: Option<IconTheme>,
+}
+
+impl serde::Serialize for Icon {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        if let Some(v) = &self.sizes {
+            map.serialize_entry("sizes", v)?;
+        }
+        map.serialize_entry("src", &self.src)?;
+        if let Some(v) = &self.theme {
+            map.serialize_entry("theme", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Icon {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["mimeType", "sizes", "src", "theme"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Icon;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Icon")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Icon, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Icon {
+                    mime_type: v0.unwrap_or_default(),
+                    sizes: v1.unwrap_or_default(),
+                    src: crate::support::required(v2, "src")?,
+                    theme: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Icon", FIELDS, Visitor)
+    }
 }
 
 /// Optional specifier for the theme this icon is designed for. `"light"` indicates
@@ -1713,16 +4687,14 @@ pub struct Icon {
 /// the icon is designed to be used with a dark background.
 ///
 /// If not provided, the client should assume the icon can be used with any theme.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum IconTheme {
     /// `"dark"`.
-    #[serde(rename = "dark")]
+    #[cfg_attr(feature = "schemars", serde(rename = "dark"))]
     Dark,
     /// `"light"`.
-    #[serde(rename = "light")]
+    #[cfg_attr(feature = "schemars", serde(rename = "light"))]
     Light,
 }
 
@@ -1736,8 +4708,26 @@ impl IconTheme {
     }
 }
 
+impl serde::Serialize for IconTheme {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for IconTheme {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [IconTheme; 2] = [IconTheme::Dark, IconTheme::Light];
+        Ok(ALL[crate::support::variant(deserializer, &["dark", "light"])?])
+    }
+}
+
 /// Base interface to add `icons` property.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Icons {
     /// Optional set of sized icons that the client can display in a user interface.
@@ -1749,37 +4739,164 @@ pub struct Icons {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
 }
 
+impl serde::Serialize for Icons {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Icons {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["icons"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Icons;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Icons")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Icons, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Icons {
+                    icons: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Icons", FIELDS, Visitor)
+    }
+}
+
 /// An image provided to or from an LLM.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ImageContent {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The base64-encoded image data.
-    #[serde(rename = "data")]
+    #[cfg_attr(feature = "schemars", serde(rename = "data"))]
     pub data: String,
     /// The MIME type of the image. Different providers may support different image types.
-    #[serde(rename = "mimeType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "mimeType"))]
     pub mime_type: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Image,
 }
 
+impl serde::Serialize for ImageContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("data", &self.data)?;
+        map.serialize_entry("mimeType", &self.mime_type)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ImageContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "annotations", "data", "mimeType", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ImageContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ImageContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ImageContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ImageContent {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    data: crate::support::required(v2, "data")?,
+                    mime_type: crate::support::required(v3, "mimeType")?,
+                    r#type: crate::support::required(v4, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ImageContent", FIELDS, Visitor)
+    }
+}
+
 /// Describes the MCP implementation.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Implementation {
     /// An optional human-readable description of what this implementation does.
@@ -1787,10 +4904,13 @@ pub struct Implementation {
     /// This can be used by clients or servers to provide context about their purpose
     /// and capabilities. For example, a server might describe the types of resources
     /// or tools it provides, while a client might describe its intended use case.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Optional set of sized icons that the client can display in a user interface.
@@ -1802,10 +4922,13 @@ pub struct Implementation {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -1813,24 +4936,113 @@ pub struct Implementation {
     /// If not provided, the name should be used for display (except for `Tool`,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The version of this implementation.
-    #[serde(rename = "version")]
+    #[cfg_attr(feature = "schemars", serde(rename = "version"))]
     pub version: String,
     /// An optional URL of the website for this implementation.
-    #[serde(
-        rename = "websiteUrl",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "websiteUrl",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub website_url: Option<String>,
 }
 
+impl serde::Serialize for Implementation {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("version", &self.version)?;
+        if let Some(v) = &self.website_url {
+            map.serialize_entry("websiteUrl", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Implementation {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "description",
+            "icons",
+            "name",
+            "title",
+            "version",
+            "websiteUrl",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Implementation;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Implementation")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Implementation, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Implementation {
+                    description: v0.unwrap_or_default(),
+                    icons: v1.unwrap_or_default(),
+                    name: crate::support::required(v2, "name")?,
+                    title: v3.unwrap_or_default(),
+                    version: crate::support::required(v4, "version")?,
+                    website_url: v5.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Implementation", FIELDS, Visitor)
+    }
+}
+
 /// The `InputRequest` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum InputRequest {
     /// A `CreateMessageRequest`.
     CreateMessage(CreateMessageRequest),
@@ -1838,6 +5050,19 @@ pub enum InputRequest {
     ListRoots(ListRootsRequest),
     /// A `ElicitRequest`.
     Elicit(ElicitRequest),
+}
+
+impl serde::Serialize for InputRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::CreateMessage(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListRoots(v) => serde::Serialize::serialize(v, serializer),
+            Self::Elicit(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for InputRequest {
@@ -1894,24 +5119,33 @@ pub type InputRequests = std::collections::BTreeMap<String, InputRequest>;
 /// before the request can be completed.
 ///
 /// At least one of `inputRequests` or `requestState` MUST be present.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InputRequiredResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `inputRequests` field.
-    #[serde(
-        rename = "inputRequests",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "inputRequests",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub input_requests: Option<InputRequests>,
     /// The `requestState` field.
-    #[serde(
-        rename = "requestState",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "requestState",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub request_state: Option<String>,
     /// Indicates the type of the result, which allows the client to determine
@@ -1921,17 +5155,89 @@ pub struct InputRequiredResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for InputRequiredResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.input_requests {
+            map.serialize_entry("inputRequests", v)?;
+        }
+        if let Some(v) = &self.request_state {
+            map.serialize_entry("requestState", v)?;
+        }
+        map.serialize_entry("resultType", &self.result_type)?;
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InputRequiredResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "inputRequests", "requestState", "resultType"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InputRequiredResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InputRequiredResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InputRequiredResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(InputRequiredResult {
+                    meta: v0.unwrap_or_default(),
+                    input_requests: v1.unwrap_or_default(),
+                    request_state: v2.unwrap_or_default(),
+                    result_type: crate::support::required(v3, "resultType")?,
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// The `InputResponse` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum InputResponse {
     /// A `CreateMessageResult`.
     CreateMessage(CreateMessageResult),
@@ -1939,6 +5245,19 @@ pub enum InputResponse {
     ListRoots(ListRootsResult),
     /// A `ElicitResult`.
     Elicit(ElicitResult),
+}
+
+impl serde::Serialize for InputResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::CreateMessage(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListRoots(v) => serde::Serialize::serialize(v, serializer),
+            Self::Elicit(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for InputResponse {
@@ -1988,26 +5307,92 @@ impl crate::support::Union for InputResponse {
 }
 
 /// The `InputResponseRequestParams` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InputResponseRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta")]
+    #[cfg_attr(feature = "schemars", serde(rename = "_meta"))]
     pub meta: crate::Meta,
     /// The `inputResponses` field.
-    #[serde(
-        rename = "inputResponses",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "inputResponses",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub input_responses: Option<InputResponses>,
     /// The `requestState` field.
-    #[serde(
-        rename = "requestState",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "requestState",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub request_state: Option<String>,
+}
+
+impl serde::Serialize for InputResponseRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("_meta", &self.meta)?;
+        if let Some(v) = &self.input_responses {
+            map.serialize_entry("inputResponses", v)?;
+        }
+        if let Some(v) = &self.request_state {
+            map.serialize_entry("requestState", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InputResponseRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "inputResponses", "requestState"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InputResponseRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InputResponseRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InputResponseRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InputResponseRequestParams {
+                    meta: crate::support::required(v0, "_meta")?,
+                    input_responses: v1.unwrap_or_default(),
+                    request_state: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("InputResponseRequestParams", FIELDS, Visitor)
+    }
 }
 
 /// A map of client responses to server-initiated requests.
@@ -2016,18 +5401,79 @@ pub struct InputResponseRequestParams {
 pub type InputResponses = std::collections::BTreeMap<String, InputResponse>;
 
 /// A JSON-RPC error indicating that an internal error occurred on the receiver. This error is returned when the receiver encounters an unexpected condition that prevents it from fulfilling the request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InternalError {
     /// The error type that occurred.
-    #[serde(rename = "code")]
+    #[cfg_attr(feature = "schemars", serde(rename = "code"))]
     pub code: i64,
     /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "data", default, skip_serializing_if = "Option::is_none")
+    )]
     pub data: Option<serde_json::Value>,
     /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
+}
+
+impl serde::Serialize for InternalError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", &self.code)?;
+        if let Some(v) = &self.data {
+            map.serialize_entry("data", v)?;
+        }
+        map.serialize_entry("message", &self.message)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InternalError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["code", "data", "message"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InternalError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InternalError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InternalError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InternalError {
+                    code: crate::support::required(v0, "code")?,
+                    data: v1.unwrap_or_default(),
+                    message: crate::support::required(v2, "message")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("InternalError", FIELDS, Visitor)
+    }
 }
 
 /// A JSON-RPC error indicating that the method parameters are invalid or malformed.
@@ -2040,33 +5486,155 @@ pub struct InternalError {
 /// - **Logging**: Invalid log level
 /// - **Elicitation**: Server requests an elicitation mode not declared in client capabilities
 /// - **Sampling**: Missing tool result or tool results mixed with other content
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InvalidParamsError {
     /// The error type that occurred.
-    #[serde(rename = "code")]
+    #[cfg_attr(feature = "schemars", serde(rename = "code"))]
     pub code: i64,
     /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "data", default, skip_serializing_if = "Option::is_none")
+    )]
     pub data: Option<serde_json::Value>,
     /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
 }
 
+impl serde::Serialize for InvalidParamsError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", &self.code)?;
+        if let Some(v) = &self.data {
+            map.serialize_entry("data", v)?;
+        }
+        map.serialize_entry("message", &self.message)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InvalidParamsError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["code", "data", "message"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InvalidParamsError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InvalidParamsError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InvalidParamsError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InvalidParamsError {
+                    code: crate::support::required(v0, "code")?,
+                    data: v1.unwrap_or_default(),
+                    message: crate::support::required(v2, "message")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("InvalidParamsError", FIELDS, Visitor)
+    }
+}
+
 /// A JSON-RPC error indicating that the request is not a valid request object. This error is returned when the message structure does not conform to the JSON-RPC 2.0 specification requirements for a request (e.g., missing required fields like `jsonrpc` or `method`, or using invalid types for these fields).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct InvalidRequestError {
     /// The error type that occurred.
-    #[serde(rename = "code")]
+    #[cfg_attr(feature = "schemars", serde(rename = "code"))]
     pub code: i64,
     /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "data", default, skip_serializing_if = "Option::is_none")
+    )]
     pub data: Option<serde_json::Value>,
     /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
+}
+
+impl serde::Serialize for InvalidRequestError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", &self.code)?;
+        if let Some(v) = &self.data {
+            map.serialize_entry("data", v)?;
+        }
+        map.serialize_entry("message", &self.message)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for InvalidRequestError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["code", "data", "message"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InvalidRequestError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct InvalidRequestError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<InvalidRequestError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(InvalidRequestError {
+                    code: crate::support::required(v0, "code")?,
+                    data: v1.unwrap_or_default(),
+                    message: crate::support::required(v2, "message")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("InvalidRequestError", FIELDS, Visitor)
+    }
 }
 
 /// The `JSONArray` type of the 2026-07-28 schema.
@@ -2076,24 +5644,85 @@ pub type JSONArray = Vec<serde_json::Value>;
 pub type JSONObject = crate::JsonObject;
 
 /// A response to a request that indicates an error occurred.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCErrorResponse {
     /// The `error` field.
-    #[serde(rename = "error")]
+    #[cfg_attr(feature = "schemars", serde(rename = "error"))]
     pub error: RpcError,
     /// The `id` field.
-    #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "id", default, skip_serializing_if = "Option::is_none")
+    )]
     pub id: Option<RequestId>,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
 }
 
+impl serde::Serialize for JSONRPCErrorResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("error", &self.error)?;
+        if let Some(v) = &self.id {
+            map.serialize_entry("id", v)?;
+        }
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCErrorResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["error", "id", "jsonrpc"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCErrorResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCErrorResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCErrorResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCErrorResponse {
+                    error: crate::support::required(v0, "error")?,
+                    id: v1.unwrap_or_default(),
+                    jsonrpc: crate::support::required(v2, "jsonrpc")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCErrorResponse", FIELDS, Visitor)
+    }
+}
+
 /// Refers to any valid JSON-RPC object that can be decoded off the wire, or encoded to be sent.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum JSONRPCMessage {
     /// A `JSONRPCRequest`.
     Request(JSONRPCRequest),
@@ -2103,6 +5732,20 @@ pub enum JSONRPCMessage {
     ResultResponse(JSONRPCResultResponse),
     /// A `JSONRPCErrorResponse`.
     ErrorResponse(JSONRPCErrorResponse),
+}
+
+impl serde::Serialize for JSONRPCMessage {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Request(v) => serde::Serialize::serialize(v, serializer),
+            Self::Notification(v) => serde::Serialize::serialize(v, serializer),
+            Self::ResultResponse(v) => serde::Serialize::serialize(v, serializer),
+            Self::ErrorResponse(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCMessage {
@@ -2170,47 +5813,185 @@ impl crate::support::Union for JSONRPCMessage {
 }
 
 /// A notification which does not expect a response.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<crate::JsonObject>,
+}
+
+impl serde::Serialize for JSONRPCNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCNotification", FIELDS, Visitor)
+    }
 }
 
 /// A request that expects a response.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for JSONRPCRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCRequest", FIELDS, Visitor)
+    }
+}
+
 /// A response to a request, containing either the result or error.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum JSONRPCResponse {
     /// A `JSONRPCResultResponse`.
     Result(JSONRPCResultResponse),
     /// A `JSONRPCErrorResponse`.
     Error(JSONRPCErrorResponse),
+}
+
+impl serde::Serialize for JSONRPCResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Result(v) => serde::Serialize::serialize(v, serializer),
+            Self::Error(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
@@ -2259,18 +6040,74 @@ impl crate::support::Union for JSONRPCResponse {
 }
 
 /// A successful (non-error) response to a request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct JSONRPCResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: EmptyResult,
+}
+
+impl serde::Serialize for JSONRPCResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JSONRPCResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JSONRPCResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct JSONRPCResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<JSONRPCResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(JSONRPCResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONRPCResultResponse", FIELDS, Visitor)
+    }
 }
 
 /// The `JSONValue` type of the 2026-07-28 schema.
@@ -2278,58 +6115,216 @@ pub type JSONValue = serde_json::Value;
 
 /// Use `TitledSingleSelectEnumSchema` instead.
 /// This interface will be removed in a future version.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct LegacyTitledEnumSchema {
     /// The `default` field.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<String>,
     /// The `description` field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The `enum` field.
-    #[serde(rename = "enum")]
+    #[cfg_attr(feature = "schemars", serde(rename = "enum"))]
     pub r#enum: Vec<String>,
     /// (Legacy) Display names for enum values.
     /// Non-standard according to JSON schema 2020-12.
-    #[serde(rename = "enumNames", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "enumNames", default, skip_serializing_if = "Option::is_none")
+    )]
     pub enum_names: Option<Vec<String>>,
     /// The `title` field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::String,
 }
 
+impl serde::Serialize for LegacyTitledEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("enum", &self.r#enum)?;
+        if let Some(v) = &self.enum_names {
+            map.serialize_entry("enumNames", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LegacyTitledEnumSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "default",
+            "description",
+            "enum",
+            "enumNames",
+            "title",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = LegacyTitledEnumSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct LegacyTitledEnumSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<LegacyTitledEnumSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(LegacyTitledEnumSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    r#enum: crate::support::required(v2, "enum")?,
+                    enum_names: v3.unwrap_or_default(),
+                    title: v4.unwrap_or_default(),
+                    r#type: crate::support::required(v5, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("LegacyTitledEnumSchema", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of prompts and prompt templates the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListPromptsRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::PromptsList,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: PaginatedRequestParams,
 }
 
+impl serde::Serialize for ListPromptsRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListPromptsRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListPromptsRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListPromptsRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListPromptsRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListPromptsRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListPromptsRequest", FIELDS, Visitor)
+    }
+}
+
 /// The result returned by the server for a `ListPromptsRequestprompts/list` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListPromptsResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Indicates the intended scope of the cached response, analogous to HTTP
     /// `Cache-Control: public` vs `Cache-Control: private`.
@@ -2341,18 +6336,21 @@ pub struct ListPromptsResult {
     ///   same authorization context. Caches MUST NOT be shared across
     ///   authorization contexts (e.g., a different access token requires a
     ///   different cache).
-    #[serde(rename = "cacheScope")]
+    #[cfg_attr(feature = "schemars", serde(rename = "cacheScope"))]
     pub cache_scope: CacheScope,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `prompts` field.
-    #[serde(rename = "prompts")]
+    #[cfg_attr(feature = "schemars", serde(rename = "prompts"))]
     pub prompts: Vec<Prompt>,
     /// Indicates the type of the result, which allows the client to determine
     /// how to parse the result object.
@@ -2361,7 +6359,7 @@ pub struct ListPromptsResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
     /// A hint from the server indicating how long (in milliseconds) the
     /// client MAY cache this response before re-fetching. Semantics are
@@ -2371,49 +6369,247 @@ pub struct ListPromptsResult {
     ///   The client MAY re-fetch every time the result is needed.
     /// - If positive, the client SHOULD consider the result fresh for this many
     ///   milliseconds after receiving the response.
-    #[serde(rename = "ttlMs")]
+    #[cfg_attr(feature = "schemars", serde(rename = "ttlMs"))]
     pub ttl_ms: i64,
 }
 
+impl serde::Serialize for ListPromptsResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("cacheScope", &self.cache_scope)?;
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("prompts", &self.prompts)?;
+        map.serialize_entry("resultType", &self.result_type)?;
+        map.serialize_entry("ttlMs", &self.ttl_ms)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListPromptsResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "cacheScope",
+            "nextCursor",
+            "prompts",
+            "resultType",
+            "ttlMs",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListPromptsResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListPromptsResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListPromptsResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListPromptsResult {
+                    meta: v0.unwrap_or_default(),
+                    cache_scope: crate::support::required(v1, "cacheScope")?,
+                    next_cursor: v2.unwrap_or_default(),
+                    prompts: crate::support::required(v3, "prompts")?,
+                    result_type: crate::support::required(v4, "resultType")?,
+                    ttl_ms: crate::support::required(v5, "ttlMs")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListPromptsResult", FIELDS, Visitor)
+    }
+}
+
 /// A successful response from the server for a `ListPromptsRequestprompts/list` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListPromptsResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: ListPromptsResult,
 }
 
+impl serde::Serialize for ListPromptsResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListPromptsResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListPromptsResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListPromptsResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListPromptsResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListPromptsResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListPromptsResultResponse", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of resource templates the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourceTemplatesRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesTemplatesList,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: PaginatedRequestParams,
 }
 
+impl serde::Serialize for ListResourceTemplatesRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourceTemplatesRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourceTemplatesRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourceTemplatesRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourceTemplatesRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourceTemplatesRequest", FIELDS, Visitor)
+    }
+}
+
 /// The result returned by the server for a `ListResourceTemplatesRequestresources/templates/list` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourceTemplatesResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Indicates the intended scope of the cached response, analogous to HTTP
     /// `Cache-Control: public` vs `Cache-Control: private`.
@@ -2425,18 +6621,21 @@ pub struct ListResourceTemplatesResult {
     ///   same authorization context. Caches MUST NOT be shared across
     ///   authorization contexts (e.g., a different access token requires a
     ///   different cache).
-    #[serde(rename = "cacheScope")]
+    #[cfg_attr(feature = "schemars", serde(rename = "cacheScope"))]
     pub cache_scope: CacheScope,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `resourceTemplates` field.
-    #[serde(rename = "resourceTemplates")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resourceTemplates"))]
     pub resource_templates: Vec<ResourceTemplate>,
     /// Indicates the type of the result, which allows the client to determine
     /// how to parse the result object.
@@ -2445,7 +6644,7 @@ pub struct ListResourceTemplatesResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
     /// A hint from the server indicating how long (in milliseconds) the
     /// client MAY cache this response before re-fetching. Semantics are
@@ -2455,49 +6654,247 @@ pub struct ListResourceTemplatesResult {
     ///   The client MAY re-fetch every time the result is needed.
     /// - If positive, the client SHOULD consider the result fresh for this many
     ///   milliseconds after receiving the response.
-    #[serde(rename = "ttlMs")]
+    #[cfg_attr(feature = "schemars", serde(rename = "ttlMs"))]
     pub ttl_ms: i64,
 }
 
+impl serde::Serialize for ListResourceTemplatesResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("cacheScope", &self.cache_scope)?;
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("resourceTemplates", &self.resource_templates)?;
+        map.serialize_entry("resultType", &self.result_type)?;
+        map.serialize_entry("ttlMs", &self.ttl_ms)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourceTemplatesResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "cacheScope",
+            "nextCursor",
+            "resourceTemplates",
+            "resultType",
+            "ttlMs",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourceTemplatesResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourceTemplatesResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourceTemplatesResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourceTemplatesResult {
+                    meta: v0.unwrap_or_default(),
+                    cache_scope: crate::support::required(v1, "cacheScope")?,
+                    next_cursor: v2.unwrap_or_default(),
+                    resource_templates: crate::support::required(v3, "resourceTemplates")?,
+                    result_type: crate::support::required(v4, "resultType")?,
+                    ttl_ms: crate::support::required(v5, "ttlMs")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourceTemplatesResult", FIELDS, Visitor)
+    }
+}
+
 /// A successful response from the server for a `ListResourceTemplatesRequestresources/templates/list` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourceTemplatesResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: ListResourceTemplatesResult,
 }
 
+impl serde::Serialize for ListResourceTemplatesResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourceTemplatesResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourceTemplatesResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourceTemplatesResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourceTemplatesResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourceTemplatesResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourceTemplatesResultResponse", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of resources the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourcesRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesList,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: PaginatedRequestParams,
 }
 
+impl serde::Serialize for ListResourcesRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourcesRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourcesRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourcesRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourcesRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourcesRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourcesRequest", FIELDS, Visitor)
+    }
+}
+
 /// The result returned by the server for a `ListResourcesRequestresources/list` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourcesResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Indicates the intended scope of the cached response, analogous to HTTP
     /// `Cache-Control: public` vs `Cache-Control: private`.
@@ -2509,18 +6906,21 @@ pub struct ListResourcesResult {
     ///   same authorization context. Caches MUST NOT be shared across
     ///   authorization contexts (e.g., a different access token requires a
     ///   different cache).
-    #[serde(rename = "cacheScope")]
+    #[cfg_attr(feature = "schemars", serde(rename = "cacheScope"))]
     pub cache_scope: CacheScope,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// The `resources` field.
-    #[serde(rename = "resources")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resources"))]
     pub resources: Vec<Resource>,
     /// Indicates the type of the result, which allows the client to determine
     /// how to parse the result object.
@@ -2529,7 +6929,7 @@ pub struct ListResourcesResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
     /// A hint from the server indicating how long (in milliseconds) the
     /// client MAY cache this response before re-fetching. Semantics are
@@ -2539,23 +6939,158 @@ pub struct ListResourcesResult {
     ///   The client MAY re-fetch every time the result is needed.
     /// - If positive, the client SHOULD consider the result fresh for this many
     ///   milliseconds after receiving the response.
-    #[serde(rename = "ttlMs")]
+    #[cfg_attr(feature = "schemars", serde(rename = "ttlMs"))]
     pub ttl_ms: i64,
 }
 
+impl serde::Serialize for ListResourcesResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("cacheScope", &self.cache_scope)?;
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("resources", &self.resources)?;
+        map.serialize_entry("resultType", &self.result_type)?;
+        map.serialize_entry("ttlMs", &self.ttl_ms)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourcesResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "cacheScope",
+            "nextCursor",
+            "resources",
+            "resultType",
+            "ttlMs",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourcesResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourcesResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourcesResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourcesResult {
+                    meta: v0.unwrap_or_default(),
+                    cache_scope: crate::support::required(v1, "cacheScope")?,
+                    next_cursor: v2.unwrap_or_default(),
+                    resources: crate::support::required(v3, "resources")?,
+                    result_type: crate::support::required(v4, "resultType")?,
+                    ttl_ms: crate::support::required(v5, "ttlMs")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourcesResult", FIELDS, Visitor)
+    }
+}
+
 /// A successful response from the server for a `ListResourcesRequestresources/list` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListResourcesResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: ListResourcesResult,
+}
+
+impl serde::Serialize for ListResourcesResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListResourcesResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListResourcesResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListResourcesResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListResourcesResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListResourcesResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListResourcesResultResponse", FIELDS, Visitor)
+    }
 }
 
 /// Sent from the server to request a list of root URIs from the client. Roots allow
@@ -2565,64 +7100,291 @@ pub struct ListResourcesResultResponse {
 ///
 /// This request is typically used when the server needs to understand the file system
 /// structure or access specific locations that the client has permission to read from.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListRootsRequest {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::RootsList,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<ListRootsRequestParams>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for ListRootsRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListRootsRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListRootsRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListRootsRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListRootsRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(ListRootsRequest {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// The `ListRootsRequestParams` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListRootsRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
+}
+
+impl serde::Serialize for ListRootsRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListRootsRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListRootsRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListRootsRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListRootsRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListRootsRequestParams {
+                    meta: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListRootsRequestParams", FIELDS, Visitor)
+    }
 }
 
 /// The result returned by the client for a `ListRootsRequestroots/list` request.
 /// This result contains an array of `Root` objects, each representing a root directory
 /// or file that the server can operate on.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListRootsResult {
     /// The `roots` field.
-    #[serde(rename = "roots")]
+    #[cfg_attr(feature = "schemars", serde(rename = "roots"))]
     pub roots: Vec<Root>,
 }
 
+impl serde::Serialize for ListRootsResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("roots", &self.roots)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListRootsResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["roots"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListRootsResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListRootsResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListRootsResult, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListRootsResult {
+                    roots: crate::support::required(v0, "roots")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListRootsResult", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to request a list of tools the server has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListToolsRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ToolsList,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: PaginatedRequestParams,
 }
 
+impl serde::Serialize for ListToolsRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListToolsRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListToolsRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListToolsRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListToolsRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListToolsRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListToolsRequest", FIELDS, Visitor)
+    }
+}
+
 /// The result returned by the server for a `ListToolsRequesttools/list` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListToolsResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Indicates the intended scope of the cached response, analogous to HTTP
     /// `Cache-Control: public` vs `Cache-Control: private`.
@@ -2634,14 +7396,17 @@ pub struct ListToolsResult {
     ///   same authorization context. Caches MUST NOT be shared across
     ///   authorization contexts (e.g., a different access token requires a
     ///   different cache).
-    #[serde(rename = "cacheScope")]
+    #[cfg_attr(feature = "schemars", serde(rename = "cacheScope"))]
     pub cache_scope: CacheScope,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// Indicates the type of the result, which allows the client to determine
@@ -2651,10 +7416,10 @@ pub struct ListToolsResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
     /// The `tools` field.
-    #[serde(rename = "tools")]
+    #[cfg_attr(feature = "schemars", serde(rename = "tools"))]
     pub tools: Vec<Tool>,
     /// A hint from the server indicating how long (in milliseconds) the
     /// client MAY cache this response before re-fetching. Semantics are
@@ -2664,57 +7429,190 @@ pub struct ListToolsResult {
     ///   The client MAY re-fetch every time the result is needed.
     /// - If positive, the client SHOULD consider the result fresh for this many
     ///   milliseconds after receiving the response.
-    #[serde(rename = "ttlMs")]
+    #[cfg_attr(feature = "schemars", serde(rename = "ttlMs"))]
     pub ttl_ms: i64,
 }
 
+impl serde::Serialize for ListToolsResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("cacheScope", &self.cache_scope)?;
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("resultType", &self.result_type)?;
+        map.serialize_entry("tools", &self.tools)?;
+        map.serialize_entry("ttlMs", &self.ttl_ms)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListToolsResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "cacheScope",
+            "nextCursor",
+            "resultType",
+            "tools",
+            "ttlMs",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListToolsResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListToolsResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListToolsResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListToolsResult {
+                    meta: v0.unwrap_or_default(),
+                    cache_scope: crate::support::required(v1, "cacheScope")?,
+                    next_cursor: v2.unwrap_or_default(),
+                    result_type: crate::support::required(v3, "resultType")?,
+                    tools: crate::support::required(v4, "tools")?,
+                    ttl_ms: crate::support::required(v5, "ttlMs")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListToolsResult", FIELDS, Visitor)
+    }
+}
+
 /// A successful response from the server for a `ListToolsRequesttools/list` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ListToolsResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: ListToolsResult,
+}
+
+impl serde::Serialize for ListToolsResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListToolsResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ListToolsResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ListToolsResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ListToolsResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ListToolsResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ListToolsResultResponse", FIELDS, Visitor)
+    }
 }
 
 /// The severity of a log message.
 ///
 /// These map to syslog message severities, as specified in RFC-5424:
 /// https://datatracker.ietf.org/doc/html/rfc5424#section-6.2.1
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum LoggingLevel {
     /// `"alert"`.
-    #[serde(rename = "alert")]
+    #[cfg_attr(feature = "schemars", serde(rename = "alert"))]
     Alert,
     /// `"critical"`.
-    #[serde(rename = "critical")]
+    #[cfg_attr(feature = "schemars", serde(rename = "critical"))]
     Critical,
     /// `"debug"`.
-    #[serde(rename = "debug")]
+    #[cfg_attr(feature = "schemars", serde(rename = "debug"))]
     Debug,
     /// `"emergency"`.
-    #[serde(rename = "emergency")]
+    #[cfg_attr(feature = "schemars", serde(rename = "emergency"))]
     Emergency,
     /// `"error"`.
-    #[serde(rename = "error")]
+    #[cfg_attr(feature = "schemars", serde(rename = "error"))]
     Error,
     /// `"info"`.
-    #[serde(rename = "info")]
+    #[cfg_attr(feature = "schemars", serde(rename = "info"))]
     Info,
     /// `"notice"`.
-    #[serde(rename = "notice")]
+    #[cfg_attr(feature = "schemars", serde(rename = "notice"))]
     Notice,
     /// `"warning"`.
-    #[serde(rename = "warning")]
+    #[cfg_attr(feature = "schemars", serde(rename = "warning"))]
     Warning,
 }
 
@@ -2734,37 +7632,202 @@ impl LoggingLevel {
     }
 }
 
+impl serde::Serialize for LoggingLevel {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LoggingLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [LoggingLevel; 8] = [
+            LoggingLevel::Alert,
+            LoggingLevel::Critical,
+            LoggingLevel::Debug,
+            LoggingLevel::Emergency,
+            LoggingLevel::Error,
+            LoggingLevel::Info,
+            LoggingLevel::Notice,
+            LoggingLevel::Warning,
+        ];
+        Ok(ALL[crate::support::variant(
+            deserializer,
+            &[
+                "alert",
+                "critical",
+                "debug",
+                "emergency",
+                "error",
+                "info",
+                "notice",
+                "warning",
+            ],
+        )?])
+    }
+}
+
 /// JSONRPCNotification of a log message passed from server to client. The client opts in by setting `"io.modelcontextprotocol/logLevel"` in a request's `_meta`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct LoggingMessageNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsMessage,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: LoggingMessageNotificationParams,
 }
 
+impl serde::Serialize for LoggingMessageNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LoggingMessageNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = LoggingMessageNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct LoggingMessageNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<LoggingMessageNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(LoggingMessageNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("LoggingMessageNotification", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `notifications/message` notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct LoggingMessageNotificationParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The data to be logged, such as a string message or an object. Any JSON serializable type is allowed here.
-    #[serde(rename = "data")]
+    #[cfg_attr(feature = "schemars", serde(rename = "data"))]
     pub data: serde_json::Value,
     /// The severity of this log message.
-    #[serde(rename = "level")]
+    #[cfg_attr(feature = "schemars", serde(rename = "level"))]
     pub level: LoggingLevel,
     /// An optional name of the logger issuing this message.
-    #[serde(rename = "logger", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "logger", default, skip_serializing_if = "Option::is_none")
+    )]
     pub logger: Option<String>,
+}
+
+impl serde::Serialize for LoggingMessageNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("data", &self.data)?;
+        map.serialize_entry("level", &self.level)?;
+        if let Some(v) = &self.logger {
+            map.serialize_entry("logger", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LoggingMessageNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "data", "level", "logger"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = LoggingMessageNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct LoggingMessageNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<LoggingMessageNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(LoggingMessageNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    data: crate::support::required(v1, "data")?,
+                    level: crate::support::required(v2, "level")?,
+                    logger: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("LoggingMessageNotificationParams", FIELDS, Visitor)
+    }
 }
 
 /// Represents the contents of a `_meta` field, which clients and servers use to attach additional metadata to their interactions.
@@ -2789,42 +7852,165 @@ pub type MetaObject = crate::JsonObject;
 /// In MCP, a server returns this error when a client invokes a method the server does not implement — either a genuinely unknown method, or one gated behind a server capability the server did not advertise (e.g., calling `prompts/list` when the `prompts` capability was not advertised).
 ///
 /// A request that requires a client capability the client did not declare is signalled instead by `MissingRequiredClientCapabilityError` (`-32021`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct MethodNotFoundError {
     /// The error type that occurred.
-    #[serde(rename = "code")]
+    #[cfg_attr(feature = "schemars", serde(rename = "code"))]
     pub code: i64,
     /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "data", default, skip_serializing_if = "Option::is_none")
+    )]
     pub data: Option<serde_json::Value>,
     /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
+}
+
+impl serde::Serialize for MethodNotFoundError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", &self.code)?;
+        if let Some(v) = &self.data {
+            map.serialize_entry("data", v)?;
+        }
+        map.serialize_entry("message", &self.message)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for MethodNotFoundError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["code", "data", "message"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = MethodNotFoundError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct MethodNotFoundError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<MethodNotFoundError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(MethodNotFoundError {
+                    code: crate::support::required(v0, "code")?,
+                    data: v1.unwrap_or_default(),
+                    message: crate::support::required(v2, "message")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("MethodNotFoundError", FIELDS, Visitor)
+    }
 }
 
 /// Returned when processing a request requires a capability the client did not
 /// declare in `clientCapabilities`. For HTTP, the response status code MUST be
 /// `400 Bad Request`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct MissingRequiredClientCapabilityError {
     /// The `error` field.
-    #[serde(rename = "error")]
+    #[cfg_attr(feature = "schemars", serde(rename = "error"))]
     pub error: RpcError,
     /// The `id` field.
-    #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "id", default, skip_serializing_if = "Option::is_none")
+    )]
     pub id: Option<RequestId>,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
+}
+
+impl serde::Serialize for MissingRequiredClientCapabilityError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("error", &self.error)?;
+        if let Some(v) = &self.id {
+            map.serialize_entry("id", v)?;
+        }
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for MissingRequiredClientCapabilityError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["error", "id", "jsonrpc"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = MissingRequiredClientCapabilityError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct MissingRequiredClientCapabilityError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<MissingRequiredClientCapabilityError, A::Error>
+            {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(MissingRequiredClientCapabilityError {
+                    error: crate::support::required(v0, "error")?,
+                    id: v1.unwrap_or_default(),
+                    jsonrpc: crate::support::required(v2, "jsonrpc")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("MissingRequiredClientCapabilityError", FIELDS, Visitor)
+    }
 }
 
 /// Hints to use for model selection.
 ///
 /// Keys not declared here are currently left unspecified by the spec and are up
 /// to the client to interpret.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ModelHint {
     /// A hint for a model name.
@@ -2836,8 +8022,61 @@ pub struct ModelHint {
     ///
     /// The client MAY also map the string to a different provider's model name or a different model family, as long as it fills a similar niche; for example:
     ///  - `gemini-1.5-flash` could match `claude-3-haiku-20240307`
-    #[serde(rename = "name", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "name", default, skip_serializing_if = "Option::is_none")
+    )]
     pub name: Option<String>,
+}
+
+impl serde::Serialize for ModelHint {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.name {
+            map.serialize_entry("name", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ModelHint {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ModelHint;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ModelHint")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ModelHint, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ModelHint {
+                    name: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ModelHint", FIELDS, Visitor)
+    }
 }
 
 /// The server's preferences for model selection, requested of the client during sampling.
@@ -2851,17 +8090,19 @@ pub struct ModelHint {
 /// These preferences are always advisory. The client MAY ignore them. It is also
 /// up to the client to decide how to interpret these preferences and how to
 /// balance them against other considerations.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ModelPreferences {
     /// How much to prioritize cost when selecting a model. A value of 0 means cost
     /// is not important, while a value of 1 means cost is the most important
     /// factor.
-    #[serde(
-        rename = "costPriority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "costPriority",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub cost_priority: Option<f64>,
     /// Optional hints to use for model selection.
@@ -2871,39 +8112,131 @@ pub struct ModelPreferences {
     ///
     /// The client SHOULD prioritize these hints over the numeric priorities, but
     /// MAY still use the priorities to select from ambiguous matches.
-    #[serde(rename = "hints", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "hints", default, skip_serializing_if = "Option::is_none")
+    )]
     pub hints: Option<Vec<ModelHint>>,
     /// How much to prioritize intelligence and capabilities when selecting a
     /// model. A value of 0 means intelligence is not important, while a value of 1
     /// means intelligence is the most important factor.
-    #[serde(
-        rename = "intelligencePriority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "intelligencePriority",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub intelligence_priority: Option<f64>,
     /// How much to prioritize sampling speed (latency) when selecting a model. A
     /// value of 0 means speed is not important, while a value of 1 means speed is
     /// the most important factor.
-    #[serde(
-        rename = "speedPriority",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "speedPriority",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub speed_priority: Option<f64>,
 }
 
+impl serde::Serialize for ModelPreferences {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.cost_priority {
+            map.serialize_entry("costPriority", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.hints {
+            map.serialize_entry("hints", v)?;
+        }
+        if let Some(v) = &self.intelligence_priority {
+            map.serialize_entry("intelligencePriority", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.speed_priority {
+            map.serialize_entry("speedPriority", &crate::support::Num(v))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ModelPreferences {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "costPriority",
+            "hints",
+            "intelligencePriority",
+            "speedPriority",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ModelPreferences;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ModelPreferences")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ModelPreferences, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ModelPreferences {
+                    cost_priority: v0.unwrap_or_default(),
+                    hints: v1.unwrap_or_default(),
+                    intelligence_priority: v2.unwrap_or_default(),
+                    speed_priority: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ModelPreferences", FIELDS, Visitor)
+    }
+}
+
 /// The `MultiSelectEnumSchema` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum MultiSelectEnumSchema {
     /// A `UntitledMultiSelectEnumSchema`.
     Untitled(UntitledMultiSelectEnumSchema),
     /// A `TitledMultiSelectEnumSchema`.
     Titled(TitledMultiSelectEnumSchema),
+}
+
+impl serde::Serialize for MultiSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Untitled(v) => serde::Serialize::serialize(v, serializer),
+            Self::Titled(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for MultiSelectEnumSchema {
@@ -2968,19 +8301,76 @@ impl crate::support::Union for MultiSelectEnumSchema {
 }
 
 /// The `Notification` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Notification {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for Notification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Notification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Notification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Notification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Notification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Notification {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Notification", FIELDS, Visitor)
+    }
+}
+
 /// Extends `MetaObject` with additional notification-specific fields. All key naming rules from `MetaObject` apply.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct NotificationMetaObject {
     /// Identifies the subscription stream a notification was delivered on. The
@@ -2993,77 +8383,266 @@ pub struct NotificationMetaObject {
     ///
     /// The value is the JSON-RPC ID of the `subscriptions/listen` request that
     /// opened the stream.
-    #[serde(
-        rename = "io.modelcontextprotocol/subscriptionId",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "io.modelcontextprotocol/subscriptionId",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub subscription_id: Option<RequestId>,
 }
 
+impl serde::Serialize for NotificationMetaObject {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.subscription_id {
+            map.serialize_entry("io.modelcontextprotocol/subscriptionId", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for NotificationMetaObject {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["io.modelcontextprotocol/subscriptionId"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = NotificationMetaObject;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct NotificationMetaObject")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<NotificationMetaObject, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(NotificationMetaObject {
+                    subscription_id: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("NotificationMetaObject", FIELDS, Visitor)
+    }
+}
+
 /// Common params for any notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct NotificationParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
 }
 
+impl serde::Serialize for NotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for NotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = NotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct NotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<NotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(NotificationParams {
+                    meta: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("NotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// The `NumberSchema` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct NumberSchema {
     /// The `default` field.
-    #[serde(
-        rename = "default",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
     )]
     pub default: Option<f64>,
     /// The `description` field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The `maximum` field.
-    #[serde(
-        rename = "maximum",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "maximum", default, skip_serializing_if = "Option::is_none")
     )]
     pub maximum: Option<f64>,
     /// The `minimum` field.
-    #[serde(
-        rename = "minimum",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "minimum", default, skip_serializing_if = "Option::is_none")
     )]
     pub minimum: Option<f64>,
     /// The `title` field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: NumberSchemaType,
 }
 
+impl serde::Serialize for NumberSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.maximum {
+            map.serialize_entry("maximum", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.minimum {
+            map.serialize_entry("minimum", &crate::support::Num(v))?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for NumberSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "default",
+            "description",
+            "maximum",
+            "minimum",
+            "title",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = NumberSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct NumberSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<NumberSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(NumberSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    maximum: v2.unwrap_or_default(),
+                    minimum: v3.unwrap_or_default(),
+                    title: v4.unwrap_or_default(),
+                    r#type: crate::support::required(v5, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("NumberSchema", FIELDS, Visitor)
+    }
+}
+
 /// The `NumberSchemaType` type of the 2026-07-28 schema.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum NumberSchemaType {
     /// `"integer"`.
-    #[serde(rename = "integer")]
+    #[cfg_attr(feature = "schemars", serde(rename = "integer"))]
     Integer,
     /// `"number"`.
-    #[serde(rename = "number")]
+    #[cfg_attr(feature = "schemars", serde(rename = "number"))]
     Number,
 }
 
@@ -3077,50 +8656,191 @@ impl NumberSchemaType {
     }
 }
 
+impl serde::Serialize for NumberSchemaType {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for NumberSchemaType {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [NumberSchemaType; 2] = [NumberSchemaType::Integer, NumberSchemaType::Number];
+        Ok(ALL[crate::support::variant(deserializer, &["integer", "number"])?])
+    }
+}
+
 /// The `PaginatedRequest` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PaginatedRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: PaginatedRequestParams,
 }
 
+impl serde::Serialize for PaginatedRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PaginatedRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PaginatedRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PaginatedRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PaginatedRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PaginatedRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("PaginatedRequest", FIELDS, Visitor)
+    }
+}
+
 /// Common params for paginated requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PaginatedRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta")]
+    #[cfg_attr(feature = "schemars", serde(rename = "_meta"))]
     pub meta: crate::Meta,
     /// An opaque token representing the current pagination position.
     /// If provided, the server should return results starting after this cursor.
-    #[serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "cursor", default, skip_serializing_if = "Option::is_none")
+    )]
     pub cursor: Option<String>,
 }
 
+impl serde::Serialize for PaginatedRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("_meta", &self.meta)?;
+        if let Some(v) = &self.cursor {
+            map.serialize_entry("cursor", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PaginatedRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "cursor"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PaginatedRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PaginatedRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PaginatedRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PaginatedRequestParams {
+                    meta: crate::support::required(v0, "_meta")?,
+                    cursor: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PaginatedRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The `PaginatedResult` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PaginatedResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An opaque token representing the pagination position after the last returned result.
     /// If present, there may be more results available.
-    #[serde(
-        rename = "nextCursor",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "nextCursor",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub next_cursor: Option<String>,
     /// Indicates the type of the result, which allows the client to determine
@@ -3130,30 +8850,151 @@ pub struct PaginatedResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
 }
 
+impl serde::Serialize for PaginatedResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.next_cursor {
+            map.serialize_entry("nextCursor", v)?;
+        }
+        map.serialize_entry("resultType", &self.result_type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PaginatedResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "nextCursor", "resultType"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PaginatedResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PaginatedResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PaginatedResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PaginatedResult {
+                    meta: v0.unwrap_or_default(),
+                    next_cursor: v1.unwrap_or_default(),
+                    result_type: crate::support::required(v2, "resultType")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("PaginatedResult", FIELDS, Visitor)
+    }
+}
+
 /// A JSON-RPC error indicating that invalid JSON was received by the server. This error is returned when the server cannot parse the JSON text of a message.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ParseError {
     /// The error type that occurred.
-    #[serde(rename = "code")]
+    #[cfg_attr(feature = "schemars", serde(rename = "code"))]
     pub code: i64,
     /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "data", default, skip_serializing_if = "Option::is_none")
+    )]
     pub data: Option<serde_json::Value>,
     /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
+}
+
+impl serde::Serialize for ParseError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", &self.code)?;
+        if let Some(v) = &self.data {
+            map.serialize_entry("data", v)?;
+        }
+        map.serialize_entry("message", &self.message)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ParseError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["code", "data", "message"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ParseError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ParseError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ParseError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ParseError {
+                    code: crate::support::required(v0, "code")?,
+                    data: v1.unwrap_or_default(),
+                    message: crate::support::required(v2, "message")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ParseError", FIELDS, Visitor)
+    }
 }
 
 /// Restricted schema definitions that only allow primitive types
 /// without nested objects or arrays.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum PrimitiveSchemaDefinition {
     /// A `StringSchema`.
     String(StringSchema),
@@ -3171,6 +9012,24 @@ pub enum PrimitiveSchemaDefinition {
     TitledMultiSelectEnum(TitledMultiSelectEnumSchema),
     /// A `LegacyTitledEnumSchema`.
     LegacyTitledEnum(LegacyTitledEnumSchema),
+}
+
+impl serde::Serialize for PrimitiveSchemaDefinition {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::String(v) => serde::Serialize::serialize(v, serializer),
+            Self::Number(v) => serde::Serialize::serialize(v, serializer),
+            Self::Boolean(v) => serde::Serialize::serialize(v, serializer),
+            Self::UntitledSingleSelectEnum(v) => serde::Serialize::serialize(v, serializer),
+            Self::TitledSingleSelectEnum(v) => serde::Serialize::serialize(v, serializer),
+            Self::UntitledMultiSelectEnum(v) => serde::Serialize::serialize(v, serializer),
+            Self::TitledMultiSelectEnum(v) => serde::Serialize::serialize(v, serializer),
+            Self::LegacyTitledEnum(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for PrimitiveSchemaDefinition {
@@ -3314,55 +9173,197 @@ impl crate::support::Union for PrimitiveSchemaDefinition {
 }
 
 /// An out-of-band notification used to inform the receiver of a progress update for a long-running request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ProgressNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsProgress,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ProgressNotificationParams,
 }
 
+impl serde::Serialize for ProgressNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProgressNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ProgressNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ProgressNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ProgressNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ProgressNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ProgressNotification", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `ProgressNotificationnotifications/progress` notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ProgressNotificationParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An optional message describing the current progress.
-    #[serde(rename = "message", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "message", default, skip_serializing_if = "Option::is_none")
+    )]
     pub message: Option<String>,
     /// The progress thus far. This should increase every time progress is made, even if the total is unknown.
-    #[serde(rename = "progress", serialize_with = "crate::support::ser_f64")]
+    #[cfg_attr(feature = "schemars", serde(rename = "progress"))]
     pub progress: f64,
     /// The progress token which was given in the initial request, used to associate this notification with the request that is proceeding.
-    #[serde(rename = "progressToken")]
+    #[cfg_attr(feature = "schemars", serde(rename = "progressToken"))]
     pub progress_token: ProgressToken,
     /// Total number of items to process (or total progress required), if known.
-    #[serde(
-        rename = "total",
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::support::ser_opt_f64"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "total", default, skip_serializing_if = "Option::is_none")
     )]
     pub total: Option<f64>,
 }
 
+impl serde::Serialize for ProgressNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.message {
+            map.serialize_entry("message", v)?;
+        }
+        map.serialize_entry("progress", &crate::support::Num(&self.progress))?;
+        map.serialize_entry("progressToken", &self.progress_token)?;
+        if let Some(v) = &self.total {
+            map.serialize_entry("total", &crate::support::Num(v))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProgressNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "message", "progress", "progressToken", "total"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ProgressNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ProgressNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ProgressNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ProgressNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    message: v1.unwrap_or_default(),
+                    progress: crate::support::required(v2, "progress")?,
+                    progress_token: crate::support::required(v3, "progressToken")?,
+                    total: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ProgressNotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// A progress token, used to associate progress notifications with the original request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ProgressToken {
     /// A value of type `String`.
     String(String),
     /// A value of type `i64`.
     Integer(i64),
+}
+
+impl serde::Serialize for ProgressToken {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::String(v) => serde::Serialize::serialize(v, serializer),
+            Self::Integer(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ProgressToken {
@@ -3390,20 +9391,29 @@ impl crate::support::Union for ProgressToken {
 }
 
 /// A prompt or prompt template that the server offers.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Prompt {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// A list of arguments to use for templating the prompt.
-    #[serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "arguments", default, skip_serializing_if = "Option::is_none")
+    )]
     pub arguments: Option<Vec<PromptArgument>>,
     /// An optional description of what this prompt provides
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Optional set of sized icons that the client can display in a user interface.
@@ -3415,10 +9425,13 @@ pub struct Prompt {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -3426,26 +9439,120 @@ pub struct Prompt {
     /// If not provided, the name should be used for display (except for `Tool`,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
 }
 
+impl serde::Serialize for Prompt {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Prompt {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "arguments",
+            "description",
+            "icons",
+            "name",
+            "title",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Prompt;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Prompt")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Prompt, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Prompt {
+                    meta: v0.unwrap_or_default(),
+                    arguments: v1.unwrap_or_default(),
+                    description: v2.unwrap_or_default(),
+                    icons: v3.unwrap_or_default(),
+                    name: crate::support::required(v4, "name")?,
+                    title: v5.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Prompt", FIELDS, Visitor)
+    }
+}
+
 /// Describes an argument that a prompt can accept.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptArgument {
     /// A human-readable description of the argument.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Whether this argument must be provided.
-    #[serde(rename = "required", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "required", default, skip_serializing_if = "Option::is_none")
+    )]
     pub required: Option<bool>,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -3453,46 +9560,228 @@ pub struct PromptArgument {
     /// If not provided, the name should be used for display (except for `Tool`,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
 }
 
+impl serde::Serialize for PromptArgument {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.required {
+            map.serialize_entry("required", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptArgument {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["description", "name", "required", "title"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptArgument;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptArgument")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptArgument, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptArgument {
+                    description: v0.unwrap_or_default(),
+                    name: crate::support::required(v1, "name")?,
+                    required: v2.unwrap_or_default(),
+                    title: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptArgument", FIELDS, Visitor)
+    }
+}
+
 /// An optional notification from the server to the client, informing it that the list of prompts it offers has changed. This is only delivered on a `SubscriptionsListenRequestsubscriptions/listen` stream when the client requested it via the `promptsListChanged` filter field.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptListChangedNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsPromptsListChanged,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<NotificationParams>,
+}
+
+impl serde::Serialize for PromptListChangedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptListChangedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptListChangedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptListChangedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptListChangedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptListChangedNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptListChangedNotification", FIELDS, Visitor)
+    }
 }
 
 /// Describes a message returned as part of a prompt.
 ///
 /// This is similar to `SamplingMessage`, but also supports the embedding of
 /// resources from the MCP server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptMessage {
     /// The `content` field.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: ContentBlock,
     /// The `role` field.
-    #[serde(rename = "role")]
+    #[cfg_attr(feature = "schemars", serde(rename = "role"))]
     pub role: Role,
 }
 
+impl serde::Serialize for PromptMessage {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("content", &self.content)?;
+        map.serialize_entry("role", &self.role)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["content", "role"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptMessage;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptMessage")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptMessage, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptMessage {
+                    content: crate::support::required(v0, "content")?,
+                    role: crate::support::required(v1, "role")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptMessage", FIELDS, Visitor)
+    }
+}
+
 /// Identifies a prompt.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PromptReference {
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -3500,63 +9789,257 @@ pub struct PromptReference {
     /// If not provided, the name should be used for display (except for `Tool`,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::RefPrompt,
 }
 
+impl serde::Serialize for PromptReference {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptReference {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["name", "title", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PromptReference;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct PromptReference")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<PromptReference, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(PromptReference {
+                    name: crate::support::required(v0, "name")?,
+                    title: v1.unwrap_or_default(),
+                    r#type: crate::support::required(v2, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("PromptReference", FIELDS, Visitor)
+    }
+}
+
 /// Sent from the client to the server, to read a specific resource URI.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReadResourceRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::ResourcesRead,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ReadResourceRequestParams,
 }
 
+impl serde::Serialize for ReadResourceRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReadResourceRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ReadResourceRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ReadResourceRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ReadResourceRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ReadResourceRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ReadResourceRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `resources/read` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReadResourceRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta")]
+    #[cfg_attr(feature = "schemars", serde(rename = "_meta"))]
     pub meta: crate::Meta,
     /// The `inputResponses` field.
-    #[serde(
-        rename = "inputResponses",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "inputResponses",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub input_responses: Option<InputResponses>,
     /// The `requestState` field.
-    #[serde(
-        rename = "requestState",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "requestState",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub request_state: Option<String>,
     /// The URI of the resource. The URI can use any protocol; it is up to the server how to interpret it.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ReadResourceRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("_meta", &self.meta)?;
+        if let Some(v) = &self.input_responses {
+            map.serialize_entry("inputResponses", v)?;
+        }
+        if let Some(v) = &self.request_state {
+            map.serialize_entry("requestState", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReadResourceRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "inputResponses", "requestState", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ReadResourceRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ReadResourceRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ReadResourceRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ReadResourceRequestParams {
+                    meta: crate::support::required(v0, "_meta")?,
+                    input_responses: v1.unwrap_or_default(),
+                    request_state: v2.unwrap_or_default(),
+                    uri: crate::support::required(v3, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ReadResourceRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// The result returned by the server for a `ReadResourceRequestresources/read` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReadResourceResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Indicates the intended scope of the cached response, analogous to HTTP
     /// `Cache-Control: public` vs `Cache-Control: private`.
@@ -3568,10 +10051,10 @@ pub struct ReadResourceResult {
     ///   same authorization context. Caches MUST NOT be shared across
     ///   authorization contexts (e.g., a different access token requires a
     ///   different cache).
-    #[serde(rename = "cacheScope")]
+    #[cfg_attr(feature = "schemars", serde(rename = "cacheScope"))]
     pub cache_scope: CacheScope,
     /// The `contents` field.
-    #[serde(rename = "contents")]
+    #[cfg_attr(feature = "schemars", serde(rename = "contents"))]
     pub contents: Vec<ResourceContentsKind>,
     /// Indicates the type of the result, which allows the client to determine
     /// how to parse the result object.
@@ -3580,7 +10063,7 @@ pub struct ReadResourceResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
     /// A hint from the server indicating how long (in milliseconds) the
     /// client MAY cache this response before re-fetching. Semantics are
@@ -3590,34 +10073,168 @@ pub struct ReadResourceResult {
     ///   The client MAY re-fetch every time the result is needed.
     /// - If positive, the client SHOULD consider the result fresh for this many
     ///   milliseconds after receiving the response.
-    #[serde(rename = "ttlMs")]
+    #[cfg_attr(feature = "schemars", serde(rename = "ttlMs"))]
     pub ttl_ms: i64,
 }
 
+impl serde::Serialize for ReadResourceResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("cacheScope", &self.cache_scope)?;
+        map.serialize_entry("contents", &self.contents)?;
+        map.serialize_entry("resultType", &self.result_type)?;
+        map.serialize_entry("ttlMs", &self.ttl_ms)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReadResourceResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "cacheScope", "contents", "resultType", "ttlMs"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ReadResourceResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ReadResourceResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ReadResourceResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ReadResourceResult {
+                    meta: v0.unwrap_or_default(),
+                    cache_scope: crate::support::required(v1, "cacheScope")?,
+                    contents: crate::support::required(v2, "contents")?,
+                    result_type: crate::support::required(v3, "resultType")?,
+                    ttl_ms: crate::support::required(v4, "ttlMs")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ReadResourceResult", FIELDS, Visitor)
+    }
+}
+
 /// A successful response from the server for a `ReadResourceRequestresources/read` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReadResourceResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: ReadResourceResultResponseResult,
 }
 
+impl serde::Serialize for ReadResourceResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReadResourceResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ReadResourceResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ReadResourceResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ReadResourceResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ReadResourceResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ReadResourceResultResponse", FIELDS, Visitor)
+    }
+}
+
 /// The `ReadResourceResultResponseResult` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ReadResourceResultResponseResult {
     /// A `InputRequiredResult`.
     InputRequired(InputRequiredResult),
     /// A `ReadResourceResult`.
     ReadResource(ReadResourceResult),
+}
+
+impl serde::Serialize for ReadResourceResultResponseResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::InputRequired(v) => serde::Serialize::serialize(v, serializer),
+            Self::ReadResource(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ReadResourceResultResponseResult {
@@ -3666,26 +10283,95 @@ impl crate::support::Union for ReadResourceResultResponseResult {
 }
 
 /// The `Request` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Request {
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: String,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<crate::JsonObject>,
 }
 
+impl serde::Serialize for Request {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Request {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Request;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Request")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Request, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Request {
+                    method: crate::support::required(v0, "method")?,
+                    params: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Request", FIELDS, Visitor)
+    }
+}
+
 /// A uniquely identifying ID for a request in JSON-RPC.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum RequestId {
     /// A value of type `String`.
     String(String),
     /// A value of type `i64`.
     Integer(i64),
+}
+
+impl serde::Serialize for RequestId {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::String(v) => serde::Serialize::serialize(v, serializer),
+            Self::Integer(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for RequestId {
@@ -3713,7 +10399,7 @@ impl crate::support::Union for RequestId {
 }
 
 /// Extends `MetaObject` with additional request-specific fields. All key naming rules from `MetaObject` apply.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RequestMetaObject {
     /// The client's capabilities for this specific request. Required.
@@ -3721,7 +10407,10 @@ pub struct RequestMetaObject {
     /// Capabilities are declared per-request rather than once at initialization;
     /// an empty object means the client supports no optional capabilities.
     /// Servers MUST NOT infer capabilities from prior requests.
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "io.modelcontextprotocol/clientCapabilities")
+    )]
     pub client_capabilities: ClientCapabilities,
     /// Identifies the client software making the request. Clients SHOULD
     /// include this field on every request unless specifically configured not
@@ -3734,10 +10423,13 @@ pub struct RequestMetaObject {
     /// protocol. It is intended for display, logging, and debugging. Servers
     /// SHOULD NOT use it to change their behavior, and SHOULD NOT rely on it for
     /// security decisions.
-    #[serde(
-        rename = "io.modelcontextprotocol/clientInfo",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "io.modelcontextprotocol/clientInfo",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub client_info: Option<Implementation>,
     /// The desired log level for this request. Optional.
@@ -3745,10 +10437,13 @@ pub struct RequestMetaObject {
     /// If absent, the server MUST NOT send any `LoggingMessageNotificationnotifications/message`
     /// notifications for this request. The client opts in to log messages by
     /// explicitly setting a level. Replaces the former `logging/setLevel` RPC.
-    #[serde(
-        rename = "io.modelcontextprotocol/logLevel",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "io.modelcontextprotocol/logLevel",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub log_level: Option<LoggingLevel>,
     /// The MCP Protocol Version being used for this request. Required.
@@ -3757,47 +10452,198 @@ pub struct RequestMetaObject {
     /// header; otherwise the server MUST return a `400 Bad Request`. If the
     /// server does not support the requested version, it MUST return an
     /// `UnsupportedProtocolVersionError`.
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "io.modelcontextprotocol/protocolVersion")
+    )]
     pub protocol_version: String,
     /// If specified, the caller is requesting out-of-band progress notifications for this request (as represented by `ProgressNotificationnotifications/progress`). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications.
-    #[serde(
-        rename = "progressToken",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "progressToken",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub progress_token: Option<ProgressToken>,
 }
 
+impl serde::Serialize for RequestMetaObject {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry(
+            "io.modelcontextprotocol/clientCapabilities",
+            &self.client_capabilities,
+        )?;
+        if let Some(v) = &self.client_info {
+            map.serialize_entry("io.modelcontextprotocol/clientInfo", v)?;
+        }
+        if let Some(v) = &self.log_level {
+            map.serialize_entry("io.modelcontextprotocol/logLevel", v)?;
+        }
+        map.serialize_entry(
+            "io.modelcontextprotocol/protocolVersion",
+            &self.protocol_version,
+        )?;
+        if let Some(v) = &self.progress_token {
+            map.serialize_entry("progressToken", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RequestMetaObject {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "io.modelcontextprotocol/clientCapabilities",
+            "io.modelcontextprotocol/clientInfo",
+            "io.modelcontextprotocol/logLevel",
+            "io.modelcontextprotocol/protocolVersion",
+            "progressToken",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RequestMetaObject;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct RequestMetaObject")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<RequestMetaObject, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(RequestMetaObject {
+                    client_capabilities: crate::support::required(
+                        v0,
+                        "io.modelcontextprotocol/clientCapabilities",
+                    )?,
+                    client_info: v1.unwrap_or_default(),
+                    log_level: v2.unwrap_or_default(),
+                    protocol_version: crate::support::required(
+                        v3,
+                        "io.modelcontextprotocol/protocolVersion",
+                    )?,
+                    progress_token: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("RequestMetaObject", FIELDS, Visitor)
+    }
+}
+
 /// Common params for any request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta")]
+    #[cfg_attr(feature = "schemars", serde(rename = "_meta"))]
     pub meta: crate::Meta,
 }
 
+impl serde::Serialize for RequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("_meta", &self.meta)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct RequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<RequestParams, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(RequestParams {
+                    meta: crate::support::required(v0, "_meta")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("RequestParams", FIELDS, Visitor)
+    }
+}
+
 /// A known resource that the server is capable of reading.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Resource {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// A description of what this resource represents.
     ///
     /// This can be used by clients to improve the LLM's understanding of available resources. It can be thought of like a "hint" to the model.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Optional set of sized icons that the client can display in a user interface.
@@ -3809,18 +10655,27 @@ pub struct Resource {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The size of the raw resource content, in bytes (i.e., before base64 encoding or any tokenization), if known.
     ///
     /// This can be used by Hosts to display file sizes and estimate context window usage.
-    #[serde(rename = "size", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "size", default, skip_serializing_if = "Option::is_none")
+    )]
     pub size: Option<i64>,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -3828,37 +10683,222 @@ pub struct Resource {
     /// If not provided, the name should be used for display (except for `Tool`,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
+}
+
+impl serde::Serialize for Resource {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.size {
+            map.serialize_entry("size", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Resource {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "annotations",
+            "description",
+            "icons",
+            "mimeType",
+            "name",
+            "size",
+            "title",
+            "uri",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Resource;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Resource")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Resource, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut v8 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        Ok(8) => v8 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Resource {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    description: v2.unwrap_or_default(),
+                    icons: v3.unwrap_or_default(),
+                    mime_type: v4.unwrap_or_default(),
+                    name: crate::support::required(v5, "name")?,
+                    size: v6.unwrap_or_default(),
+                    title: v7.unwrap_or_default(),
+                    uri: crate::support::required(v8, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("Resource", FIELDS, Visitor)
+    }
 }
 
 /// The contents of a specific resource or sub-resource.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceContents {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ResourceContents {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceContents {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "mimeType", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceContents;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceContents")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceContents, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceContents {
+                    meta: v0.unwrap_or_default(),
+                    mime_type: v1.unwrap_or_default(),
+                    uri: crate::support::required(v2, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceContents", FIELDS, Visitor)
+    }
+}
+
 /// The `ResourceContentsKind` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ResourceContentsKind {
     /// A `TextResourceContents`.
     Text(TextResourceContents),
     /// A `BlobResourceContents`.
     Blob(BlobResourceContents),
+}
+
+impl serde::Serialize for ResourceContentsKind {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(v) => serde::Serialize::serialize(v, serializer),
+            Self::Blob(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ResourceContentsKind {
@@ -3909,26 +10949,35 @@ impl crate::support::Union for ResourceContentsKind {
 /// A resource that the server is capable of reading, included in a prompt or tool call result.
 ///
 /// Note: resource links returned by tools are not guaranteed to appear in the results of `ListResourcesRequestresources/list` requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceLink {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// A description of what this resource represents.
     ///
     /// This can be used by clients to improve the LLM's understanding of available resources. It can be thought of like a "hint" to the model.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Optional set of sized icons that the client can display in a user interface.
@@ -3940,18 +10989,27 @@ pub struct ResourceLink {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The size of the raw resource content, in bytes (i.e., before base64 encoding or any tokenization), if known.
     ///
     /// This can be used by Hosts to display file sizes and estimate context window usage.
-    #[serde(rename = "size", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "size", default, skip_serializing_if = "Option::is_none")
+    )]
     pub size: Option<i64>,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -3959,64 +11017,298 @@ pub struct ResourceLink {
     /// If not provided, the name should be used for display (except for `Tool`,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::ResourceLink,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
+}
+
+impl serde::Serialize for ResourceLink {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.size {
+            map.serialize_entry("size", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceLink {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "annotations",
+            "description",
+            "icons",
+            "mimeType",
+            "name",
+            "size",
+            "title",
+            "type",
+            "uri",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceLink;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceLink")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceLink, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut v8 = None;
+                let mut v9 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        Ok(8) => v8 = Some(map.next_value()?),
+                        Ok(9) => v9 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceLink {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    description: v2.unwrap_or_default(),
+                    icons: v3.unwrap_or_default(),
+                    mime_type: v4.unwrap_or_default(),
+                    name: crate::support::required(v5, "name")?,
+                    size: v6.unwrap_or_default(),
+                    title: v7.unwrap_or_default(),
+                    r#type: crate::support::required(v8, "type")?,
+                    uri: crate::support::required(v9, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceLink", FIELDS, Visitor)
+    }
 }
 
 /// An optional notification from the server to the client, informing it that the list of resources it can read from has changed. This is only delivered on a `SubscriptionsListenRequestsubscriptions/listen` stream when the client requested it via the `resourcesListChanged` filter field.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceListChangedNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsResourcesListChanged,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<NotificationParams>,
 }
 
+impl serde::Serialize for ResourceListChangedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceListChangedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceListChangedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceListChangedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceListChangedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceListChangedNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceListChangedNotification", FIELDS, Visitor)
+    }
+}
+
 /// Common params for resource-related requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta")]
+    #[cfg_attr(feature = "schemars", serde(rename = "_meta"))]
     pub meta: crate::Meta,
     /// The URI of the resource. The URI can use any protocol; it is up to the server how to interpret it.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ResourceRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("_meta", &self.meta)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceRequestParams {
+                    meta: crate::support::required(v0, "_meta")?,
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceRequestParams", FIELDS, Visitor)
+    }
+}
+
 /// A template description for resources available on the server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceTemplate {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// A description of what this template is for.
     ///
     /// This can be used by clients to improve the LLM's understanding of available resources. It can be thought of like a "hint" to the model.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Optional set of sized icons that the client can display in a user interface.
@@ -4028,13 +11320,19 @@ pub struct ResourceTemplate {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// The MIME type for all resources that match this template. This should only be included if all resources matching this template have the same type.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
     /// even by those unfamiliar with domain-specific terminology.
@@ -4042,54 +11340,319 @@ pub struct ResourceTemplate {
     /// If not provided, the name should be used for display (except for `Tool`,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// A URI template (according to RFC 6570) that can be used to construct resource URIs.
-    #[serde(rename = "uriTemplate")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uriTemplate"))]
     pub uri_template: String,
 }
 
+impl serde::Serialize for ResourceTemplate {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("uriTemplate", &self.uri_template)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceTemplate {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "annotations",
+            "description",
+            "icons",
+            "mimeType",
+            "name",
+            "title",
+            "uriTemplate",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceTemplate;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceTemplate")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceTemplate, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceTemplate {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    description: v2.unwrap_or_default(),
+                    icons: v3.unwrap_or_default(),
+                    mime_type: v4.unwrap_or_default(),
+                    name: crate::support::required(v5, "name")?,
+                    title: v6.unwrap_or_default(),
+                    uri_template: crate::support::required(v7, "uriTemplate")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceTemplate", FIELDS, Visitor)
+    }
+}
+
 /// A reference to a resource or resource template definition.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceTemplateReference {
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::RefResource,
     /// The URI or URI template of the resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
+}
+
+impl serde::Serialize for ResourceTemplateReference {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceTemplateReference {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["type", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceTemplateReference;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceTemplateReference")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceTemplateReference, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceTemplateReference {
+                    r#type: crate::support::required(v0, "type")?,
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceTemplateReference", FIELDS, Visitor)
+    }
 }
 
 /// A notification from the server to the client, informing it that a resource has changed and may need to be read again. This is only sent for resources the client opted in to via the `resourceSubscriptions` field of a `SubscriptionsListenRequestsubscriptions/listen` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceUpdatedNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsResourcesUpdated,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: ResourceUpdatedNotificationParams,
 }
 
+impl serde::Serialize for ResourceUpdatedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceUpdatedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceUpdatedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceUpdatedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceUpdatedNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceUpdatedNotification", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `notifications/resources/updated` notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResourceUpdatedNotificationParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The URI of the resource that has been updated. This might be a sub-resource of the one that the client actually subscribed to.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for ResourceUpdatedNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResourceUpdatedNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResourceUpdatedNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResourceUpdatedNotificationParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResourceUpdatedNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    uri: crate::support::required(v1, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResourceUpdatedNotificationParams", FIELDS, Visitor)
+    }
+}
+
 /// Extends `MetaObject` with additional result-specific fields. All key naming rules from `MetaObject` apply.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResultMetaObject {
     /// Identifies the server software producing the response. Servers SHOULD
@@ -4103,12 +11666,65 @@ pub struct ResultMetaObject {
     /// protocol. It is intended for display, logging, and debugging. Clients
     /// SHOULD NOT use it to change their behavior, and SHOULD NOT rely on it for
     /// security decisions.
-    #[serde(
-        rename = "io.modelcontextprotocol/serverInfo",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "io.modelcontextprotocol/serverInfo",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub server_info: Option<Implementation>,
+}
+
+impl serde::Serialize for ResultMetaObject {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.server_info {
+            map.serialize_entry("io.modelcontextprotocol/serverInfo", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResultMetaObject {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["io.modelcontextprotocol/serverInfo"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResultMetaObject;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ResultMetaObject")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ResultMetaObject, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResultMetaObject {
+                    server_info: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ResultMetaObject", FIELDS, Visitor)
+    }
 }
 
 /// Indicates the type of a `Result` object, allowing the client to
@@ -4119,16 +11735,14 @@ pub struct ResultMetaObject {
 pub type ResultType = String;
 
 /// The sender or recipient of messages and data in a conversation.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum Role {
     /// `"assistant"`.
-    #[serde(rename = "assistant")]
+    #[cfg_attr(feature = "schemars", serde(rename = "assistant"))]
     Assistant,
     /// `"user"`.
-    #[serde(rename = "user")]
+    #[cfg_attr(feature = "schemars", serde(rename = "user"))]
     User,
 }
 
@@ -4142,44 +11756,189 @@ impl Role {
     }
 }
 
+impl serde::Serialize for Role {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Role {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [Role; 2] = [Role::Assistant, Role::User];
+        Ok(ALL[crate::support::variant(deserializer, &["assistant", "user"])?])
+    }
+}
+
 /// Represents a root directory or file that the server can operate on.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Root {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// An optional name for the root. This can be used to provide a human-readable
     /// identifier for the root, which may be useful for display purposes or for
     /// referencing the root in other parts of the application.
-    #[serde(rename = "name", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "name", default, skip_serializing_if = "Option::is_none")
+    )]
     pub name: Option<String>,
     /// The URI identifying the root. This *must* start with `file://` for now.
     /// This restriction may be relaxed in future versions of the protocol to allow
     /// other URI schemes.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for Root {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.name {
+            map.serialize_entry("name", v)?;
+        }
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Root {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "name", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Root;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Root")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Root, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Root {
+                    meta: v0.unwrap_or_default(),
+                    name: v1.unwrap_or_default(),
+                    uri: crate::support::required(v2, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("Root", FIELDS, Visitor)
+    }
+}
+
 /// The `RpcError` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RpcError {
     /// The error type that occurred.
-    #[serde(rename = "code")]
+    #[cfg_attr(feature = "schemars", serde(rename = "code"))]
     pub code: i64,
     /// Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    #[serde(rename = "data", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "data", default, skip_serializing_if = "Option::is_none")
+    )]
     pub data: Option<serde_json::Value>,
     /// A short description of the error. The message SHOULD be limited to a concise single sentence.
-    #[serde(rename = "message")]
+    #[cfg_attr(feature = "schemars", serde(rename = "message"))]
     pub message: String,
 }
 
+impl serde::Serialize for RpcError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", &self.code)?;
+        if let Some(v) = &self.data {
+            map.serialize_entry("data", v)?;
+        }
+        map.serialize_entry("message", &self.message)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RpcError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["code", "data", "message"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RpcError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct RpcError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<RpcError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(RpcError {
+                    code: crate::support::required(v0, "code")?,
+                    data: v1.unwrap_or_default(),
+                    message: crate::support::required(v2, "message")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("RpcError", FIELDS, Visitor)
+    }
+}
+
 /// The `SamplingContent` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum SamplingContent {
     /// A `TextContent`.
     Text(TextContent),
@@ -4193,6 +11952,22 @@ pub enum SamplingContent {
     ToolResult(ToolResultContent),
     /// A value of type `Vec<SamplingMessageContentBlock>`.
     Array(Vec<SamplingMessageContentBlock>),
+}
+
+impl serde::Serialize for SamplingContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(v) => serde::Serialize::serialize(v, serializer),
+            Self::Image(v) => serde::Serialize::serialize(v, serializer),
+            Self::Audio(v) => serde::Serialize::serialize(v, serializer),
+            Self::ToolUse(v) => serde::Serialize::serialize(v, serializer),
+            Self::ToolResult(v) => serde::Serialize::serialize(v, serializer),
+            Self::Array(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for SamplingContent {
@@ -4277,24 +12052,85 @@ impl crate::support::Union for SamplingContent {
 }
 
 /// Describes a message issued to or received from an LLM API.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SamplingMessage {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The `content` field.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: SamplingContent,
     /// The `role` field.
-    #[serde(rename = "role")]
+    #[cfg_attr(feature = "schemars", serde(rename = "role"))]
     pub role: Role,
 }
 
+impl serde::Serialize for SamplingMessage {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("content", &self.content)?;
+        map.serialize_entry("role", &self.role)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SamplingMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "content", "role"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SamplingMessage;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SamplingMessage")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SamplingMessage, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SamplingMessage {
+                    meta: v0.unwrap_or_default(),
+                    content: crate::support::required(v1, "content")?,
+                    role: crate::support::required(v2, "role")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SamplingMessage", FIELDS, Visitor)
+    }
+}
+
 /// The `SamplingMessageContentBlock` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum SamplingMessageContentBlock {
     /// A `TextContent`.
     Text(TextContent),
@@ -4306,6 +12142,21 @@ pub enum SamplingMessageContentBlock {
     ToolUse(ToolUseContent),
     /// A `ToolResultContent`.
     ToolResult(ToolResultContent),
+}
+
+impl serde::Serialize for SamplingMessageContentBlock {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(v) => serde::Serialize::serialize(v, serializer),
+            Self::Image(v) => serde::Serialize::serialize(v, serializer),
+            Self::Audio(v) => serde::Serialize::serialize(v, serializer),
+            Self::ToolUse(v) => serde::Serialize::serialize(v, serializer),
+            Self::ToolResult(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for SamplingMessageContentBlock {
@@ -4385,21 +12236,27 @@ impl crate::support::Union for SamplingMessageContentBlock {
 }
 
 /// Capabilities that a server may support. Known capabilities are defined here, in this schema, but this is not a closed set: any server can define its own, additional capabilities.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilities {
     /// Present if the server supports argument autocompletion suggestions.
-    #[serde(
-        rename = "completions",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "completions",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub completions: Option<JSONObject>,
     /// Experimental, non-standard capabilities that the server supports.
-    #[serde(
-        rename = "experimental",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "experimental",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub experimental: Option<std::collections::BTreeMap<String, JSONObject>>,
     /// Optional MCP extensions that the server supports. Keys are extension identifiers
@@ -4408,72 +12265,349 @@ pub struct ServerCapabilities {
     ///
     /// Keys MUST follow the `MetaObject`_meta` key naming rules`, with a
     /// mandatory prefix.
-    #[serde(
-        rename = "extensions",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "extensions",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub extensions: Option<std::collections::BTreeMap<String, JSONObject>>,
     /// Present if the server supports sending log messages to the client.
-    #[serde(rename = "logging", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "logging", default, skip_serializing_if = "Option::is_none")
+    )]
     pub logging: Option<JSONObject>,
     /// Present if the server offers any prompt templates.
-    #[serde(rename = "prompts", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "prompts", default, skip_serializing_if = "Option::is_none")
+    )]
     pub prompts: Option<ServerCapabilitiesPrompts>,
     /// Present if the server offers any resources to read.
-    #[serde(rename = "resources", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "resources", default, skip_serializing_if = "Option::is_none")
+    )]
     pub resources: Option<ServerCapabilitiesResources>,
     /// Present if the server offers any tools to call.
-    #[serde(rename = "tools", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "tools", default, skip_serializing_if = "Option::is_none")
+    )]
     pub tools: Option<ServerCapabilitiesTools>,
 }
 
+impl serde::Serialize for ServerCapabilities {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.completions {
+            map.serialize_entry("completions", v)?;
+        }
+        if let Some(v) = &self.experimental {
+            map.serialize_entry("experimental", v)?;
+        }
+        if let Some(v) = &self.extensions {
+            map.serialize_entry("extensions", v)?;
+        }
+        if let Some(v) = &self.logging {
+            map.serialize_entry("logging", v)?;
+        }
+        if let Some(v) = &self.prompts {
+            map.serialize_entry("prompts", v)?;
+        }
+        if let Some(v) = &self.resources {
+            map.serialize_entry("resources", v)?;
+        }
+        if let Some(v) = &self.tools {
+            map.serialize_entry("tools", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilities {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "completions",
+            "experimental",
+            "extensions",
+            "logging",
+            "prompts",
+            "resources",
+            "tools",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilities;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilities")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilities, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilities {
+                    completions: v0.unwrap_or_default(),
+                    experimental: v1.unwrap_or_default(),
+                    extensions: v2.unwrap_or_default(),
+                    logging: v3.unwrap_or_default(),
+                    prompts: v4.unwrap_or_default(),
+                    resources: v5.unwrap_or_default(),
+                    tools: v6.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilities", FIELDS, Visitor)
+    }
+}
+
 /// Present if the server offers any prompt templates.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesPrompts {
     /// Whether this server supports notifications for changes to the prompt list.
-    #[serde(
-        rename = "listChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "listChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub list_changed: Option<bool>,
+}
+
+impl serde::Serialize for ServerCapabilitiesPrompts {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.list_changed {
+            map.serialize_entry("listChanged", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesPrompts {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["listChanged"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesPrompts;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesPrompts")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesPrompts, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesPrompts {
+                    list_changed: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesPrompts", FIELDS, Visitor)
+    }
 }
 
 /// Present if the server offers any resources to read.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesResources {
     /// Whether this server supports notifications for changes to the resource list.
-    #[serde(
-        rename = "listChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "listChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub list_changed: Option<bool>,
     /// Whether this server supports subscribing to resource updates.
-    #[serde(rename = "subscribe", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "subscribe", default, skip_serializing_if = "Option::is_none")
+    )]
     pub subscribe: Option<bool>,
 }
 
+impl serde::Serialize for ServerCapabilitiesResources {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.list_changed {
+            map.serialize_entry("listChanged", v)?;
+        }
+        if let Some(v) = &self.subscribe {
+            map.serialize_entry("subscribe", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesResources {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["listChanged", "subscribe"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesResources;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesResources")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesResources, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesResources {
+                    list_changed: v0.unwrap_or_default(),
+                    subscribe: v1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesResources", FIELDS, Visitor)
+    }
+}
+
 /// Present if the server offers any tools to call.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ServerCapabilitiesTools {
     /// Whether this server supports notifications for changes to the tool list.
-    #[serde(
-        rename = "listChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "listChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub list_changed: Option<bool>,
 }
 
+impl serde::Serialize for ServerCapabilitiesTools {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.list_changed {
+            map.serialize_entry("listChanged", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTools {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["listChanged"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ServerCapabilitiesTools;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ServerCapabilitiesTools")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ServerCapabilitiesTools, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ServerCapabilitiesTools {
+                    list_changed: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServerCapabilitiesTools", FIELDS, Visitor)
+    }
+}
+
 /// The `ServerNotification` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ServerNotification {
     /// A `CancelledNotification`.
     Cancelled(CancelledNotification),
@@ -4491,6 +12625,24 @@ pub enum ServerNotification {
     ToolListChanged(ToolListChangedNotification),
     /// A `LoggingMessageNotification`.
     LoggingMessage(LoggingMessageNotification),
+}
+
+impl serde::Serialize for ServerNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Cancelled(v) => serde::Serialize::serialize(v, serializer),
+            Self::Progress(v) => serde::Serialize::serialize(v, serializer),
+            Self::ResourceListChanged(v) => serde::Serialize::serialize(v, serializer),
+            Self::SubscriptionsAcknowledged(v) => serde::Serialize::serialize(v, serializer),
+            Self::ResourceUpdated(v) => serde::Serialize::serialize(v, serializer),
+            Self::PromptListChanged(v) => serde::Serialize::serialize(v, serializer),
+            Self::ToolListChanged(v) => serde::Serialize::serialize(v, serializer),
+            Self::LoggingMessage(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ServerNotification {
@@ -4625,9 +12777,9 @@ impl crate::support::Union for ServerNotification {
 }
 
 /// The `ServerResult` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum ServerResult {
     /// A `EmptyResult`.
     Empty(EmptyResult),
@@ -4653,6 +12805,28 @@ pub enum ServerResult {
     CallTool(CallToolResult),
     /// A `CompleteResult`.
     Complete(CompleteResult),
+}
+
+impl serde::Serialize for ServerResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Empty(v) => serde::Serialize::serialize(v, serializer),
+            Self::InputRequired(v) => serde::Serialize::serialize(v, serializer),
+            Self::Discover(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResources(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListResourceTemplates(v) => serde::Serialize::serialize(v, serializer),
+            Self::ReadResource(v) => serde::Serialize::serialize(v, serializer),
+            Self::SubscriptionsListen(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListPrompts(v) => serde::Serialize::serialize(v, serializer),
+            Self::GetPrompt(v) => serde::Serialize::serialize(v, serializer),
+            Self::ListTools(v) => serde::Serialize::serialize(v, serializer),
+            Self::CallTool(v) => serde::Serialize::serialize(v, serializer),
+            Self::Complete(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for ServerResult {
@@ -4836,14 +13010,26 @@ impl crate::support::Union for ServerResult {
 }
 
 /// The `SingleSelectEnumSchema` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[cfg_attr(feature = "schemars", serde(untagged))]
 pub enum SingleSelectEnumSchema {
     /// A `UntitledSingleSelectEnumSchema`.
     Untitled(UntitledSingleSelectEnumSchema),
     /// A `TitledSingleSelectEnumSchema`.
     Titled(TitledSingleSelectEnumSchema),
+}
+
+impl serde::Serialize for SingleSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Untitled(v) => serde::Serialize::serialize(v, serializer),
+            Self::Titled(v) => serde::Serialize::serialize(v, serializer),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for SingleSelectEnumSchema {
@@ -4892,53 +13078,161 @@ impl crate::support::Union for SingleSelectEnumSchema {
 }
 
 /// The `StringSchema` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct StringSchema {
     /// The `default` field.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<String>,
     /// The `description` field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// The `format` field.
-    #[serde(rename = "format", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "format", default, skip_serializing_if = "Option::is_none")
+    )]
     pub format: Option<StringSchemaFormat>,
     /// The `maxLength` field.
-    #[serde(rename = "maxLength", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "maxLength", default, skip_serializing_if = "Option::is_none")
+    )]
     pub max_length: Option<i64>,
     /// The `minLength` field.
-    #[serde(rename = "minLength", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "minLength", default, skip_serializing_if = "Option::is_none")
+    )]
     pub min_length: Option<i64>,
     /// The `title` field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::String,
 }
 
+impl serde::Serialize for StringSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.format {
+            map.serialize_entry("format", v)?;
+        }
+        if let Some(v) = &self.max_length {
+            map.serialize_entry("maxLength", v)?;
+        }
+        if let Some(v) = &self.min_length {
+            map.serialize_entry("minLength", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for StringSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "default",
+            "description",
+            "format",
+            "maxLength",
+            "minLength",
+            "title",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = StringSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct StringSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<StringSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(StringSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    format: v2.unwrap_or_default(),
+                    max_length: v3.unwrap_or_default(),
+                    min_length: v4.unwrap_or_default(),
+                    title: v5.unwrap_or_default(),
+                    r#type: crate::support::required(v6, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("StringSchema", FIELDS, Visitor)
+    }
+}
+
 /// The `StringSchemaFormat` type of the 2026-07-28 schema.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum StringSchemaFormat {
     /// `"date"`.
-    #[serde(rename = "date")]
+    #[cfg_attr(feature = "schemars", serde(rename = "date"))]
     Date,
     /// `"date-time"`.
-    #[serde(rename = "date-time")]
+    #[cfg_attr(feature = "schemars", serde(rename = "date-time"))]
     DateTime,
     /// `"email"`.
-    #[serde(rename = "email")]
+    #[cfg_attr(feature = "schemars", serde(rename = "email"))]
     Email,
     /// `"uri"`.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     Uri,
 }
 
@@ -4954,43 +13248,151 @@ impl StringSchemaFormat {
     }
 }
 
+impl serde::Serialize for StringSchemaFormat {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for StringSchemaFormat {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [StringSchemaFormat; 4] = [
+            StringSchemaFormat::Date,
+            StringSchemaFormat::DateTime,
+            StringSchemaFormat::Email,
+            StringSchemaFormat::Uri,
+        ];
+        Ok(ALL[crate::support::variant(deserializer, &["date", "date-time", "email", "uri"])?])
+    }
+}
+
 /// The set of notification types a client may opt in to on a
 /// `SubscriptionsListenRequestsubscriptions/listen` request.
 ///
 /// Each notification type is **opt-in**; the server **MUST NOT** send
 /// notification types the client has not explicitly requested here.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscriptionFilter {
     /// If true, receive `PromptListChangedNotificationnotifications/prompts/list_changed`.
-    #[serde(
-        rename = "promptsListChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "promptsListChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub prompts_list_changed: Option<bool>,
     /// Subscribe to `ResourceUpdatedNotificationnotifications/resources/updated` for these resource URIs.
     /// Replaces the former `resources/subscribe` RPC.
-    #[serde(
-        rename = "resourceSubscriptions",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "resourceSubscriptions",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub resource_subscriptions: Option<Vec<String>>,
     /// If true, receive `ResourceListChangedNotificationnotifications/resources/list_changed`.
-    #[serde(
-        rename = "resourcesListChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "resourcesListChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub resources_list_changed: Option<bool>,
     /// If true, receive `ToolListChangedNotificationnotifications/tools/list_changed`.
-    #[serde(
-        rename = "toolsListChanged",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "toolsListChanged",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub tools_list_changed: Option<bool>,
+}
+
+impl serde::Serialize for SubscriptionFilter {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.prompts_list_changed {
+            map.serialize_entry("promptsListChanged", v)?;
+        }
+        if let Some(v) = &self.resource_subscriptions {
+            map.serialize_entry("resourceSubscriptions", v)?;
+        }
+        if let Some(v) = &self.resources_list_changed {
+            map.serialize_entry("resourcesListChanged", v)?;
+        }
+        if let Some(v) = &self.tools_list_changed {
+            map.serialize_entry("toolsListChanged", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscriptionFilter {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "promptsListChanged",
+            "resourceSubscriptions",
+            "resourcesListChanged",
+            "toolsListChanged",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscriptionFilter;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscriptionFilter")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscriptionFilter, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscriptionFilter {
+                    prompts_list_changed: v0.unwrap_or_default(),
+                    resource_subscriptions: v1.unwrap_or_default(),
+                    resources_list_changed: v2.unwrap_or_default(),
+                    tools_list_changed: v3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("SubscriptionFilter", FIELDS, Visitor)
+    }
 }
 
 /// Sent by the server to acknowledge that a
@@ -5003,67 +13405,298 @@ pub struct SubscriptionFilter {
 /// stdio, where every subscription shares one channel, this ordering is defined
 /// per subscription ID and not per channel: messages belonging to other
 /// subscriptions MAY be interleaved before it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscriptionsAcknowledgedNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsSubscriptionsAcknowledged,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: SubscriptionsAcknowledgedNotificationParams,
 }
 
+impl serde::Serialize for SubscriptionsAcknowledgedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscriptionsAcknowledgedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscriptionsAcknowledgedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscriptionsAcknowledgedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscriptionsAcknowledgedNotification, A::Error>
+            {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscriptionsAcknowledgedNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: crate::support::required(v2, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SubscriptionsAcknowledgedNotification", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `SubscriptionsAcknowledgedNotificationnotifications/subscriptions/acknowledged` notification.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscriptionsAcknowledgedNotificationParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The subset of requested notification types the server agreed to honor.
     /// Only includes notification types the server actually supports; if the
     /// client requested an unsupported type (e.g., `promptsListChanged` when
     /// the server has no prompts), it is omitted from this set.
-    #[serde(rename = "notifications")]
+    #[cfg_attr(feature = "schemars", serde(rename = "notifications"))]
     pub notifications: SubscriptionFilter,
+}
+
+impl serde::Serialize for SubscriptionsAcknowledgedNotificationParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("notifications", &self.notifications)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscriptionsAcknowledgedNotificationParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "notifications"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscriptionsAcknowledgedNotificationParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscriptionsAcknowledgedNotificationParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscriptionsAcknowledgedNotificationParams, A::Error>
+            {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscriptionsAcknowledgedNotificationParams {
+                    meta: v0.unwrap_or_default(),
+                    notifications: crate::support::required(v1, "notifications")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct(
+            "SubscriptionsAcknowledgedNotificationParams",
+            FIELDS,
+            Visitor,
+        )
+    }
 }
 
 /// Sent from the client to open a long-lived channel for receiving notifications
 /// outside the context of a specific request. Replaces the previous HTTP GET
 /// endpoint and ensures consistent behavior between HTTP and STDIO.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscriptionsListenRequest {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::SubscriptionsListen,
     /// The `params` field.
-    #[serde(rename = "params")]
+    #[cfg_attr(feature = "schemars", serde(rename = "params"))]
     pub params: SubscriptionsListenRequestParams,
 }
 
+impl serde::Serialize for SubscriptionsListenRequest {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        map.serialize_entry("params", &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscriptionsListenRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscriptionsListenRequest;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscriptionsListenRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscriptionsListenRequest, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscriptionsListenRequest {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    method: crate::support::required(v2, "method")?,
+                    params: crate::support::required(v3, "params")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SubscriptionsListenRequest", FIELDS, Visitor)
+    }
+}
+
 /// Parameters for a `SubscriptionsListenRequestsubscriptions/listen` request.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscriptionsListenRequestParams {
     /// The `_meta` field.
-    #[serde(rename = "_meta")]
+    #[cfg_attr(feature = "schemars", serde(rename = "_meta"))]
     pub meta: crate::Meta,
     /// The notifications the client opts in to on this stream. The server
     /// **MUST NOT** send notification types the client has not explicitly
     /// requested.
-    #[serde(rename = "notifications")]
+    #[cfg_attr(feature = "schemars", serde(rename = "notifications"))]
     pub notifications: SubscriptionFilter,
+}
+
+impl serde::Serialize for SubscriptionsListenRequestParams {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("_meta", &self.meta)?;
+        map.serialize_entry("notifications", &self.notifications)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscriptionsListenRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "notifications"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscriptionsListenRequestParams;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscriptionsListenRequestParams")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscriptionsListenRequestParams, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscriptionsListenRequestParams {
+                    meta: crate::support::required(v0, "_meta")?,
+                    notifications: crate::support::required(v1, "notifications")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SubscriptionsListenRequestParams", FIELDS, Visitor)
+    }
 }
 
 /// The response to a `SubscriptionsListenRequestsubscriptions/listen`
@@ -5071,11 +13704,11 @@ pub struct SubscriptionsListenRequestParams {
 /// during server shutdown). Because the listen stream is long-lived, this result
 /// is sent only when the server tears the subscription down; an abrupt transport
 /// close carries no response. The result body is otherwise empty.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscriptionsListenResult {
     /// The `_meta` field.
-    #[serde(rename = "_meta")]
+    #[cfg_attr(feature = "schemars", serde(rename = "_meta"))]
     pub meta: crate::Meta,
     /// Indicates the type of the result, which allows the client to determine
     /// how to parse the result object.
@@ -5084,13 +13717,65 @@ pub struct SubscriptionsListenResult {
     /// For backward compatibility, when a client receives a result from a
     /// server implementing an earlier protocol version (which does not include
     /// `resultType`), the client MUST treat the absent field as `"complete"`.
-    #[serde(rename = "resultType")]
+    #[cfg_attr(feature = "schemars", serde(rename = "resultType"))]
     pub result_type: String,
+}
+
+impl serde::Serialize for SubscriptionsListenResult {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("_meta", &self.meta)?;
+        map.serialize_entry("resultType", &self.result_type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscriptionsListenResult {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "resultType"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscriptionsListenResult;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscriptionsListenResult")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscriptionsListenResult, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscriptionsListenResult {
+                    meta: crate::support::required(v0, "_meta")?,
+                    result_type: crate::support::required(v1, "resultType")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SubscriptionsListenResult", FIELDS, Visitor)
+    }
 }
 
 /// Extends `ResultMetaObject` with the subscription-stream identifier carried by a
 /// `SubscriptionsListenResult`. All key naming rules from `MetaObject` apply.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscriptionsListenResultMetaObject {
     /// Identifies the server software producing the response. Servers SHOULD
@@ -5104,10 +13789,13 @@ pub struct SubscriptionsListenResultMetaObject {
     /// protocol. It is intended for display, logging, and debugging. Clients
     /// SHOULD NOT use it to change their behavior, and SHOULD NOT rely on it for
     /// security decisions.
-    #[serde(
-        rename = "io.modelcontextprotocol/serverInfo",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "io.modelcontextprotocol/serverInfo",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub server_info: Option<Implementation>,
     /// Identifies the subscription stream this response closes, so the client can
@@ -5115,178 +13803,791 @@ pub struct SubscriptionsListenResultMetaObject {
     /// the stream's notifications. The value is the JSON-RPC ID of the
     /// `subscriptions/listen` request that opened the stream (and equals this
     /// response's `id`).
-    #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "io.modelcontextprotocol/subscriptionId")
+    )]
     pub subscription_id: RequestId,
+}
+
+impl serde::Serialize for SubscriptionsListenResultMetaObject {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.server_info {
+            map.serialize_entry("io.modelcontextprotocol/serverInfo", v)?;
+        }
+        map.serialize_entry(
+            "io.modelcontextprotocol/subscriptionId",
+            &self.subscription_id,
+        )?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscriptionsListenResultMetaObject {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "io.modelcontextprotocol/serverInfo",
+            "io.modelcontextprotocol/subscriptionId",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscriptionsListenResultMetaObject;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscriptionsListenResultMetaObject")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscriptionsListenResultMetaObject, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscriptionsListenResultMetaObject {
+                    server_info: v0.unwrap_or_default(),
+                    subscription_id: crate::support::required(
+                        v1,
+                        "io.modelcontextprotocol/subscriptionId",
+                    )?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SubscriptionsListenResultMetaObject", FIELDS, Visitor)
+    }
 }
 
 /// A successful response from the server for a `SubscriptionsListenRequestsubscriptions/listen`
 /// request, sent when the server tears the subscription down gracefully.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SubscriptionsListenResultResponse {
     /// The `id` field.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: RequestId,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `result` field.
-    #[serde(rename = "result")]
+    #[cfg_attr(feature = "schemars", serde(rename = "result"))]
     pub result: SubscriptionsListenResult,
 }
 
+impl serde::Serialize for SubscriptionsListenResultResponse {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SubscriptionsListenResultResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["id", "jsonrpc", "result"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SubscriptionsListenResultResponse;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct SubscriptionsListenResultResponse")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<SubscriptionsListenResultResponse, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SubscriptionsListenResultResponse {
+                    id: crate::support::required(v0, "id")?,
+                    jsonrpc: crate::support::required(v1, "jsonrpc")?,
+                    result: crate::support::required(v2, "result")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("SubscriptionsListenResultResponse", FIELDS, Visitor)
+    }
+}
+
 /// Text provided to or from an LLM.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TextContent {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional annotations for the client.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<Annotations>,
     /// The text content of the message.
-    #[serde(rename = "text")]
+    #[cfg_attr(feature = "schemars", serde(rename = "text"))]
     pub text: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Text,
 }
 
+impl serde::Serialize for TextContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        map.serialize_entry("text", &self.text)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TextContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "annotations", "text", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TextContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TextContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TextContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TextContent {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    text: crate::support::required(v2, "text")?,
+                    r#type: crate::support::required(v3, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TextContent", FIELDS, Visitor)
+    }
+}
+
 /// The `TextResourceContents` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TextResourceContents {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The MIME type of this resource, if known.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mime_type: Option<String>,
     /// The text of the item. This must only be set if the item can actually be represented as text (not binary data).
-    #[serde(rename = "text")]
+    #[cfg_attr(feature = "schemars", serde(rename = "text"))]
     pub text: String,
     /// The URI of this resource.
-    #[serde(rename = "uri")]
+    #[cfg_attr(feature = "schemars", serde(rename = "uri"))]
     pub uri: String,
 }
 
+impl serde::Serialize for TextResourceContents {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.mime_type {
+            map.serialize_entry("mimeType", v)?;
+        }
+        map.serialize_entry("text", &self.text)?;
+        map.serialize_entry("uri", &self.uri)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TextResourceContents {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "mimeType", "text", "uri"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TextResourceContents;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TextResourceContents")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TextResourceContents, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TextResourceContents {
+                    meta: v0.unwrap_or_default(),
+                    mime_type: v1.unwrap_or_default(),
+                    text: crate::support::required(v2, "text")?,
+                    uri: crate::support::required(v3, "uri")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TextResourceContents", FIELDS, Visitor)
+    }
+}
+
 /// Schema for multiple-selection enumeration with display titles for each option.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TitledMultiSelectEnumSchema {
     /// Optional default value.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<Vec<String>>,
     /// Optional description for the enum field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Schema for array items with enum options and display labels.
-    #[serde(rename = "items")]
+    #[cfg_attr(feature = "schemars", serde(rename = "items"))]
     pub items: TitledMultiSelectEnumSchemaItems,
     /// Maximum number of items to select.
-    #[serde(rename = "maxItems", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "maxItems", default, skip_serializing_if = "Option::is_none")
+    )]
     pub max_items: Option<i64>,
     /// Minimum number of items to select.
-    #[serde(rename = "minItems", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "minItems", default, skip_serializing_if = "Option::is_none")
+    )]
     pub min_items: Option<i64>,
     /// Optional title for the enum field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Array,
 }
 
+impl serde::Serialize for TitledMultiSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("items", &self.items)?;
+        if let Some(v) = &self.max_items {
+            map.serialize_entry("maxItems", v)?;
+        }
+        if let Some(v) = &self.min_items {
+            map.serialize_entry("minItems", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "default",
+            "description",
+            "items",
+            "maxItems",
+            "minItems",
+            "title",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TitledMultiSelectEnumSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TitledMultiSelectEnumSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TitledMultiSelectEnumSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TitledMultiSelectEnumSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    items: crate::support::required(v2, "items")?,
+                    max_items: v3.unwrap_or_default(),
+                    min_items: v4.unwrap_or_default(),
+                    title: v5.unwrap_or_default(),
+                    r#type: crate::support::required(v6, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TitledMultiSelectEnumSchema", FIELDS, Visitor)
+    }
+}
+
 /// Schema for array items with enum options and display labels.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TitledMultiSelectEnumSchemaItems {
     /// Array of enum options with values and display labels.
-    #[serde(rename = "anyOf")]
+    #[cfg_attr(feature = "schemars", serde(rename = "anyOf"))]
     pub any_of: Vec<TitledMultiSelectEnumSchemaItemsAnyOfItem>,
 }
 
+impl serde::Serialize for TitledMultiSelectEnumSchemaItems {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("anyOf", &self.any_of)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchemaItems {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["anyOf"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TitledMultiSelectEnumSchemaItems;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TitledMultiSelectEnumSchemaItems")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TitledMultiSelectEnumSchemaItems, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TitledMultiSelectEnumSchemaItems {
+                    any_of: crate::support::required(v0, "anyOf")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TitledMultiSelectEnumSchemaItems", FIELDS, Visitor)
+    }
+}
+
 /// The `TitledMultiSelectEnumSchemaItemsAnyOfItem` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TitledMultiSelectEnumSchemaItemsAnyOfItem {
     /// The constant enum value.
-    #[serde(rename = "const")]
+    #[cfg_attr(feature = "schemars", serde(rename = "const"))]
     pub r#const: String,
     /// Display title for this option.
-    #[serde(rename = "title")]
+    #[cfg_attr(feature = "schemars", serde(rename = "title"))]
     pub title: String,
+}
+
+impl serde::Serialize for TitledMultiSelectEnumSchemaItemsAnyOfItem {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("const", &self.r#const)?;
+        map.serialize_entry("title", &self.title)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchemaItemsAnyOfItem {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["const", "title"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TitledMultiSelectEnumSchemaItemsAnyOfItem;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TitledMultiSelectEnumSchemaItemsAnyOfItem")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TitledMultiSelectEnumSchemaItemsAnyOfItem, A::Error>
+            {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TitledMultiSelectEnumSchemaItemsAnyOfItem {
+                    r#const: crate::support::required(v0, "const")?,
+                    title: crate::support::required(v1, "title")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct(
+            "TitledMultiSelectEnumSchemaItemsAnyOfItem",
+            FIELDS,
+            Visitor,
+        )
+    }
 }
 
 /// Schema for single-selection enumeration with display titles for each option.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TitledSingleSelectEnumSchema {
     /// Optional default value.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<String>,
     /// Optional description for the enum field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Array of enum options with values and display labels.
-    #[serde(rename = "oneOf")]
+    #[cfg_attr(feature = "schemars", serde(rename = "oneOf"))]
     pub one_of: Vec<TitledSingleSelectEnumSchemaOneOfItem>,
     /// Optional title for the enum field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::String,
 }
 
+impl serde::Serialize for TitledSingleSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("oneOf", &self.one_of)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TitledSingleSelectEnumSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["default", "description", "oneOf", "title", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TitledSingleSelectEnumSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TitledSingleSelectEnumSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TitledSingleSelectEnumSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TitledSingleSelectEnumSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    one_of: crate::support::required(v2, "oneOf")?,
+                    title: v3.unwrap_or_default(),
+                    r#type: crate::support::required(v4, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TitledSingleSelectEnumSchema", FIELDS, Visitor)
+    }
+}
+
 /// The `TitledSingleSelectEnumSchemaOneOfItem` type of the 2026-07-28 schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TitledSingleSelectEnumSchemaOneOfItem {
     /// The enum value.
-    #[serde(rename = "const")]
+    #[cfg_attr(feature = "schemars", serde(rename = "const"))]
     pub r#const: String,
     /// Display label for this option.
-    #[serde(rename = "title")]
+    #[cfg_attr(feature = "schemars", serde(rename = "title"))]
     pub title: String,
 }
 
+impl serde::Serialize for TitledSingleSelectEnumSchemaOneOfItem {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("const", &self.r#const)?;
+        map.serialize_entry("title", &self.title)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TitledSingleSelectEnumSchemaOneOfItem {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["const", "title"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TitledSingleSelectEnumSchemaOneOfItem;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct TitledSingleSelectEnumSchemaOneOfItem")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<TitledSingleSelectEnumSchemaOneOfItem, A::Error>
+            {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TitledSingleSelectEnumSchemaOneOfItem {
+                    r#const: crate::support::required(v0, "const")?,
+                    title: crate::support::required(v1, "title")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("TitledSingleSelectEnumSchemaOneOfItem", FIELDS, Visitor)
+    }
+}
+
 /// Definition for a tool the client can call.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Tool {
     /// The `_meta` field.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// Optional additional tool information.
     ///
     /// Display name precedence order is: `title`, `annotations.title`, then `name`.
-    #[serde(
-        rename = "annotations",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "annotations",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub annotations: Option<ToolAnnotations>,
     /// A human-readable description of the tool.
     ///
     /// This can be used by clients to improve the LLM's understanding of available tools. It can be thought of like a "hint" to the model.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Optional set of sized icons that the client can display in a user interface.
@@ -5298,7 +14599,10 @@ pub struct Tool {
     /// Clients that support rendering icons SHOULD also support:
     /// - `image/svg+xml` - SVG images (scalable but requires security precautions)
     /// - `image/webp` - WebP images (modern, efficient format)
-    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "icons", default, skip_serializing_if = "Option::is_none")
+    )]
     pub icons: Option<Vec<Icon>>,
     /// A JSON Schema object defining the expected parameters for the tool.
     ///
@@ -5314,19 +14618,22 @@ pub struct Tool {
     /// extraction rules.
     ///
     /// Defaults to JSON Schema 2020-12 when no explicit `$schema` is provided.
-    #[serde(rename = "inputSchema")]
+    #[cfg_attr(feature = "schemars", serde(rename = "inputSchema"))]
     pub input_schema: ToolInputSchema,
     /// Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// An optional JSON Schema object defining the structure of the tool's output returned in
     /// the structuredContent field of a `CallToolResult`. This can be any valid JSON Schema 2020-12.
     ///
     /// Defaults to JSON Schema 2020-12 when no explicit `$schema` is provided.
-    #[serde(
-        rename = "outputSchema",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "outputSchema",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub output_schema: Option<ToolOutputSchema>,
     /// Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
@@ -5335,8 +14642,108 @@ pub struct Tool {
     /// If not provided, the name should be used for display (except for `Tool`,
     /// where `annotations.title` should be given precedence over using `name`,
     /// if present).
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
+}
+
+impl serde::Serialize for Tool {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        if let Some(v) = &self.annotations {
+            map.serialize_entry("annotations", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        if let Some(v) = &self.icons {
+            map.serialize_entry("icons", v)?;
+        }
+        map.serialize_entry("inputSchema", &self.input_schema)?;
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.output_schema {
+            map.serialize_entry("outputSchema", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tool {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "annotations",
+            "description",
+            "icons",
+            "inputSchema",
+            "name",
+            "outputSchema",
+            "title",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Tool;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct Tool")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<Tool, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut v7 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        Ok(7) => v7 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Tool {
+                    meta: v0.unwrap_or_default(),
+                    annotations: v1.unwrap_or_default(),
+                    description: v2.unwrap_or_default(),
+                    icons: v3.unwrap_or_default(),
+                    input_schema: crate::support::required(v4, "inputSchema")?,
+                    name: crate::support::required(v5, "name")?,
+                    output_schema: v6.unwrap_or_default(),
+                    title: v7.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("Tool", FIELDS, Visitor)
+    }
 }
 
 /// Additional properties describing a `Tool` to clients.
@@ -5347,7 +14754,7 @@ pub struct Tool {
 ///
 /// Clients should never make tool use decisions based on `ToolAnnotations`
 /// received from untrusted servers.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolAnnotations {
     /// If true, the tool may perform destructive updates to its environment.
@@ -5356,10 +14763,13 @@ pub struct ToolAnnotations {
     /// (This property is meaningful only when `readOnlyHint == false`)
     ///
     /// Default: true
-    #[serde(
-        rename = "destructiveHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "destructiveHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub destructive_hint: Option<bool>,
     /// If true, calling the tool repeatedly with the same arguments
@@ -5368,10 +14778,13 @@ pub struct ToolAnnotations {
     /// (This property is meaningful only when `readOnlyHint == false`)
     ///
     /// Default: false
-    #[serde(
-        rename = "idempotentHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "idempotentHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub idempotent_hint: Option<bool>,
     /// If true, this tool may interact with an "open world" of external
@@ -5380,55 +14793,195 @@ pub struct ToolAnnotations {
     /// of a memory tool is not.
     ///
     /// Default: true
-    #[serde(
-        rename = "openWorldHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "openWorldHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub open_world_hint: Option<bool>,
     /// If true, the tool does not modify its environment.
     ///
     /// Default: false
-    #[serde(
-        rename = "readOnlyHint",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "readOnlyHint",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub read_only_hint: Option<bool>,
     /// A human-readable title for the tool.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
 }
 
+impl serde::Serialize for ToolAnnotations {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.destructive_hint {
+            map.serialize_entry("destructiveHint", v)?;
+        }
+        if let Some(v) = &self.idempotent_hint {
+            map.serialize_entry("idempotentHint", v)?;
+        }
+        if let Some(v) = &self.open_world_hint {
+            map.serialize_entry("openWorldHint", v)?;
+        }
+        if let Some(v) = &self.read_only_hint {
+            map.serialize_entry("readOnlyHint", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolAnnotations {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "destructiveHint",
+            "idempotentHint",
+            "openWorldHint",
+            "readOnlyHint",
+            "title",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolAnnotations;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolAnnotations")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolAnnotations, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolAnnotations {
+                    destructive_hint: v0.unwrap_or_default(),
+                    idempotent_hint: v1.unwrap_or_default(),
+                    open_world_hint: v2.unwrap_or_default(),
+                    read_only_hint: v3.unwrap_or_default(),
+                    title: v4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolAnnotations", FIELDS, Visitor)
+    }
+}
+
 /// Controls tool selection behavior for sampling requests.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolChoice {
     /// Controls the tool use ability of the model:
     /// - `"auto"`: Model decides whether to use tools (default)
     /// - `"required"`: Model MUST use at least one tool before completing
     /// - `"none"`: Model MUST NOT use any tools
-    #[serde(rename = "mode", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "mode", default, skip_serializing_if = "Option::is_none")
+    )]
     pub mode: Option<ToolChoiceMode>,
+}
+
+impl serde::Serialize for ToolChoice {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.mode {
+            map.serialize_entry("mode", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["mode"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolChoice;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolChoice")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolChoice, A::Error> {
+                let mut v0 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolChoice {
+                    mode: v0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolChoice", FIELDS, Visitor)
+    }
 }
 
 /// Controls the tool use ability of the model:
 /// - `"auto"`: Model decides whether to use tools (default)
 /// - `"required"`: Model MUST use at least one tool before completing
 /// - `"none"`: Model MUST NOT use any tools
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub enum ToolChoiceMode {
     /// `"auto"`.
-    #[serde(rename = "auto")]
+    #[cfg_attr(feature = "schemars", serde(rename = "auto"))]
     Auto,
     /// `"none"`.
-    #[serde(rename = "none")]
+    #[cfg_attr(feature = "schemars", serde(rename = "none"))]
     None,
     /// `"required"`.
-    #[serde(rename = "required")]
+    #[cfg_attr(feature = "schemars", serde(rename = "required"))]
     Required,
 }
 
@@ -5440,6 +14993,28 @@ impl ToolChoiceMode {
             Self::None => "none",
             Self::Required => "required",
         }
+    }
+}
+
+impl serde::Serialize for ToolChoiceMode {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolChoiceMode {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const ALL: [ToolChoiceMode; 3] = [
+            ToolChoiceMode::Auto,
+            ToolChoiceMode::None,
+            ToolChoiceMode::Required,
+        ];
+        Ok(ALL[crate::support::variant(deserializer, &["auto", "none", "required"])?])
     }
 }
 
@@ -5457,198 +15032,837 @@ impl ToolChoiceMode {
 /// extraction rules.
 ///
 /// Defaults to JSON Schema 2020-12 when no explicit `$schema` is provided.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolInputSchema {
     /// The `$schema` field.
-    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")
+    )]
     pub schema: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Object,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for ToolInputSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.schema {
+            map.serialize_entry("$schema", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolInputSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["$schema", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolInputSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolInputSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolInputSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(ToolInputSchema {
+                    schema: v0.unwrap_or_default(),
+                    r#type: crate::support::required(v1, "type")?,
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// An optional notification from the server to the client, informing it that the list of tools it offers has changed. This is only delivered on a `SubscriptionsListenRequestsubscriptions/listen` stream when the client requested it via the `toolsListChanged` filter field.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolListChangedNotification {
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
     /// The `method` field.
-    #[serde(rename = "method")]
+    #[cfg_attr(feature = "schemars", serde(rename = "method"))]
     pub method: crate::tag::NotificationsToolsListChanged,
     /// The `params` field.
-    #[serde(rename = "params", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "params", default, skip_serializing_if = "Option::is_none")
+    )]
     pub params: Option<NotificationParams>,
+}
+
+impl serde::Serialize for ToolListChangedNotification {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(v) = &self.params {
+            map.serialize_entry("params", v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolListChangedNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["jsonrpc", "method", "params"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolListChangedNotification;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolListChangedNotification")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolListChangedNotification, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolListChangedNotification {
+                    jsonrpc: crate::support::required(v0, "jsonrpc")?,
+                    method: crate::support::required(v1, "method")?,
+                    params: v2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolListChangedNotification", FIELDS, Visitor)
+    }
 }
 
 /// An optional JSON Schema object defining the structure of the tool's output returned in
 /// the structuredContent field of a `CallToolResult`. This can be any valid JSON Schema 2020-12.
 ///
 /// Defaults to JSON Schema 2020-12 when no explicit `$schema` is provided.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolOutputSchema {
     /// The `$schema` field.
-    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")
+    )]
     pub schema: Option<String>,
     /// Properties the schema does not name; the schema allows them, so they are kept.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schemars", serde(flatten))]
     pub extra: crate::JsonObject,
 }
 
+impl serde::Serialize for ToolOutputSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.schema {
+            map.serialize_entry("$schema", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolOutputSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["$schema"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolOutputSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolOutputSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolOutputSchema, A::Error> {
+                let mut v0 = None;
+                let mut extra = crate::JsonObject::new();
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::open(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(_) => {}
+                        Err(name) => {
+                            extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(ToolOutputSchema {
+                    schema: v0.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// The result of a tool use, provided by the user back to the assistant.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolResultContent {
     /// Optional metadata about the tool result. Clients SHOULD preserve this field when
     /// including tool results in subsequent sampling requests to enable caching optimizations.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// The unstructured result content of the tool use.
     ///
     /// This has the same format as `CallToolResult.content` and can include text, images,
     /// audio, resource links, and embedded resources.
-    #[serde(rename = "content")]
+    #[cfg_attr(feature = "schemars", serde(rename = "content"))]
     pub content: Vec<ContentBlock>,
     /// Whether the tool use resulted in an error.
     ///
     /// If true, the content typically describes the error that occurred.
     /// Default: false
-    #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "isError", default, skip_serializing_if = "Option::is_none")
+    )]
     pub is_error: Option<bool>,
     /// An optional structured result value.
     ///
     /// This can be any JSON value (object, array, string, number, boolean, or null).
     /// If the tool defined an `Tool.outputSchema`, this SHOULD conform to that schema.
-    #[serde(
-        rename = "structuredContent",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "structuredContent",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub structured_content: Option<serde_json::Value>,
     /// The ID of the tool use this result corresponds to.
     ///
     /// This MUST match the ID from a previous `ToolUseContent`.
-    #[serde(rename = "toolUseId")]
+    #[cfg_attr(feature = "schemars", serde(rename = "toolUseId"))]
     pub tool_use_id: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::ToolResult,
 }
 
+impl serde::Serialize for ToolResultContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("content", &self.content)?;
+        if let Some(v) = &self.is_error {
+            map.serialize_entry("isError", v)?;
+        }
+        if let Some(v) = &self.structured_content {
+            map.serialize_entry("structuredContent", v)?;
+        }
+        map.serialize_entry("toolUseId", &self.tool_use_id)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolResultContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "_meta",
+            "content",
+            "isError",
+            "structuredContent",
+            "toolUseId",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolResultContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolResultContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolResultContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolResultContent {
+                    meta: v0.unwrap_or_default(),
+                    content: crate::support::required(v1, "content")?,
+                    is_error: v2.unwrap_or_default(),
+                    structured_content: v3.unwrap_or_default(),
+                    tool_use_id: crate::support::required(v4, "toolUseId")?,
+                    r#type: crate::support::required(v5, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolResultContent", FIELDS, Visitor)
+    }
+}
+
 /// A request from the assistant to call a tool.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolUseContent {
     /// Optional metadata about the tool use. Clients SHOULD preserve this field when
     /// including tool uses in subsequent sampling requests to enable caching optimizations.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")
+    )]
     pub meta: Option<crate::Meta>,
     /// A unique identifier for this tool use.
     ///
     /// This ID is used to match tool results to their corresponding tool uses.
-    #[serde(rename = "id")]
+    #[cfg_attr(feature = "schemars", serde(rename = "id"))]
     pub id: String,
     /// The arguments to pass to the tool, conforming to the tool's input schema.
-    #[serde(rename = "input")]
+    #[cfg_attr(feature = "schemars", serde(rename = "input"))]
     pub input: crate::JsonObject,
     /// The name of the tool to call.
-    #[serde(rename = "name")]
+    #[cfg_attr(feature = "schemars", serde(rename = "name"))]
     pub name: String,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::ToolUse,
+}
+
+impl serde::Serialize for ToolUseContent {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.meta {
+            map.serialize_entry("_meta", v)?;
+        }
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("input", &self.input)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolUseContent {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["_meta", "id", "input", "name", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolUseContent;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct ToolUseContent")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<ToolUseContent, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ToolUseContent {
+                    meta: v0.unwrap_or_default(),
+                    id: crate::support::required(v1, "id")?,
+                    input: crate::support::required(v2, "input")?,
+                    name: crate::support::required(v3, "name")?,
+                    r#type: crate::support::required(v4, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("ToolUseContent", FIELDS, Visitor)
+    }
 }
 
 /// Returned when the request's protocol version is unknown to the server or
 /// unsupported (e.g., a known experimental or draft version the server has
 /// chosen not to implement). For HTTP, the response status code MUST be
 /// `400 Bad Request`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct UnsupportedProtocolVersionError {
     /// The `error` field.
-    #[serde(rename = "error")]
+    #[cfg_attr(feature = "schemars", serde(rename = "error"))]
     pub error: RpcError,
     /// The `id` field.
-    #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "id", default, skip_serializing_if = "Option::is_none")
+    )]
     pub id: Option<RequestId>,
     /// The `jsonrpc` field.
-    #[serde(rename = "jsonrpc")]
+    #[cfg_attr(feature = "schemars", serde(rename = "jsonrpc"))]
     pub jsonrpc: crate::tag::V2_0,
 }
 
+impl serde::Serialize for UnsupportedProtocolVersionError {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("error", &self.error)?;
+        if let Some(v) = &self.id {
+            map.serialize_entry("id", v)?;
+        }
+        map.serialize_entry("jsonrpc", &self.jsonrpc)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UnsupportedProtocolVersionError {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["error", "id", "jsonrpc"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UnsupportedProtocolVersionError;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct UnsupportedProtocolVersionError")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<UnsupportedProtocolVersionError, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(UnsupportedProtocolVersionError {
+                    error: crate::support::required(v0, "error")?,
+                    id: v1.unwrap_or_default(),
+                    jsonrpc: crate::support::required(v2, "jsonrpc")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("UnsupportedProtocolVersionError", FIELDS, Visitor)
+    }
+}
+
 /// Schema for multiple-selection enumeration without display titles for options.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct UntitledMultiSelectEnumSchema {
     /// Optional default value.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<Vec<String>>,
     /// Optional description for the enum field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Schema for the array items.
-    #[serde(rename = "items")]
+    #[cfg_attr(feature = "schemars", serde(rename = "items"))]
     pub items: UntitledMultiSelectEnumSchemaItems,
     /// Maximum number of items to select.
-    #[serde(rename = "maxItems", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "maxItems", default, skip_serializing_if = "Option::is_none")
+    )]
     pub max_items: Option<i64>,
     /// Minimum number of items to select.
-    #[serde(rename = "minItems", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "minItems", default, skip_serializing_if = "Option::is_none")
+    )]
     pub min_items: Option<i64>,
     /// Optional title for the enum field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::Array,
 }
 
+impl serde::Serialize for UntitledMultiSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("items", &self.items)?;
+        if let Some(v) = &self.max_items {
+            map.serialize_entry("maxItems", v)?;
+        }
+        if let Some(v) = &self.min_items {
+            map.serialize_entry("minItems", v)?;
+        }
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UntitledMultiSelectEnumSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "default",
+            "description",
+            "items",
+            "maxItems",
+            "minItems",
+            "title",
+            "type",
+        ];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UntitledMultiSelectEnumSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct UntitledMultiSelectEnumSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<UntitledMultiSelectEnumSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut v5 = None;
+                let mut v6 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        Ok(5) => v5 = Some(map.next_value()?),
+                        Ok(6) => v6 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(UntitledMultiSelectEnumSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    items: crate::support::required(v2, "items")?,
+                    max_items: v3.unwrap_or_default(),
+                    min_items: v4.unwrap_or_default(),
+                    title: v5.unwrap_or_default(),
+                    r#type: crate::support::required(v6, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("UntitledMultiSelectEnumSchema", FIELDS, Visitor)
+    }
+}
+
 /// Schema for the array items.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct UntitledMultiSelectEnumSchemaItems {
     /// Array of enum values to choose from.
-    #[serde(rename = "enum")]
+    #[cfg_attr(feature = "schemars", serde(rename = "enum"))]
     pub r#enum: Vec<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::String,
 }
 
+impl serde::Serialize for UntitledMultiSelectEnumSchemaItems {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("enum", &self.r#enum)?;
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UntitledMultiSelectEnumSchemaItems {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["enum", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UntitledMultiSelectEnumSchemaItems;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct UntitledMultiSelectEnumSchemaItems")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<UntitledMultiSelectEnumSchemaItems, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(UntitledMultiSelectEnumSchemaItems {
+                    r#enum: crate::support::required(v0, "enum")?,
+                    r#type: crate::support::required(v1, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("UntitledMultiSelectEnumSchemaItems", FIELDS, Visitor)
+    }
+}
+
 /// Schema for single-selection enumeration without display titles for options.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct UntitledSingleSelectEnumSchema {
     /// Optional default value.
-    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "default", default, skip_serializing_if = "Option::is_none")
+    )]
     pub default: Option<String>,
     /// Optional description for the enum field.
-    #[serde(
-        rename = "description",
-        default,
-        skip_serializing_if = "Option::is_none"
+    #[cfg_attr(
+        feature = "schemars",
+        serde(
+            rename = "description",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
     )]
     pub description: Option<String>,
     /// Array of enum values to choose from.
-    #[serde(rename = "enum")]
+    #[cfg_attr(feature = "schemars", serde(rename = "enum"))]
     pub r#enum: Vec<String>,
     /// Optional title for the enum field.
-    #[serde(rename = "title", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        serde(rename = "title", default, skip_serializing_if = "Option::is_none")
+    )]
     pub title: Option<String>,
     /// The `type` field.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "schemars", serde(rename = "type"))]
     pub r#type: crate::tag::String,
+}
+
+impl serde::Serialize for UntitledSingleSelectEnumSchema {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(v) = &self.default {
+            map.serialize_entry("default", v)?;
+        }
+        if let Some(v) = &self.description {
+            map.serialize_entry("description", v)?;
+        }
+        map.serialize_entry("enum", &self.r#enum)?;
+        if let Some(v) = &self.title {
+            map.serialize_entry("title", v)?;
+        }
+        map.serialize_entry("type", &self.r#type)?;
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UntitledSingleSelectEnumSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["default", "description", "enum", "title", "type"];
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UntitledSingleSelectEnumSchema;
+            fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str("struct UntitledSingleSelectEnumSchema")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::core::result::Result<UntitledSingleSelectEnumSchema, A::Error> {
+                let mut v0 = None;
+                let mut v1 = None;
+                let mut v2 = None;
+                let mut v3 = None;
+                let mut v4 = None;
+                let mut seen = 0;
+                while let Some(key) =
+                    map.next_key_seed(crate::support::Field::closed(FIELDS, &mut seen))?
+                {
+                    match key {
+                        Ok(0) => v0 = Some(map.next_value()?),
+                        Ok(1) => v1 = Some(map.next_value()?),
+                        Ok(2) => v2 = Some(map.next_value()?),
+                        Ok(3) => v3 = Some(map.next_value()?),
+                        Ok(4) => v4 = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(UntitledSingleSelectEnumSchema {
+                    default: v0.unwrap_or_default(),
+                    description: v1.unwrap_or_default(),
+                    r#enum: crate::support::required(v2, "enum")?,
+                    title: v3.unwrap_or_default(),
+                    r#type: crate::support::required(v4, "type")?,
+                })
+            }
+        }
+        deserializer.deserialize_struct("UntitledSingleSelectEnumSchema", FIELDS, Visitor)
+    }
 }
 
 /// Marker types of the 2026-07-28 methods (see [`crate::methods`]).
