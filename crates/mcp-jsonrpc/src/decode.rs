@@ -19,18 +19,26 @@ use crate::message::{Inbound, Message, Notification, Request, Response};
 /// Decodes one frame. `max_batch` is `None` when a batch is not acceptable at all.
 pub(crate) fn decode_frame(bytes: &[u8], max_batch: Option<usize>) -> Result<Inbound, FrameError> {
     // One pass over the whole frame for UTF-8 is cheaper than the parser's check of every
-    // string (and of the raw params) on its own; a frame that is not UTF-8 is parsed from the
-    // bytes, so its error is the parser's, with the position.
+    // string (and of the raw params) on its own. JSON text is UTF-8 (RFC 8259), so a frame that
+    // is not is a parse error at its first invalid byte; the parser is compiled for text only.
     match std::str::from_utf8(bytes) {
-        Ok(text) => decode_from(serde_json::Deserializer::from_str(text), max_batch),
-        Err(_) => decode_from(serde_json::Deserializer::from_slice(bytes), max_batch),
+        Ok(text) => decode_from(text, max_batch),
+        Err(e) => Err(FrameError::Parse(not_utf8(bytes, e.valid_up_to()))),
     }
 }
 
-fn decode_from<'de, R: serde_json::de::Read<'de>>(
-    mut de: serde_json::Deserializer<R>,
-    max_batch: Option<usize>,
-) -> Result<Inbound, FrameError> {
+/// The parse error of a frame whose first `valid` bytes are UTF-8 and the next is not, with
+/// the parser's line and column (1-based, the column counted in bytes).
+#[cold]
+fn not_utf8(bytes: &[u8], valid: usize) -> serde_json::Error {
+    let before = &bytes[..valid];
+    let line = 1 + memchr::memchr_iter(b'\n', before).count();
+    let column = 1 + valid - memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+    de::Error::custom(format_args!("invalid UTF-8 at line {line} column {column}"))
+}
+
+fn decode_from(text: &str, max_batch: Option<usize>) -> Result<Inbound, FrameError> {
+    let mut de = serde_json::Deserializer::from_str(text);
     let top = de
         .deserialize_any(TopVisitor { max_batch })
         .map_err(FrameError::Parse)?;
@@ -704,6 +712,11 @@ mod tests {
             let e = decode_frame(bytes, Some(4)).unwrap_err();
             assert!(matches!(e, FrameError::Parse(_)), "{e:?}");
         }
+        let e = decode_frame(b"{\"jsonrpc\":\"2.0\",\n\"method\":\"\xff\"}", None).unwrap_err();
+        assert!(
+            matches!(&e, FrameError::Parse(p) if p.to_string() == "invalid UTF-8 at line 2 column 11"),
+            "{e:?}"
+        );
     }
 
     #[test]
