@@ -32,8 +32,12 @@ pub(crate) fn decode_frame(bytes: &[u8], max_batch: Option<usize>) -> Result<Inb
 #[cold]
 fn not_utf8(bytes: &[u8], valid: usize) -> serde_json::Error {
     let before = &bytes[..valid];
-    let line = 1 + memchr::memchr_iter(b'\n', before).count();
-    let column = 1 + valid - memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    let column = 1 + valid
+        - before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
     de::Error::custom(format_args!("invalid UTF-8 at line {line} column {column}"))
 }
 
