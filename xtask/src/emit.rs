@@ -826,7 +826,7 @@ fn emit_struct_serde(name: &str, fields: &[&EField], extra: Option<&str>, out: &
         None => (
             "closed",
             "_ => { map.next_value::<serde::de::IgnoredAny>()?; }",
-            format!("deserializer.deserialize_struct({name:?}, FIELDS, Visitor)"),
+            "deserializer.deserialize_map(Visitor)".to_owned(),
         ),
     };
     if let Some(ty) = extra {

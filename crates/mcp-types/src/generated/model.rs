@@ -69,7 +69,7 @@ impl<'de> serde::Deserialize<'de> for Annotated {
                 })
             }
         }
-        deserializer.deserialize_struct("Annotated", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -178,7 +178,7 @@ impl<'de> serde::Deserialize<'de> for Annotations {
                 })
             }
         }
-        deserializer.deserialize_struct("Annotations", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -289,7 +289,7 @@ impl<'de> serde::Deserialize<'de> for AudioContent {
                 })
             }
         }
-        deserializer.deserialize_struct("AudioContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -369,7 +369,7 @@ impl<'de> serde::Deserialize<'de> for BaseMetadata {
                 })
             }
         }
-        deserializer.deserialize_struct("BaseMetadata", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -467,7 +467,7 @@ impl<'de> serde::Deserialize<'de> for BlobResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("BlobResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -574,7 +574,7 @@ impl<'de> serde::Deserialize<'de> for BooleanSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("BooleanSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -740,7 +740,7 @@ impl<'de> serde::Deserialize<'de> for CacheableResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CacheableResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -838,7 +838,7 @@ impl<'de> serde::Deserialize<'de> for CallToolRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -989,7 +989,7 @@ impl<'de> serde::Deserialize<'de> for CallToolRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1140,7 +1140,7 @@ impl<'de> serde::Deserialize<'de> for CallToolResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1219,7 +1219,7 @@ impl<'de> serde::Deserialize<'de> for CallToolResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1386,7 +1386,7 @@ impl<'de> serde::Deserialize<'de> for CancelTaskRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelTaskRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1447,7 +1447,7 @@ impl<'de> serde::Deserialize<'de> for CancelTaskRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelTaskRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1706,7 +1706,7 @@ impl<'de> serde::Deserialize<'de> for CancelledNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelledNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1802,7 +1802,7 @@ impl<'de> serde::Deserialize<'de> for CancelledNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelledNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1962,7 +1962,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilities {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilities", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2042,7 +2042,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesElicitation {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesElicitation", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2112,7 +2112,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesRoots {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesRoots", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2193,7 +2193,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesSampling {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesSampling", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2287,7 +2287,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasks {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesTasks", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2371,7 +2371,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasksRequests {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesTasksRequests", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2438,11 +2438,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasksRequestsElicitation
                 })
             }
         }
-        deserializer.deserialize_struct(
-            "ClientCapabilitiesTasksRequestsElicitation",
-            FIELDS,
-            Visitor,
-        )
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2513,7 +2509,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasksRequestsSampling {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesTasksRequestsSampling", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2611,7 +2607,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2709,7 +2705,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2779,7 +2775,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsArgument {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParamsArgument", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2845,7 +2841,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsContext {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParamsContext", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3032,7 +3028,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3121,7 +3117,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResultCompletion {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResultCompletion", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3200,7 +3196,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3412,7 +3408,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3674,7 +3670,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3850,7 +3846,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3925,7 +3921,7 @@ impl<'de> serde::Deserialize<'de> for CreateTaskResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateTaskResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4021,7 +4017,7 @@ impl<'de> serde::Deserialize<'de> for DiscoverRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("DiscoverRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4186,7 +4182,7 @@ impl<'de> serde::Deserialize<'de> for DiscoverResult {
                 })
             }
         }
-        deserializer.deserialize_struct("DiscoverResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4265,7 +4261,7 @@ impl<'de> serde::Deserialize<'de> for DiscoverResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("DiscoverResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4363,7 +4359,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4481,7 +4477,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestFormParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequestFormParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4581,7 +4577,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestFormParamsRequestedSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequestFormParamsRequestedSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4740,7 +4736,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestParamsRequestedSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequestParamsRequestedSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4871,7 +4867,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestURLParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequestURLParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4965,7 +4961,7 @@ impl<'de> serde::Deserialize<'de> for ElicitResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5171,7 +5167,7 @@ impl<'de> serde::Deserialize<'de> for ElicitationCompleteNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitationCompleteNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5233,7 +5229,7 @@ impl<'de> serde::Deserialize<'de> for ElicitationCompleteNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitationCompleteNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5338,7 +5334,7 @@ impl<'de> serde::Deserialize<'de> for EmbeddedResource {
                 })
             }
         }
-        deserializer.deserialize_struct("EmbeddedResource", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5672,7 +5668,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5803,7 +5799,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5920,7 +5916,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptResult {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5999,7 +5995,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6161,7 +6157,7 @@ impl<'de> serde::Deserialize<'de> for GetTaskPayloadRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("GetTaskPayloadRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6222,7 +6218,7 @@ impl<'de> serde::Deserialize<'de> for GetTaskPayloadRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("GetTaskPayloadRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6387,7 +6383,7 @@ impl<'de> serde::Deserialize<'de> for GetTaskRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("GetTaskRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6448,7 +6444,7 @@ impl<'de> serde::Deserialize<'de> for GetTaskRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("GetTaskRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6704,7 +6700,7 @@ impl<'de> serde::Deserialize<'de> for HeaderMismatchError {
                 })
             }
         }
-        deserializer.deserialize_struct("HeaderMismatchError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6822,7 +6818,7 @@ impl<'de> serde::Deserialize<'de> for Icon {
                 })
             }
         }
-        deserializer.deserialize_struct("Icon", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6942,7 +6938,7 @@ impl<'de> serde::Deserialize<'de> for Icons {
                 })
             }
         }
-        deserializer.deserialize_struct("Icons", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7053,7 +7049,7 @@ impl<'de> serde::Deserialize<'de> for ImageContent {
                 })
             }
         }
-        deserializer.deserialize_struct("ImageContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7211,7 +7207,7 @@ impl<'de> serde::Deserialize<'de> for Implementation {
                 })
             }
         }
-        deserializer.deserialize_struct("Implementation", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7309,7 +7305,7 @@ impl<'de> serde::Deserialize<'de> for InitializeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7402,7 +7398,7 @@ impl<'de> serde::Deserialize<'de> for InitializeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7521,7 +7517,7 @@ impl<'de> serde::Deserialize<'de> for InitializeResult {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7610,7 +7606,7 @@ impl<'de> serde::Deserialize<'de> for InitializedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8083,7 +8079,7 @@ impl<'de> serde::Deserialize<'de> for InputResponseRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("InputResponseRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8174,7 +8170,7 @@ impl<'de> serde::Deserialize<'de> for InternalError {
                 })
             }
         }
-        deserializer.deserialize_struct("InternalError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8267,7 +8263,7 @@ impl<'de> serde::Deserialize<'de> for InvalidParamsError {
                 })
             }
         }
-        deserializer.deserialize_struct("InvalidParamsError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8351,7 +8347,7 @@ impl<'de> serde::Deserialize<'de> for InvalidRequestError {
                 })
             }
         }
-        deserializer.deserialize_struct("InvalidRequestError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8440,7 +8436,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCError {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8524,7 +8520,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCErrorResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCErrorResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8608,7 +8604,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8776,7 +8772,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9004,7 +9000,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9148,7 +9144,7 @@ impl<'de> serde::Deserialize<'de> for LegacyTitledEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("LegacyTitledEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9251,7 +9247,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9318,7 +9314,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9491,7 +9487,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9570,7 +9566,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9673,7 +9669,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9740,7 +9736,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9913,7 +9909,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9992,7 +9988,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10095,7 +10091,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10162,7 +10158,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10335,7 +10331,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10414,7 +10410,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10570,7 +10566,7 @@ impl<'de> serde::Deserialize<'de> for ListRootsRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListRootsRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10647,7 +10643,7 @@ impl<'de> serde::Deserialize<'de> for ListRootsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListRootsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10740,7 +10736,7 @@ impl<'de> serde::Deserialize<'de> for ListTasksRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListTasksRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10834,7 +10830,7 @@ impl<'de> serde::Deserialize<'de> for ListTasksResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListTasksResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10937,7 +10933,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11004,7 +11000,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11177,7 +11173,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11256,7 +11252,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11430,7 +11426,7 @@ impl<'de> serde::Deserialize<'de> for LoggingMessageNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("LoggingMessageNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11528,7 +11524,7 @@ impl<'de> serde::Deserialize<'de> for LoggingMessageNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("LoggingMessageNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11635,7 +11631,7 @@ impl<'de> serde::Deserialize<'de> for MethodNotFoundError {
                 })
             }
         }
-        deserializer.deserialize_struct("MethodNotFoundError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11722,7 +11718,7 @@ impl<'de> serde::Deserialize<'de> for MissingRequiredClientCapabilityError {
                 })
             }
         }
-        deserializer.deserialize_struct("MissingRequiredClientCapabilityError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11799,7 +11795,7 @@ impl<'de> serde::Deserialize<'de> for ModelHint {
                 })
             }
         }
-        deserializer.deserialize_struct("ModelHint", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11946,7 +11942,7 @@ impl<'de> serde::Deserialize<'de> for ModelPreferences {
                 })
             }
         }
-        deserializer.deserialize_struct("ModelPreferences", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12111,7 +12107,7 @@ impl<'de> serde::Deserialize<'de> for Notification {
                 })
             }
         }
-        deserializer.deserialize_struct("Notification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12190,7 +12186,7 @@ impl<'de> serde::Deserialize<'de> for NotificationMetaObject {
                 })
             }
         }
-        deserializer.deserialize_struct("NotificationMetaObject", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12256,7 +12252,7 @@ impl<'de> serde::Deserialize<'de> for NotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("NotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12398,7 +12394,7 @@ impl<'de> serde::Deserialize<'de> for NumberSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("NumberSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12543,7 +12539,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12624,7 +12620,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12733,7 +12729,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedResult {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12817,7 +12813,7 @@ impl<'de> serde::Deserialize<'de> for ParseError {
                 })
             }
         }
-        deserializer.deserialize_struct("ParseError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12920,7 +12916,7 @@ impl<'de> serde::Deserialize<'de> for PingRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("PingRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13286,7 +13282,7 @@ impl<'de> serde::Deserialize<'de> for ProgressNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ProgressNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13398,7 +13394,7 @@ impl<'de> serde::Deserialize<'de> for ProgressNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ProgressNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13606,7 +13602,7 @@ impl<'de> serde::Deserialize<'de> for Prompt {
                 })
             }
         }
-        deserializer.deserialize_struct("Prompt", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13718,7 +13714,7 @@ impl<'de> serde::Deserialize<'de> for PromptArgument {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptArgument", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13807,7 +13803,7 @@ impl<'de> serde::Deserialize<'de> for PromptListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13955,7 +13951,7 @@ impl<'de> serde::Deserialize<'de> for PromptMessage {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptMessage", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14044,7 +14040,7 @@ impl<'de> serde::Deserialize<'de> for PromptReference {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptReference", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14142,7 +14138,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14253,7 +14249,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14400,7 +14396,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14479,7 +14475,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14615,7 +14611,7 @@ impl<'de> serde::Deserialize<'de> for RelatedTaskMetadata {
                 })
             }
         }
-        deserializer.deserialize_struct("RelatedTaskMetadata", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14690,7 +14686,7 @@ impl<'de> serde::Deserialize<'de> for Request {
                 })
             }
         }
-        deserializer.deserialize_struct("Request", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14914,7 +14910,7 @@ impl<'de> serde::Deserialize<'de> for RequestMetaObject {
                 })
             }
         }
-        deserializer.deserialize_struct("RequestMetaObject", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14980,7 +14976,7 @@ impl<'de> serde::Deserialize<'de> for RequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("RequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15183,7 +15179,7 @@ impl<'de> serde::Deserialize<'de> for Resource {
                 })
             }
         }
-        deserializer.deserialize_struct("Resource", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15272,7 +15268,7 @@ impl<'de> serde::Deserialize<'de> for ResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15561,7 +15557,7 @@ impl<'de> serde::Deserialize<'de> for ResourceLink {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceLink", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15650,7 +15646,7 @@ impl<'de> serde::Deserialize<'de> for ResourceListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15796,7 +15792,7 @@ impl<'de> serde::Deserialize<'de> for ResourceReference {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceReference", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15871,7 +15867,7 @@ impl<'de> serde::Deserialize<'de> for ResourceRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16057,7 +16053,7 @@ impl<'de> serde::Deserialize<'de> for ResourceTemplate {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceTemplate", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16127,7 +16123,7 @@ impl<'de> serde::Deserialize<'de> for ResourceTemplateReference {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceTemplateReference", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16211,7 +16207,7 @@ impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceUpdatedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16286,7 +16282,7 @@ impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceUpdatedNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16366,7 +16362,7 @@ impl<'de> serde::Deserialize<'de> for ResultMetaObject {
                 })
             }
         }
-        deserializer.deserialize_struct("ResultMetaObject", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16510,7 +16506,7 @@ impl<'de> serde::Deserialize<'de> for Root {
                 })
             }
         }
-        deserializer.deserialize_struct("Root", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16601,7 +16597,7 @@ impl<'de> serde::Deserialize<'de> for RootsListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("RootsListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16760,7 +16756,7 @@ impl<'de> serde::Deserialize<'de> for RpcError {
                 })
             }
         }
-        deserializer.deserialize_struct("RpcError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16974,7 +16970,7 @@ impl<'de> serde::Deserialize<'de> for SamplingMessage {
                 })
             }
         }
-        deserializer.deserialize_struct("SamplingMessage", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -17284,7 +17280,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilities {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilities", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -17354,7 +17350,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesPrompts {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesPrompts", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -17438,7 +17434,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesResources {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesResources", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -17532,7 +17528,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTasks {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesTasks", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -17598,7 +17594,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTasksRequests {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesTasksRequests", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -17665,7 +17661,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTasksRequestsTools {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesTasksRequestsTools", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -17735,7 +17731,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTools {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesTools", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -17833,7 +17829,7 @@ impl<'de> serde::Deserialize<'de> for SetLevelRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("SetLevelRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -17908,7 +17904,7 @@ impl<'de> serde::Deserialize<'de> for SetLevelRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("SetLevelRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -18139,7 +18135,7 @@ impl<'de> serde::Deserialize<'de> for StringSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("StringSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -18292,7 +18288,7 @@ impl<'de> serde::Deserialize<'de> for SubscribeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscribeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -18367,7 +18363,7 @@ impl<'de> serde::Deserialize<'de> for SubscribeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscribeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -18501,7 +18497,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionFilter {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionFilter", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -18590,7 +18586,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsAcknowledgedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsAcknowledgedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -18669,11 +18665,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsAcknowledgedNotificationParam
                 })
             }
         }
-        deserializer.deserialize_struct(
-            "SubscriptionsAcknowledgedNotificationParams",
-            FIELDS,
-            Visitor,
-        )
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -18763,7 +18755,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsListenRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsListenRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -18835,7 +18827,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsListenRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsListenRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -18915,7 +18907,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsListenResult {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsListenResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -19021,7 +19013,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsListenResultMetaObject {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsListenResultMetaObject", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -19101,7 +19093,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsListenResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsListenResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -19246,7 +19238,7 @@ impl<'de> serde::Deserialize<'de> for Task {
                 })
             }
         }
-        deserializer.deserialize_struct("Task", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -19331,7 +19323,7 @@ impl<'de> serde::Deserialize<'de> for TaskAugmentedRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("TaskAugmentedRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -19398,7 +19390,7 @@ impl<'de> serde::Deserialize<'de> for TaskMetadata {
                 })
             }
         }
-        deserializer.deserialize_struct("TaskMetadata", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -19546,7 +19538,7 @@ impl<'de> serde::Deserialize<'de> for TaskStatusNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("TaskStatusNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -19706,7 +19698,7 @@ impl<'de> serde::Deserialize<'de> for TaskStatusNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("TaskStatusNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -19808,7 +19800,7 @@ impl<'de> serde::Deserialize<'de> for TextContent {
                 })
             }
         }
-        deserializer.deserialize_struct("TextContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -19906,7 +19898,7 @@ impl<'de> serde::Deserialize<'de> for TextResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("TextResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -20058,7 +20050,7 @@ impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledMultiSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -20119,7 +20111,7 @@ impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchemaItems {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledMultiSelectEnumSchemaItems", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -20190,11 +20182,7 @@ impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchemaItemsAnyOfItem 
                 })
             }
         }
-        deserializer.deserialize_struct(
-            "TitledMultiSelectEnumSchemaItemsAnyOfItem",
-            FIELDS,
-            Visitor,
-        )
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -20310,7 +20298,7 @@ impl<'de> serde::Deserialize<'de> for TitledSingleSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledSingleSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -20381,7 +20369,7 @@ impl<'de> serde::Deserialize<'de> for TitledSingleSelectEnumSchemaOneOfItem {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledSingleSelectEnumSchemaOneOfItem", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -20604,7 +20592,7 @@ impl<'de> serde::Deserialize<'de> for Tool {
                 })
             }
         }
-        deserializer.deserialize_struct("Tool", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -20772,7 +20760,7 @@ impl<'de> serde::Deserialize<'de> for ToolAnnotations {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolAnnotations", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -20841,7 +20829,7 @@ impl<'de> serde::Deserialize<'de> for ToolChoice {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolChoice", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -20972,7 +20960,7 @@ impl<'de> serde::Deserialize<'de> for ToolExecution {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolExecution", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -21216,7 +21204,7 @@ impl<'de> serde::Deserialize<'de> for ToolListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -21513,7 +21501,7 @@ impl<'de> serde::Deserialize<'de> for ToolResultContent {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolResultContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -21618,7 +21606,7 @@ impl<'de> serde::Deserialize<'de> for ToolUseContent {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolUseContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -21702,7 +21690,7 @@ impl<'de> serde::Deserialize<'de> for URLElicitationRequiredError {
                 })
             }
         }
-        deserializer.deserialize_struct("URLElicitationRequiredError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -21800,7 +21788,7 @@ impl<'de> serde::Deserialize<'de> for UnsubscribeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("UnsubscribeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -21875,7 +21863,7 @@ impl<'de> serde::Deserialize<'de> for UnsubscribeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("UnsubscribeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -21962,7 +21950,7 @@ impl<'de> serde::Deserialize<'de> for UnsupportedProtocolVersionError {
                 })
             }
         }
-        deserializer.deserialize_struct("UnsupportedProtocolVersionError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -22114,7 +22102,7 @@ impl<'de> serde::Deserialize<'de> for UntitledMultiSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("UntitledMultiSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -22184,7 +22172,7 @@ impl<'de> serde::Deserialize<'de> for UntitledMultiSelectEnumSchemaItems {
                 })
             }
         }
-        deserializer.deserialize_struct("UntitledMultiSelectEnumSchemaItems", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -22300,7 +22288,7 @@ impl<'de> serde::Deserialize<'de> for UntitledSingleSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("UntitledSingleSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 

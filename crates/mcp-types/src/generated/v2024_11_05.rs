@@ -64,7 +64,7 @@ impl<'de> serde::Deserialize<'de> for Annotated {
                 })
             }
         }
-        deserializer.deserialize_struct("Annotated", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -144,7 +144,7 @@ impl<'de> serde::Deserialize<'de> for Annotations {
                 })
             }
         }
-        deserializer.deserialize_struct("Annotations", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -220,7 +220,7 @@ impl<'de> serde::Deserialize<'de> for BlobResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("BlobResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -284,7 +284,7 @@ impl<'de> serde::Deserialize<'de> for CallToolRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -353,7 +353,7 @@ impl<'de> serde::Deserialize<'de> for CallToolRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -445,7 +445,7 @@ impl<'de> serde::Deserialize<'de> for CallToolResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -515,7 +515,7 @@ impl<'de> serde::Deserialize<'de> for CancelledNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelledNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -586,7 +586,7 @@ impl<'de> serde::Deserialize<'de> for CancelledNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelledNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -676,7 +676,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilities {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilities", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -742,7 +742,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesRoots {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesRoots", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1168,7 +1168,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1232,7 +1232,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1296,7 +1296,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsArgument {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParamsArgument", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1433,7 +1433,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1514,7 +1514,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResultCompletion {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResultCompletion", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1647,7 +1647,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1812,7 +1812,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1959,7 +1959,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2045,7 +2045,7 @@ impl<'de> serde::Deserialize<'de> for EmbeddedResource {
                 })
             }
         }
-        deserializer.deserialize_struct("EmbeddedResource", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2180,7 +2180,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2249,7 +2249,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2334,7 +2334,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptResult {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2421,7 +2421,7 @@ impl<'de> serde::Deserialize<'de> for ImageContent {
                 })
             }
         }
-        deserializer.deserialize_struct("ImageContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2485,7 +2485,7 @@ impl<'de> serde::Deserialize<'de> for Implementation {
                 })
             }
         }
-        deserializer.deserialize_struct("Implementation", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2549,7 +2549,7 @@ impl<'de> serde::Deserialize<'de> for InitializeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2620,7 +2620,7 @@ impl<'de> serde::Deserialize<'de> for InitializeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2727,7 +2727,7 @@ impl<'de> serde::Deserialize<'de> for InitializeResult {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2796,7 +2796,7 @@ impl<'de> serde::Deserialize<'de> for InitializedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2938,7 +2938,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCError {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3105,7 +3105,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3259,7 +3259,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3401,7 +3401,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3470,7 +3470,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3533,7 +3533,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3619,7 +3619,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3688,7 +3688,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3751,7 +3751,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3837,7 +3837,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3906,7 +3906,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3969,7 +3969,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4055,7 +4055,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4281,7 +4281,7 @@ impl<'de> serde::Deserialize<'de> for ListRootsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListRootsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4350,7 +4350,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4413,7 +4413,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4499,7 +4499,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4651,7 +4651,7 @@ impl<'de> serde::Deserialize<'de> for LoggingMessageNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("LoggingMessageNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4727,7 +4727,7 @@ impl<'de> serde::Deserialize<'de> for LoggingMessageNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("LoggingMessageNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4800,7 +4800,7 @@ impl<'de> serde::Deserialize<'de> for ModelHint {
                 })
             }
         }
-        deserializer.deserialize_struct("ModelHint", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4937,7 +4937,7 @@ impl<'de> serde::Deserialize<'de> for ModelPreferences {
                 })
             }
         }
-        deserializer.deserialize_struct("ModelPreferences", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5006,7 +5006,7 @@ impl<'de> serde::Deserialize<'de> for Notification {
                 })
             }
         }
-        deserializer.deserialize_struct("Notification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5146,7 +5146,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5209,7 +5209,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5288,7 +5288,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedResult {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5357,7 +5357,7 @@ impl<'de> serde::Deserialize<'de> for PingRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("PingRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5492,7 +5492,7 @@ impl<'de> serde::Deserialize<'de> for ProgressNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ProgressNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5568,7 +5568,7 @@ impl<'de> serde::Deserialize<'de> for ProgressNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ProgressNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5700,7 +5700,7 @@ impl<'de> serde::Deserialize<'de> for Prompt {
                 })
             }
         }
-        deserializer.deserialize_struct("Prompt", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5785,7 +5785,7 @@ impl<'de> serde::Deserialize<'de> for PromptArgument {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptArgument", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5854,7 +5854,7 @@ impl<'de> serde::Deserialize<'de> for PromptListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5992,7 +5992,7 @@ impl<'de> serde::Deserialize<'de> for PromptMessage {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptMessage", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6056,7 +6056,7 @@ impl<'de> serde::Deserialize<'de> for PromptReference {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptReference", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6120,7 +6120,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6177,7 +6177,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6246,7 +6246,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6315,7 +6315,7 @@ impl<'de> serde::Deserialize<'de> for Request {
                 })
             }
         }
-        deserializer.deserialize_struct("Request", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6566,7 +6566,7 @@ impl<'de> serde::Deserialize<'de> for Resource {
                 })
             }
         }
-        deserializer.deserialize_struct("Resource", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6635,7 +6635,7 @@ impl<'de> serde::Deserialize<'de> for ResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6772,7 +6772,7 @@ impl<'de> serde::Deserialize<'de> for ResourceListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6908,7 +6908,7 @@ impl<'de> serde::Deserialize<'de> for ResourceReference {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceReference", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7026,7 +7026,7 @@ impl<'de> serde::Deserialize<'de> for ResourceTemplate {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceTemplate", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7090,7 +7090,7 @@ impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceUpdatedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7147,7 +7147,7 @@ impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceUpdatedNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7260,7 +7260,7 @@ impl<'de> serde::Deserialize<'de> for Root {
                 })
             }
         }
-        deserializer.deserialize_struct("Root", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7331,7 +7331,7 @@ impl<'de> serde::Deserialize<'de> for RootsListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("RootsListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7478,7 +7478,7 @@ impl<'de> serde::Deserialize<'de> for RpcError {
                 })
             }
         }
-        deserializer.deserialize_struct("RpcError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7606,7 +7606,7 @@ impl<'de> serde::Deserialize<'de> for SamplingMessage {
                 })
             }
         }
-        deserializer.deserialize_struct("SamplingMessage", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7720,7 +7720,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilities {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilities", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7786,7 +7786,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesPrompts {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesPrompts", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7864,7 +7864,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesResources {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesResources", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7930,7 +7930,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTools {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesTools", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8364,7 +8364,7 @@ impl<'de> serde::Deserialize<'de> for SetLevelRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("SetLevelRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8421,7 +8421,7 @@ impl<'de> serde::Deserialize<'de> for SetLevelRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("SetLevelRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8485,7 +8485,7 @@ impl<'de> serde::Deserialize<'de> for SubscribeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscribeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8542,7 +8542,7 @@ impl<'de> serde::Deserialize<'de> for SubscribeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscribeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8622,7 +8622,7 @@ impl<'de> serde::Deserialize<'de> for TextContent {
                 })
             }
         }
-        deserializer.deserialize_struct("TextContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8698,7 +8698,7 @@ impl<'de> serde::Deserialize<'de> for TextResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("TextResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8778,7 +8778,7 @@ impl<'de> serde::Deserialize<'de> for Tool {
                 })
             }
         }
-        deserializer.deserialize_struct("Tool", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8863,7 +8863,7 @@ impl<'de> serde::Deserialize<'de> for ToolInputSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolInputSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8932,7 +8932,7 @@ impl<'de> serde::Deserialize<'de> for ToolListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9067,7 +9067,7 @@ impl<'de> serde::Deserialize<'de> for UnsubscribeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("UnsubscribeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9124,7 +9124,7 @@ impl<'de> serde::Deserialize<'de> for UnsubscribeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("UnsubscribeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 

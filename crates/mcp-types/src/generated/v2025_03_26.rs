@@ -78,7 +78,7 @@ impl<'de> serde::Deserialize<'de> for Annotations {
                 })
             }
         }
-        deserializer.deserialize_struct("Annotations", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -165,7 +165,7 @@ impl<'de> serde::Deserialize<'de> for AudioContent {
                 })
             }
         }
-        deserializer.deserialize_struct("AudioContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -241,7 +241,7 @@ impl<'de> serde::Deserialize<'de> for BlobResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("BlobResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -305,7 +305,7 @@ impl<'de> serde::Deserialize<'de> for CallToolRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -374,7 +374,7 @@ impl<'de> serde::Deserialize<'de> for CallToolRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -466,7 +466,7 @@ impl<'de> serde::Deserialize<'de> for CallToolResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -536,7 +536,7 @@ impl<'de> serde::Deserialize<'de> for CancelledNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelledNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -607,7 +607,7 @@ impl<'de> serde::Deserialize<'de> for CancelledNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelledNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -697,7 +697,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilities {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilities", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -763,7 +763,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesRoots {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesRoots", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1189,7 +1189,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1253,7 +1253,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1317,7 +1317,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsArgument {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParamsArgument", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1454,7 +1454,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1535,7 +1535,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResultCompletion {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResultCompletion", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1678,7 +1678,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1843,7 +1843,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1990,7 +1990,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2076,7 +2076,7 @@ impl<'de> serde::Deserialize<'de> for EmbeddedResource {
                 })
             }
         }
-        deserializer.deserialize_struct("EmbeddedResource", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2211,7 +2211,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2280,7 +2280,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2365,7 +2365,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptResult {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2452,7 +2452,7 @@ impl<'de> serde::Deserialize<'de> for ImageContent {
                 })
             }
         }
-        deserializer.deserialize_struct("ImageContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2516,7 +2516,7 @@ impl<'de> serde::Deserialize<'de> for Implementation {
                 })
             }
         }
-        deserializer.deserialize_struct("Implementation", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2580,7 +2580,7 @@ impl<'de> serde::Deserialize<'de> for InitializeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2651,7 +2651,7 @@ impl<'de> serde::Deserialize<'de> for InitializeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2758,7 +2758,7 @@ impl<'de> serde::Deserialize<'de> for InitializeResult {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2827,7 +2827,7 @@ impl<'de> serde::Deserialize<'de> for InitializedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3108,7 +3108,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCError {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3424,7 +3424,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3578,7 +3578,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3720,7 +3720,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3789,7 +3789,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3852,7 +3852,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3938,7 +3938,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4007,7 +4007,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4070,7 +4070,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4156,7 +4156,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4225,7 +4225,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4288,7 +4288,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4374,7 +4374,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4600,7 +4600,7 @@ impl<'de> serde::Deserialize<'de> for ListRootsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListRootsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4669,7 +4669,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4732,7 +4732,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4818,7 +4818,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4970,7 +4970,7 @@ impl<'de> serde::Deserialize<'de> for LoggingMessageNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("LoggingMessageNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5046,7 +5046,7 @@ impl<'de> serde::Deserialize<'de> for LoggingMessageNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("LoggingMessageNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5119,7 +5119,7 @@ impl<'de> serde::Deserialize<'de> for ModelHint {
                 })
             }
         }
-        deserializer.deserialize_struct("ModelHint", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5256,7 +5256,7 @@ impl<'de> serde::Deserialize<'de> for ModelPreferences {
                 })
             }
         }
-        deserializer.deserialize_struct("ModelPreferences", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5325,7 +5325,7 @@ impl<'de> serde::Deserialize<'de> for Notification {
                 })
             }
         }
-        deserializer.deserialize_struct("Notification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5465,7 +5465,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5528,7 +5528,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5607,7 +5607,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedResult {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5676,7 +5676,7 @@ impl<'de> serde::Deserialize<'de> for PingRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("PingRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5811,7 +5811,7 @@ impl<'de> serde::Deserialize<'de> for ProgressNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ProgressNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5899,7 +5899,7 @@ impl<'de> serde::Deserialize<'de> for ProgressNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ProgressNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6031,7 +6031,7 @@ impl<'de> serde::Deserialize<'de> for Prompt {
                 })
             }
         }
-        deserializer.deserialize_struct("Prompt", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6116,7 +6116,7 @@ impl<'de> serde::Deserialize<'de> for PromptArgument {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptArgument", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6185,7 +6185,7 @@ impl<'de> serde::Deserialize<'de> for PromptListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6323,7 +6323,7 @@ impl<'de> serde::Deserialize<'de> for PromptMessage {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptMessage", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6387,7 +6387,7 @@ impl<'de> serde::Deserialize<'de> for PromptReference {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptReference", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6451,7 +6451,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6508,7 +6508,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6577,7 +6577,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6646,7 +6646,7 @@ impl<'de> serde::Deserialize<'de> for Request {
                 })
             }
         }
-        deserializer.deserialize_struct("Request", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6897,7 +6897,7 @@ impl<'de> serde::Deserialize<'de> for Resource {
                 })
             }
         }
-        deserializer.deserialize_struct("Resource", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6966,7 +6966,7 @@ impl<'de> serde::Deserialize<'de> for ResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7103,7 +7103,7 @@ impl<'de> serde::Deserialize<'de> for ResourceListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7239,7 +7239,7 @@ impl<'de> serde::Deserialize<'de> for ResourceReference {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceReference", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7357,7 +7357,7 @@ impl<'de> serde::Deserialize<'de> for ResourceTemplate {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceTemplate", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7421,7 +7421,7 @@ impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceUpdatedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7478,7 +7478,7 @@ impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceUpdatedNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7591,7 +7591,7 @@ impl<'de> serde::Deserialize<'de> for Root {
                 })
             }
         }
-        deserializer.deserialize_struct("Root", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7662,7 +7662,7 @@ impl<'de> serde::Deserialize<'de> for RootsListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("RootsListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7809,7 +7809,7 @@ impl<'de> serde::Deserialize<'de> for RpcError {
                 })
             }
         }
-        deserializer.deserialize_struct("RpcError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7949,7 +7949,7 @@ impl<'de> serde::Deserialize<'de> for SamplingMessage {
                 })
             }
         }
-        deserializer.deserialize_struct("SamplingMessage", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8086,7 +8086,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilities {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilities", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8152,7 +8152,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesPrompts {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesPrompts", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8230,7 +8230,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesResources {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesResources", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8296,7 +8296,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTools {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesTools", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8730,7 +8730,7 @@ impl<'de> serde::Deserialize<'de> for SetLevelRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("SetLevelRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8787,7 +8787,7 @@ impl<'de> serde::Deserialize<'de> for SetLevelRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("SetLevelRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8851,7 +8851,7 @@ impl<'de> serde::Deserialize<'de> for SubscribeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscribeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8908,7 +8908,7 @@ impl<'de> serde::Deserialize<'de> for SubscribeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscribeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8988,7 +8988,7 @@ impl<'de> serde::Deserialize<'de> for TextContent {
                 })
             }
         }
-        deserializer.deserialize_struct("TextContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9064,7 +9064,7 @@ impl<'de> serde::Deserialize<'de> for TextResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("TextResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9162,7 +9162,7 @@ impl<'de> serde::Deserialize<'de> for Tool {
                 })
             }
         }
-        deserializer.deserialize_struct("Tool", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9318,7 +9318,7 @@ impl<'de> serde::Deserialize<'de> for ToolAnnotations {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolAnnotations", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9403,7 +9403,7 @@ impl<'de> serde::Deserialize<'de> for ToolInputSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolInputSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9472,7 +9472,7 @@ impl<'de> serde::Deserialize<'de> for ToolListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9607,7 +9607,7 @@ impl<'de> serde::Deserialize<'de> for UnsubscribeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("UnsubscribeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9664,7 +9664,7 @@ impl<'de> serde::Deserialize<'de> for UnsubscribeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("UnsubscribeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 

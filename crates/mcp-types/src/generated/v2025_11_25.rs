@@ -99,7 +99,7 @@ impl<'de> serde::Deserialize<'de> for Annotations {
                 })
             }
         }
-        deserializer.deserialize_struct("Annotations", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -198,7 +198,7 @@ impl<'de> serde::Deserialize<'de> for AudioContent {
                 })
             }
         }
-        deserializer.deserialize_struct("AudioContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -272,7 +272,7 @@ impl<'de> serde::Deserialize<'de> for BaseMetadata {
                 })
             }
         }
-        deserializer.deserialize_struct("BaseMetadata", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -360,7 +360,7 @@ impl<'de> serde::Deserialize<'de> for BlobResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("BlobResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -457,7 +457,7 @@ impl<'de> serde::Deserialize<'de> for BooleanSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("BooleanSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -535,7 +535,7 @@ impl<'de> serde::Deserialize<'de> for CallToolRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -633,7 +633,7 @@ impl<'de> serde::Deserialize<'de> for CallToolRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -741,7 +741,7 @@ impl<'de> serde::Deserialize<'de> for CallToolResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -819,7 +819,7 @@ impl<'de> serde::Deserialize<'de> for CancelTaskRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelTaskRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -876,7 +876,7 @@ impl<'de> serde::Deserialize<'de> for CancelTaskRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelTaskRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1106,7 +1106,7 @@ impl<'de> serde::Deserialize<'de> for CancelledNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelledNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1196,7 +1196,7 @@ impl<'de> serde::Deserialize<'de> for CancelledNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelledNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1314,7 +1314,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilities {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilities", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1388,7 +1388,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesElicitation {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesElicitation", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1454,7 +1454,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesRoots {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesRoots", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1529,7 +1529,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesSampling {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesSampling", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1615,7 +1615,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasks {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesTasks", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1693,7 +1693,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasksRequests {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesTasksRequests", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1756,11 +1756,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasksRequestsElicitation
                 })
             }
         }
-        deserializer.deserialize_struct(
-            "ClientCapabilitiesTasksRequestsElicitation",
-            FIELDS,
-            Visitor,
-        )
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1827,7 +1823,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesTasksRequestsSampling {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesTasksRequestsSampling", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2434,7 +2430,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2522,7 +2518,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2586,7 +2582,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsArgument {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParamsArgument", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2648,7 +2644,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsContext {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParamsContext", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2785,7 +2781,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2866,7 +2862,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResultCompletion {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResultCompletion", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3046,7 +3042,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3281,7 +3277,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3442,7 +3438,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3511,7 +3507,7 @@ impl<'de> serde::Deserialize<'de> for CreateTaskResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateTaskResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3592,7 +3588,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3698,7 +3694,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestFormParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequestFormParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3788,7 +3784,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestFormParamsRequestedSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequestFormParamsRequestedSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3964,7 +3960,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestURLParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequestURLParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4050,7 +4046,7 @@ impl<'de> serde::Deserialize<'de> for ElicitResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4236,7 +4232,7 @@ impl<'de> serde::Deserialize<'de> for ElicitationCompleteNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitationCompleteNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4294,7 +4290,7 @@ impl<'de> serde::Deserialize<'de> for ElicitationCompleteNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitationCompleteNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4389,7 +4385,7 @@ impl<'de> serde::Deserialize<'de> for EmbeddedResource {
                 })
             }
         }
-        deserializer.deserialize_struct("EmbeddedResource", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4663,7 +4659,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4744,7 +4740,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4829,7 +4825,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptResult {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4907,7 +4903,7 @@ impl<'de> serde::Deserialize<'de> for GetTaskPayloadRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("GetTaskPayloadRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4964,7 +4960,7 @@ impl<'de> serde::Deserialize<'de> for GetTaskPayloadRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("GetTaskPayloadRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5115,7 +5111,7 @@ impl<'de> serde::Deserialize<'de> for GetTaskRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("GetTaskRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5172,7 +5168,7 @@ impl<'de> serde::Deserialize<'de> for GetTaskRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("GetTaskRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5431,7 +5427,7 @@ impl<'de> serde::Deserialize<'de> for Icon {
                 })
             }
         }
-        deserializer.deserialize_struct("Icon", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5545,7 +5541,7 @@ impl<'de> serde::Deserialize<'de> for Icons {
                 })
             }
         }
-        deserializer.deserialize_struct("Icons", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5644,7 +5640,7 @@ impl<'de> serde::Deserialize<'de> for ImageContent {
                 })
             }
         }
-        deserializer.deserialize_struct("ImageContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5788,7 +5784,7 @@ impl<'de> serde::Deserialize<'de> for Implementation {
                 })
             }
         }
-        deserializer.deserialize_struct("Implementation", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5866,7 +5862,7 @@ impl<'de> serde::Deserialize<'de> for InitializeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5949,7 +5945,7 @@ impl<'de> serde::Deserialize<'de> for InitializeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6056,7 +6052,7 @@ impl<'de> serde::Deserialize<'de> for InitializeResult {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializeResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6132,7 +6128,7 @@ impl<'de> serde::Deserialize<'de> for InitializedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("InitializedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6208,7 +6204,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCErrorResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCErrorResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6377,7 +6373,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6460,7 +6456,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6599,7 +6595,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6724,7 +6720,7 @@ impl<'de> serde::Deserialize<'de> for LegacyTitledEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("LegacyTitledEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6807,7 +6803,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6893,7 +6889,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6976,7 +6972,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7062,7 +7058,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7145,7 +7141,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7231,7 +7227,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7400,7 +7396,7 @@ impl<'de> serde::Deserialize<'de> for ListRootsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListRootsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7483,7 +7479,7 @@ impl<'de> serde::Deserialize<'de> for ListTasksRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListTasksRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7569,7 +7565,7 @@ impl<'de> serde::Deserialize<'de> for ListTasksResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListTasksResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7652,7 +7648,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7738,7 +7734,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7897,7 +7893,7 @@ impl<'de> serde::Deserialize<'de> for LoggingMessageNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("LoggingMessageNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7985,7 +7981,7 @@ impl<'de> serde::Deserialize<'de> for LoggingMessageNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("LoggingMessageNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8058,7 +8054,7 @@ impl<'de> serde::Deserialize<'de> for ModelHint {
                 })
             }
         }
-        deserializer.deserialize_struct("ModelHint", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8195,7 +8191,7 @@ impl<'de> serde::Deserialize<'de> for ModelPreferences {
                 })
             }
         }
-        deserializer.deserialize_struct("ModelPreferences", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8348,7 +8344,7 @@ impl<'de> serde::Deserialize<'de> for Notification {
                 })
             }
         }
-        deserializer.deserialize_struct("Notification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8410,7 +8406,7 @@ impl<'de> serde::Deserialize<'de> for NotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("NotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8538,7 +8534,7 @@ impl<'de> serde::Deserialize<'de> for NumberSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("NumberSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8661,7 +8657,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8736,7 +8732,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8815,7 +8811,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedResult {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8898,7 +8894,7 @@ impl<'de> serde::Deserialize<'de> for PingRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("PingRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9151,7 +9147,7 @@ impl<'de> serde::Deserialize<'de> for ProgressNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ProgressNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9251,7 +9247,7 @@ impl<'de> serde::Deserialize<'de> for ProgressNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ProgressNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9439,7 +9435,7 @@ impl<'de> serde::Deserialize<'de> for Prompt {
                 })
             }
         }
-        deserializer.deserialize_struct("Prompt", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9541,7 +9537,7 @@ impl<'de> serde::Deserialize<'de> for PromptArgument {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptArgument", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9617,7 +9613,7 @@ impl<'de> serde::Deserialize<'de> for PromptListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9684,7 +9680,7 @@ impl<'de> serde::Deserialize<'de> for PromptMessage {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptMessage", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9765,7 +9761,7 @@ impl<'de> serde::Deserialize<'de> for PromptReference {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptReference", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9843,7 +9839,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9912,7 +9908,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9981,7 +9977,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10039,7 +10035,7 @@ impl<'de> serde::Deserialize<'de> for RelatedTaskMetadata {
                 })
             }
         }
-        deserializer.deserialize_struct("RelatedTaskMetadata", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10108,7 +10104,7 @@ impl<'de> serde::Deserialize<'de> for Request {
                 })
             }
         }
-        deserializer.deserialize_struct("Request", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10217,7 +10213,7 @@ impl<'de> serde::Deserialize<'de> for RequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("RequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10400,7 +10396,7 @@ impl<'de> serde::Deserialize<'de> for Resource {
                 })
             }
         }
-        deserializer.deserialize_struct("Resource", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10481,7 +10477,7 @@ impl<'de> serde::Deserialize<'de> for ResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10742,7 +10738,7 @@ impl<'de> serde::Deserialize<'de> for ResourceLink {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceLink", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10818,7 +10814,7 @@ impl<'de> serde::Deserialize<'de> for ResourceListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10887,7 +10883,7 @@ impl<'de> serde::Deserialize<'de> for ResourceRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11055,7 +11051,7 @@ impl<'de> serde::Deserialize<'de> for ResourceTemplate {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceTemplate", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11119,7 +11115,7 @@ impl<'de> serde::Deserialize<'de> for ResourceTemplateReference {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceTemplateReference", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11190,7 +11186,7 @@ impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceUpdatedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11259,7 +11255,7 @@ impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceUpdatedNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11384,7 +11380,7 @@ impl<'de> serde::Deserialize<'de> for Root {
                 })
             }
         }
-        deserializer.deserialize_struct("Root", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11462,7 +11458,7 @@ impl<'de> serde::Deserialize<'de> for RootsListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("RootsListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11538,7 +11534,7 @@ impl<'de> serde::Deserialize<'de> for RpcError {
                 })
             }
         }
-        deserializer.deserialize_struct("RpcError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11730,7 +11726,7 @@ impl<'de> serde::Deserialize<'de> for SamplingMessage {
                 })
             }
         }
-        deserializer.deserialize_struct("SamplingMessage", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11988,7 +11984,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilities {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilities", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12054,7 +12050,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesPrompts {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesPrompts", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12132,7 +12128,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesResources {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesResources", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12218,7 +12214,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTasks {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesTasks", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12280,7 +12276,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTasksRequests {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesTasksRequests", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12343,7 +12339,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTasksRequestsTools {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesTasksRequestsTools", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12409,7 +12405,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTools {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesTools", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13040,7 +13036,7 @@ impl<'de> serde::Deserialize<'de> for SetLevelRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("SetLevelRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13109,7 +13105,7 @@ impl<'de> serde::Deserialize<'de> for SetLevelRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("SetLevelRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13318,7 +13314,7 @@ impl<'de> serde::Deserialize<'de> for StringSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("StringSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13449,7 +13445,7 @@ impl<'de> serde::Deserialize<'de> for SubscribeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscribeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13518,7 +13514,7 @@ impl<'de> serde::Deserialize<'de> for SubscribeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscribeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13647,7 +13643,7 @@ impl<'de> serde::Deserialize<'de> for Task {
                 })
             }
         }
-        deserializer.deserialize_struct("Task", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13726,7 +13722,7 @@ impl<'de> serde::Deserialize<'de> for TaskAugmentedRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("TaskAugmentedRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13789,7 +13785,7 @@ impl<'de> serde::Deserialize<'de> for TaskMetadata {
                 })
             }
         }
-        deserializer.deserialize_struct("TaskMetadata", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13927,7 +13923,7 @@ impl<'de> serde::Deserialize<'de> for TaskStatusNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("TaskStatusNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14069,7 +14065,7 @@ impl<'de> serde::Deserialize<'de> for TaskStatusNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("TaskStatusNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14161,7 +14157,7 @@ impl<'de> serde::Deserialize<'de> for TextContent {
                 })
             }
         }
-        deserializer.deserialize_struct("TextContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14249,7 +14245,7 @@ impl<'de> serde::Deserialize<'de> for TextResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("TextResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14385,7 +14381,7 @@ impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledMultiSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14442,7 +14438,7 @@ impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchemaItems {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledMultiSelectEnumSchemaItems", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14507,11 +14503,7 @@ impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchemaItemsAnyOfItem 
                 })
             }
         }
-        deserializer.deserialize_struct(
-            "TitledMultiSelectEnumSchemaItemsAnyOfItem",
-            FIELDS,
-            Visitor,
-        )
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14615,7 +14607,7 @@ impl<'de> serde::Deserialize<'de> for TitledSingleSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledSingleSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14680,7 +14672,7 @@ impl<'de> serde::Deserialize<'de> for TitledSingleSelectEnumSchemaOneOfItem {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledSingleSelectEnumSchemaOneOfItem", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14871,7 +14863,7 @@ impl<'de> serde::Deserialize<'de> for Tool {
                 })
             }
         }
-        deserializer.deserialize_struct("Tool", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15027,7 +15019,7 @@ impl<'de> serde::Deserialize<'de> for ToolAnnotations {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolAnnotations", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15092,7 +15084,7 @@ impl<'de> serde::Deserialize<'de> for ToolChoice {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolChoice", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15217,7 +15209,7 @@ impl<'de> serde::Deserialize<'de> for ToolExecution {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolExecution", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15370,7 +15362,7 @@ impl<'de> serde::Deserialize<'de> for ToolInputSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolInputSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15446,7 +15438,7 @@ impl<'de> serde::Deserialize<'de> for ToolListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15547,7 +15539,7 @@ impl<'de> serde::Deserialize<'de> for ToolOutputSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolOutputSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15678,7 +15670,7 @@ impl<'de> serde::Deserialize<'de> for ToolResultContent {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolResultContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15773,7 +15765,7 @@ impl<'de> serde::Deserialize<'de> for ToolUseContent {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolUseContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15849,7 +15841,7 @@ impl<'de> serde::Deserialize<'de> for URLElicitationRequiredError {
                 })
             }
         }
-        deserializer.deserialize_struct("URLElicitationRequiredError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15927,7 +15919,7 @@ impl<'de> serde::Deserialize<'de> for UnsubscribeRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("UnsubscribeRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15996,7 +15988,7 @@ impl<'de> serde::Deserialize<'de> for UnsubscribeRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("UnsubscribeRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16132,7 +16124,7 @@ impl<'de> serde::Deserialize<'de> for UntitledMultiSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("UntitledMultiSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16196,7 +16188,7 @@ impl<'de> serde::Deserialize<'de> for UntitledMultiSelectEnumSchemaItems {
                 })
             }
         }
-        deserializer.deserialize_struct("UntitledMultiSelectEnumSchemaItems", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -16300,7 +16292,7 @@ impl<'de> serde::Deserialize<'de> for UntitledSingleSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("UntitledSingleSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 

@@ -99,7 +99,7 @@ impl<'de> serde::Deserialize<'de> for Annotations {
                 })
             }
         }
-        deserializer.deserialize_struct("Annotations", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -198,7 +198,7 @@ impl<'de> serde::Deserialize<'de> for AudioContent {
                 })
             }
         }
-        deserializer.deserialize_struct("AudioContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -272,7 +272,7 @@ impl<'de> serde::Deserialize<'de> for BaseMetadata {
                 })
             }
         }
-        deserializer.deserialize_struct("BaseMetadata", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -360,7 +360,7 @@ impl<'de> serde::Deserialize<'de> for BlobResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("BlobResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -457,7 +457,7 @@ impl<'de> serde::Deserialize<'de> for BooleanSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("BooleanSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -611,7 +611,7 @@ impl<'de> serde::Deserialize<'de> for CacheableResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CacheableResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -689,7 +689,7 @@ impl<'de> serde::Deserialize<'de> for CallToolRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -803,7 +803,7 @@ impl<'de> serde::Deserialize<'de> for CallToolRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -933,7 +933,7 @@ impl<'de> serde::Deserialize<'de> for CallToolResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1004,7 +1004,7 @@ impl<'de> serde::Deserialize<'de> for CallToolResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("CallToolResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1154,7 +1154,7 @@ impl<'de> serde::Deserialize<'de> for CancelledNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelledNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1237,7 +1237,7 @@ impl<'de> serde::Deserialize<'de> for CancelledNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CancelledNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1370,7 +1370,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilities {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilities", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1444,7 +1444,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesElicitation {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesElicitation", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1519,7 +1519,7 @@ impl<'de> serde::Deserialize<'de> for ClientCapabilitiesSampling {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientCapabilitiesSampling", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1596,7 +1596,7 @@ impl<'de> serde::Deserialize<'de> for ClientNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1851,7 +1851,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1934,7 +1934,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -1998,7 +1998,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsArgument {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParamsArgument", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2060,7 +2060,7 @@ impl<'de> serde::Deserialize<'de> for CompleteRequestParamsContext {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteRequestParamsContext", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2210,7 +2210,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2291,7 +2291,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResultCompletion {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResultCompletion", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2362,7 +2362,7 @@ impl<'de> serde::Deserialize<'de> for CompleteResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("CompleteResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2528,7 +2528,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2733,7 +2733,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2895,7 +2895,7 @@ impl<'de> serde::Deserialize<'de> for CreateMessageResult {
                 })
             }
         }
-        deserializer.deserialize_struct("CreateMessageResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -2979,7 +2979,7 @@ impl<'de> serde::Deserialize<'de> for DiscoverRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("DiscoverRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3128,7 +3128,7 @@ impl<'de> serde::Deserialize<'de> for DiscoverResult {
                 })
             }
         }
-        deserializer.deserialize_struct("DiscoverResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3199,7 +3199,7 @@ impl<'de> serde::Deserialize<'de> for DiscoverResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("DiscoverResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3263,7 +3263,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3340,7 +3340,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestFormParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequestFormParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3430,7 +3430,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestFormParamsRequestedSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequestFormParamsRequestedSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3569,7 +3569,7 @@ impl<'de> serde::Deserialize<'de> for ElicitRequestURLParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitRequestURLParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3643,7 +3643,7 @@ impl<'de> serde::Deserialize<'de> for ElicitResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ElicitResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -3853,7 +3853,7 @@ impl<'de> serde::Deserialize<'de> for EmbeddedResource {
                 })
             }
         }
-        deserializer.deserialize_struct("EmbeddedResource", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4140,7 +4140,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4254,7 +4254,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4352,7 +4352,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptResult {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4423,7 +4423,7 @@ impl<'de> serde::Deserialize<'de> for GetPromptResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("GetPromptResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4570,7 +4570,7 @@ impl<'de> serde::Deserialize<'de> for HeaderMismatchError {
                 })
             }
         }
-        deserializer.deserialize_struct("HeaderMismatchError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4678,7 +4678,7 @@ impl<'de> serde::Deserialize<'de> for Icon {
                 })
             }
         }
-        deserializer.deserialize_struct("Icon", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4792,7 +4792,7 @@ impl<'de> serde::Deserialize<'de> for Icons {
                 })
             }
         }
-        deserializer.deserialize_struct("Icons", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -4891,7 +4891,7 @@ impl<'de> serde::Deserialize<'de> for ImageContent {
                 })
             }
         }
-        deserializer.deserialize_struct("ImageContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5035,7 +5035,7 @@ impl<'de> serde::Deserialize<'de> for Implementation {
                 })
             }
         }
-        deserializer.deserialize_struct("Implementation", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5391,7 +5391,7 @@ impl<'de> serde::Deserialize<'de> for InputResponseRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("InputResponseRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5472,7 +5472,7 @@ impl<'de> serde::Deserialize<'de> for InternalError {
                 })
             }
         }
-        deserializer.deserialize_struct("InternalError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5557,7 +5557,7 @@ impl<'de> serde::Deserialize<'de> for InvalidParamsError {
                 })
             }
         }
-        deserializer.deserialize_struct("InvalidParamsError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5633,7 +5633,7 @@ impl<'de> serde::Deserialize<'de> for InvalidRequestError {
                 })
             }
         }
-        deserializer.deserialize_struct("InvalidRequestError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5715,7 +5715,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCErrorResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCErrorResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5884,7 +5884,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -5967,7 +5967,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6106,7 +6106,7 @@ impl<'de> serde::Deserialize<'de> for JSONRPCResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONRPCResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6234,7 +6234,7 @@ impl<'de> serde::Deserialize<'de> for LegacyTitledEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("LegacyTitledEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6312,7 +6312,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6448,7 +6448,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6519,7 +6519,7 @@ impl<'de> serde::Deserialize<'de> for ListPromptsResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("ListPromptsResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6597,7 +6597,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6733,7 +6733,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6804,7 +6804,7 @@ impl<'de> serde::Deserialize<'de> for ListResourceTemplatesResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourceTemplatesResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -6882,7 +6882,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7018,7 +7018,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7089,7 +7089,7 @@ impl<'de> serde::Deserialize<'de> for ListResourcesResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("ListResourcesResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7235,7 +7235,7 @@ impl<'de> serde::Deserialize<'de> for ListRootsRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ListRootsRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7294,7 +7294,7 @@ impl<'de> serde::Deserialize<'de> for ListRootsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListRootsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7372,7 +7372,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7508,7 +7508,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7579,7 +7579,7 @@ impl<'de> serde::Deserialize<'de> for ListToolsResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("ListToolsResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7738,7 +7738,7 @@ impl<'de> serde::Deserialize<'de> for LoggingMessageNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("LoggingMessageNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7826,7 +7826,7 @@ impl<'de> serde::Deserialize<'de> for LoggingMessageNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("LoggingMessageNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -7923,7 +7923,7 @@ impl<'de> serde::Deserialize<'de> for MethodNotFoundError {
                 })
             }
         }
-        deserializer.deserialize_struct("MethodNotFoundError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8002,7 +8002,7 @@ impl<'de> serde::Deserialize<'de> for MissingRequiredClientCapabilityError {
                 })
             }
         }
-        deserializer.deserialize_struct("MissingRequiredClientCapabilityError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8075,7 +8075,7 @@ impl<'de> serde::Deserialize<'de> for ModelHint {
                 })
             }
         }
-        deserializer.deserialize_struct("ModelHint", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8212,7 +8212,7 @@ impl<'de> serde::Deserialize<'de> for ModelPreferences {
                 })
             }
         }
-        deserializer.deserialize_struct("ModelPreferences", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8365,7 +8365,7 @@ impl<'de> serde::Deserialize<'de> for Notification {
                 })
             }
         }
-        deserializer.deserialize_struct("Notification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8440,7 +8440,7 @@ impl<'de> serde::Deserialize<'de> for NotificationMetaObject {
                 })
             }
         }
-        deserializer.deserialize_struct("NotificationMetaObject", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8502,7 +8502,7 @@ impl<'de> serde::Deserialize<'de> for NotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("NotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8630,7 +8630,7 @@ impl<'de> serde::Deserialize<'de> for NumberSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("NumberSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8748,7 +8748,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8818,7 +8818,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8910,7 +8910,7 @@ impl<'de> serde::Deserialize<'de> for PaginatedResult {
                 })
             }
         }
-        deserializer.deserialize_struct("PaginatedResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -8986,7 +8986,7 @@ impl<'de> serde::Deserialize<'de> for ParseError {
                 })
             }
         }
-        deserializer.deserialize_struct("ParseError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9239,7 +9239,7 @@ impl<'de> serde::Deserialize<'de> for ProgressNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ProgressNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9339,7 +9339,7 @@ impl<'de> serde::Deserialize<'de> for ProgressNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ProgressNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9527,7 +9527,7 @@ impl<'de> serde::Deserialize<'de> for Prompt {
                 })
             }
         }
-        deserializer.deserialize_struct("Prompt", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9629,7 +9629,7 @@ impl<'de> serde::Deserialize<'de> for PromptArgument {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptArgument", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9705,7 +9705,7 @@ impl<'de> serde::Deserialize<'de> for PromptListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9772,7 +9772,7 @@ impl<'de> serde::Deserialize<'de> for PromptMessage {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptMessage", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9853,7 +9853,7 @@ impl<'de> serde::Deserialize<'de> for PromptReference {
                 })
             }
         }
-        deserializer.deserialize_struct("PromptReference", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -9931,7 +9931,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10027,7 +10027,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10139,7 +10139,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResult {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10210,7 +10210,7 @@ impl<'de> serde::Deserialize<'de> for ReadResourceResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("ReadResourceResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10347,7 +10347,7 @@ impl<'de> serde::Deserialize<'de> for Request {
                 })
             }
         }
-        deserializer.deserialize_struct("Request", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10553,7 +10553,7 @@ impl<'de> serde::Deserialize<'de> for RequestMetaObject {
                 })
             }
         }
-        deserializer.deserialize_struct("RequestMetaObject", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10610,7 +10610,7 @@ impl<'de> serde::Deserialize<'de> for RequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("RequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10793,7 +10793,7 @@ impl<'de> serde::Deserialize<'de> for Resource {
                 })
             }
         }
-        deserializer.deserialize_struct("Resource", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -10874,7 +10874,7 @@ impl<'de> serde::Deserialize<'de> for ResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11135,7 +11135,7 @@ impl<'de> serde::Deserialize<'de> for ResourceLink {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceLink", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11211,7 +11211,7 @@ impl<'de> serde::Deserialize<'de> for ResourceListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11275,7 +11275,7 @@ impl<'de> serde::Deserialize<'de> for ResourceRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11443,7 +11443,7 @@ impl<'de> serde::Deserialize<'de> for ResourceTemplate {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceTemplate", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11507,7 +11507,7 @@ impl<'de> serde::Deserialize<'de> for ResourceTemplateReference {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceTemplateReference", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11578,7 +11578,7 @@ impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceUpdatedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11647,7 +11647,7 @@ impl<'de> serde::Deserialize<'de> for ResourceUpdatedNotificationParams {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceUpdatedNotificationParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11723,7 +11723,7 @@ impl<'de> serde::Deserialize<'de> for ResultMetaObject {
                 })
             }
         }
-        deserializer.deserialize_struct("ResultMetaObject", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11855,7 +11855,7 @@ impl<'de> serde::Deserialize<'de> for Root {
                 })
             }
         }
-        deserializer.deserialize_struct("Root", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -11931,7 +11931,7 @@ impl<'de> serde::Deserialize<'de> for RpcError {
                 })
             }
         }
-        deserializer.deserialize_struct("RpcError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12123,7 +12123,7 @@ impl<'de> serde::Deserialize<'de> for SamplingMessage {
                 })
             }
         }
-        deserializer.deserialize_struct("SamplingMessage", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12390,7 +12390,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilities {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilities", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12456,7 +12456,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesPrompts {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesPrompts", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12534,7 +12534,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesResources {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesResources", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -12600,7 +12600,7 @@ impl<'de> serde::Deserialize<'de> for ServerCapabilitiesTools {
                 })
             }
         }
-        deserializer.deserialize_struct("ServerCapabilitiesTools", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13214,7 +13214,7 @@ impl<'de> serde::Deserialize<'de> for StringSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("StringSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13391,7 +13391,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionFilter {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionFilter", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13472,7 +13472,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsAcknowledgedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsAcknowledgedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13545,11 +13545,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsAcknowledgedNotificationParam
                 })
             }
         }
-        deserializer.deserialize_struct(
-            "SubscriptionsAcknowledgedNotificationParams",
-            FIELDS,
-            Visitor,
-        )
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13629,7 +13625,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsListenRequest {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsListenRequest", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13695,7 +13691,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsListenRequestParams {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsListenRequestParams", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13769,7 +13765,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsListenResult {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsListenResult", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13869,7 +13865,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsListenResultMetaObject {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsListenResultMetaObject", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -13941,7 +13937,7 @@ impl<'de> serde::Deserialize<'de> for SubscriptionsListenResultResponse {
                 })
             }
         }
-        deserializer.deserialize_struct("SubscriptionsListenResultResponse", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14033,7 +14029,7 @@ impl<'de> serde::Deserialize<'de> for TextContent {
                 })
             }
         }
-        deserializer.deserialize_struct("TextContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14121,7 +14117,7 @@ impl<'de> serde::Deserialize<'de> for TextResourceContents {
                 })
             }
         }
-        deserializer.deserialize_struct("TextResourceContents", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14257,7 +14253,7 @@ impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledMultiSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14314,7 +14310,7 @@ impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchemaItems {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledMultiSelectEnumSchemaItems", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14379,11 +14375,7 @@ impl<'de> serde::Deserialize<'de> for TitledMultiSelectEnumSchemaItemsAnyOfItem 
                 })
             }
         }
-        deserializer.deserialize_struct(
-            "TitledMultiSelectEnumSchemaItemsAnyOfItem",
-            FIELDS,
-            Visitor,
-        )
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14487,7 +14479,7 @@ impl<'de> serde::Deserialize<'de> for TitledSingleSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledSingleSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14552,7 +14544,7 @@ impl<'de> serde::Deserialize<'de> for TitledSingleSelectEnumSchemaOneOfItem {
                 })
             }
         }
-        deserializer.deserialize_struct("TitledSingleSelectEnumSchemaOneOfItem", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14742,7 +14734,7 @@ impl<'de> serde::Deserialize<'de> for Tool {
                 })
             }
         }
-        deserializer.deserialize_struct("Tool", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14898,7 +14890,7 @@ impl<'de> serde::Deserialize<'de> for ToolAnnotations {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolAnnotations", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -14963,7 +14955,7 @@ impl<'de> serde::Deserialize<'de> for ToolChoice {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolChoice", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15181,7 +15173,7 @@ impl<'de> serde::Deserialize<'de> for ToolListChangedNotification {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolListChangedNotification", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15385,7 +15377,7 @@ impl<'de> serde::Deserialize<'de> for ToolResultContent {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolResultContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15478,7 +15470,7 @@ impl<'de> serde::Deserialize<'de> for ToolUseContent {
                 })
             }
         }
-        deserializer.deserialize_struct("ToolUseContent", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15557,7 +15549,7 @@ impl<'de> serde::Deserialize<'de> for UnsupportedProtocolVersionError {
                 })
             }
         }
-        deserializer.deserialize_struct("UnsupportedProtocolVersionError", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15693,7 +15685,7 @@ impl<'de> serde::Deserialize<'de> for UntitledMultiSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("UntitledMultiSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15757,7 +15749,7 @@ impl<'de> serde::Deserialize<'de> for UntitledMultiSelectEnumSchemaItems {
                 })
             }
         }
-        deserializer.deserialize_struct("UntitledMultiSelectEnumSchemaItems", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -15861,7 +15853,7 @@ impl<'de> serde::Deserialize<'de> for UntitledSingleSelectEnumSchema {
                 })
             }
         }
-        deserializer.deserialize_struct("UntitledSingleSelectEnumSchema", FIELDS, Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
