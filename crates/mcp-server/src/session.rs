@@ -762,6 +762,11 @@ impl Server {
     /// Serves one session on this process's stdin and stdout (framing as in
     /// [`serve_io`](Self::serve_io)). Log with `tracing` to stderr: stdout carries protocol
     /// messages only. End of input on stdin ends the session.
+    ///
+    /// Reads and writes go through Tokio's blocking pool, or, with `mcp-transport-stdio`'s
+    /// `reactor` feature (a dependency on `mcp-transport-stdio` with that feature turns it on),
+    /// through the reactor when stdin and stdout are pipes or sockets.
+    /// [`run_stdio`](Self::run_stdio) needs neither.
     #[cfg(feature = "stdio")]
     pub async fn serve_stdio(&self) -> Result<(), ServeError> {
         self.serve(mcp_transport_stdio::stdio_with(self.stdio_options()))

@@ -29,8 +29,10 @@
 //! keeps stdin open leaves it blocked in `read(2)` (a process normally exits at that point).
 //!
 //! stdin is read in whatever mode it is in (it is never switched to non-blocking mode; a
-//! non-blocking one is waited for with epoll); stdout must be a pipe or a stream socket,
-//! which is driven by the reactor as with [`stdio()`](crate::stdio).
+//! non-blocking one is waited for with epoll); stdout must be a pipe or a stream socket, which
+//! is switched to non-blocking mode (as with [`stdio()`](crate::stdio)) and written with
+//! `write(2)` from both threads. When it is full, the runtime's side waits for room on Tokio's
+//! blocking pool, so no reactor is needed (Tokio's `net` feature stays off).
 //!
 //! `mcp-server`'s `Server::run_stdio` does all of the following; by hand, with an engine of
 //! `mcp-jsonrpc` (the engine hands its [`Inlet`] to the reader when it starts):
@@ -61,9 +63,9 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
@@ -74,13 +76,12 @@ use mcp_jsonrpc::{
     Connection, Extensions, FrameError, Inbound, Incoming, Inlet, InletLink, Message, Outbound,
     Response, Served, TransportError,
 };
-use tokio::io::AsyncWrite;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::StdioOptions;
-use crate::streams::imp::{Writer, writer_for};
+use crate::streams::nonblock::{FlagGuard, prepare};
 
 /// Bytes read from stdin per `read(2)`, at most.
 const READ_CHUNK: usize = 64 * 1024;
@@ -139,6 +140,10 @@ impl Codec {
 /// What both threads share.
 struct Shared {
     out: Mutex<Out>,
+    /// Keeps the output's description non-blocking while the connection lives.
+    _flag: FlagGuard,
+    /// The engine's side is gone: a wait for room in the output gives up.
+    closed: AtomicBool,
     /// Forwarded messages the engine has dispatched: it takes the next one only after
     /// dispatching the last (see [`Forwarded`]).
     dispatched: AtomicU64,
@@ -146,7 +151,8 @@ struct Shared {
 
 /// stdout and the frames encoded for it but not written yet.
 struct Out {
-    writer: Writer,
+    /// The output, non-blocking, written with `write(2)` by whichever side holds the lock.
+    file: File,
     buf: BytesMut,
 }
 
@@ -208,8 +214,7 @@ pub fn stdio_inline(options: StdioOptions) -> Option<(Connection, InlineReader)>
             return None;
         }
     };
-    let writer = writer_for(std::io::stdout().as_fd())?;
-    made(input, writer, options)
+    made(input, std::io::stdout().as_fd(), options)
 }
 
 /// [`stdio_inline`] over any pair of descriptors: `input` is read with blocking reads,
@@ -220,17 +225,18 @@ pub fn fds_inline(
     output: OwnedFd,
     options: StdioOptions,
 ) -> Option<(Connection, InlineReader)> {
-    let writer = writer_for(output.as_fd())?;
-    made(input, writer, options)
+    made(input, output.as_fd(), options)
 }
 
 fn made(
     input: OwnedFd,
-    writer: Writer,
+    output: BorrowedFd<'_>,
     options: StdioOptions,
 ) -> Option<(Connection, InlineReader)> {
-    let output = match writer.as_fd().try_clone_to_owned() {
-        Ok(fd) => File::from(fd),
+    let (file, flag, _) = prepare(output)?;
+    let file = File::from(file);
+    let output = match file.try_clone() {
+        Ok(output) => output,
         Err(error) => {
             tracing::debug!(%error, "duplicating the output descriptor failed");
             return None;
@@ -239,9 +245,11 @@ fn made(
     let codec = Codec::new(&options);
     let shared = Arc::new(Shared {
         out: Mutex::new(Out {
-            writer,
+            file,
             buf: BytesMut::new(),
         }),
+        _flag: flag,
+        closed: AtomicBool::new(false),
         dispatched: AtomicU64::new(0),
     });
     let (forward, rx) = mpsc::channel(64);
@@ -254,6 +262,7 @@ fn made(
     let outbound = OutSink {
         shared: Arc::clone(&shared),
         codec: codec.clone(),
+        room: None,
     };
     let connection = Connection::new(inbound, outbound).with_extension(link.clone());
     let reader = InlineReader {
@@ -573,28 +582,74 @@ impl Stream for Forwarded {
 }
 
 /// The engine's outbound sink: frames are encoded into the shared buffer and written under its
-/// lock.
+/// lock with `write(2)`. When the output is full, the sink waits for room on Tokio's blocking
+/// pool (the runtime needs no reactor for it; a client that reads its input leaves room, so
+/// this is rare), and the engine waits for the sink meanwhile.
 struct OutSink {
     shared: Arc<Shared>,
     codec: Codec,
+    /// The wait for room in the output, while the output is full.
+    room: Option<tokio::task::JoinHandle<io::Result<()>>>,
 }
 
 impl OutSink {
     fn flush(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
-        let mut out = self.shared.out();
-        let out = &mut *out;
-        while !out.buf.is_empty() {
-            match Pin::new(&mut out.writer).poll_write(cx, &out.buf[..]) {
-                Poll::Ready(Ok(0)) => {
-                    return Poll::Ready(Err(io::Error::from(io::ErrorKind::WriteZero).into()));
-                }
-                Poll::Ready(Ok(n)) => out.buf.advance(n),
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e.into())),
-                Poll::Pending => return Poll::Pending,
+        loop {
+            if let Some(room) = &mut self.room {
+                let waited = std::task::ready!(Pin::new(room).poll(cx));
+                self.room = None;
+                waited.unwrap_or_else(|e| Err(io::Error::other(e)))?;
             }
+            let mut out = self.shared.out();
+            let out = &mut *out;
+            while !out.buf.is_empty() {
+                match (&out.file).write(&out.buf[..]) {
+                    Ok(0) => {
+                        return Poll::Ready(Err(io::Error::from(io::ErrorKind::WriteZero).into()));
+                    }
+                    Ok(n) => out.buf.advance(n),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Poll::Ready(Err(e.into())),
+                }
+            }
+            if out.buf.is_empty() {
+                return Poll::Ready(Ok(()));
+            }
+            let file = out.file.try_clone()?;
+            let shared = Arc::clone(&self.shared);
+            self.room = Some(tokio::task::spawn_blocking(move || room_in(&file, &shared)));
         }
-        Poll::Ready(Ok(()))
     }
+}
+
+impl Drop for OutSink {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+    }
+}
+
+/// Waits until `file` has room for a write (or is closed), or until the engine's side is gone,
+/// checked every 100 ms so that a runtime shutting down never waits long for this.
+fn room_in(file: &File, shared: &Shared) -> io::Result<()> {
+    let mut poll = mio::Poll::new()?;
+    poll.registry().register(
+        &mut mio::unix::SourceFd(&file.as_raw_fd()),
+        OUTPUT,
+        mio::Interest::WRITABLE,
+    )?;
+    let mut events = mio::Events::with_capacity(1);
+    // Registration reports a descriptor that is already writable, so room made since the
+    // write that would block is not missed.
+    while !shared.closed.load(Ordering::Acquire) {
+        match poll.poll(&mut events, Some(std::time::Duration::from_millis(100))) {
+            Ok(()) if !events.is_empty() => return Ok(()),
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 impl futures_sink::Sink<Outbound> for OutSink {

@@ -18,9 +18,11 @@
 //!
 //! On Unix, when stdin and stdout are pipes or sockets (as they are when a client launches the
 //! server), [`stdio()`] drives them with Tokio's reactor in non-blocking mode instead of hopping
-//! through the blocking thread pool on every read and write; terminals and regular files keep the
-//! blocking path. The [`streams`] module explains what switching a pipe to non-blocking mode
-//! means for other users of the same pipe, and [`IoMode`] turns it off.
+//! through the blocking thread pool on every read and write (feature `reactor`, on by default:
+//! it turns on Tokio's `net`); terminals and regular files keep the blocking path. The
+//! [`inline`] connection, what `mcp-server`'s `Server::run_stdio` uses, needs no reactor. The
+//! [`streams`] module explains what switching a pipe to non-blocking mode means for other users
+//! of the same pipe, and [`IoMode`] turns it off.
 //!
 //! ```no_run
 //! use mcp_transport_stdio::ServerCommand;
@@ -58,7 +60,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 /// The default reads with [`Framing::Auto`] (newline-delimited JSON, or `Content-Length` headers
 /// when the peer's first bytes are a header) and answers in the framing it detected; frames are
 /// limited by [`CodecConfig`] (16 MiB by default). Pipes and sockets are driven by the reactor
-/// ([`IoMode::Auto`]).
+/// ([`IoMode::Auto`], with feature `reactor`).
 #[derive(Debug, Clone, Default)]
 pub struct StdioOptions {
     /// How messages are delimited.
@@ -103,8 +105,8 @@ impl StdioOptions {
 ///
 /// Framing is detected from the client's first bytes (newline-delimited JSON, the standard, or
 /// `Content-Length` headers). Must be called inside a Tokio runtime with I/O enabled. Pipes and
-/// stream sockets are switched to non-blocking mode and driven by the reactor (Unix); see
-/// [`streams`] for what that means for other processes sharing them.
+/// stream sockets are switched to non-blocking mode and driven by the reactor (Unix, feature
+/// `reactor`); see [`streams`] for what that means for other processes sharing them.
 pub fn stdio() -> Connection {
     stdio_with(StdioOptions::auto())
 }

@@ -1,8 +1,8 @@
 //! This process's stdin and stdout as async byte streams.
 //!
 //! On Unix, when a stream is a pipe or a stream socket (the usual case: a client launched this
-//! server with pipes), it is duplicated, switched to non-blocking mode and registered with Tokio's
-//! reactor, so reads and writes are plain `read(2)`/`write(2)` calls woken by epoll/kqueue.
+//! server with pipes) and feature `reactor` is on (the default), it is duplicated, switched to
+//! non-blocking mode and registered with Tokio's reactor, so reads and writes are plain `read(2)`/`write(2)` calls woken by epoll/kqueue.
 //! Otherwise (a terminal, a regular file, `/dev/null`, other platforms) it goes through
 //! [`tokio::io::stdin`]/[`tokio::io::stdout`], which run every read and write on Tokio's blocking
 //! thread pool: correct for anything, but a thread hop per operation.
@@ -35,8 +35,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IoMode {
-    /// Pipes and stream sockets are made non-blocking and driven by Tokio's reactor (Unix only);
-    /// anything else uses the blocking thread pool. The default.
+    /// Pipes and stream sockets are made non-blocking and driven by Tokio's reactor (Unix, with
+    /// feature `reactor`); anything else uses the blocking thread pool. The default.
     #[default]
     Auto,
     /// Always use Tokio's blocking thread pool ([`tokio::io::stdin`], [`tokio::io::stdout`]),
@@ -47,7 +47,7 @@ pub enum IoMode {
 /// Which path a stream took; see [`StdinStream::is_reactor_driven`].
 #[derive(Debug)]
 enum Kind<R, B> {
-    #[cfg_attr(not(unix), allow(dead_code))]
+    #[cfg_attr(not(all(unix, feature = "reactor")), allow(dead_code))]
     Reactor(R),
     Blocking(B),
 }
@@ -177,103 +177,28 @@ impl AsyncWrite for StdoutStream {
 }
 
 #[cfg(unix)]
-pub(crate) mod imp {
-    //! Reactor-driven duplicates of fd 0 and fd 1.
+pub(crate) mod nonblock {
+    //! Duplicates of stdio descriptors switched to non-blocking mode, and the switch's undoing.
 
     use std::io;
-    use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+    use std::os::fd::{BorrowedFd, OwnedFd};
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    use std::pin::Pin;
     use std::sync::{Mutex, PoisonError};
-    use std::task::{Context, Poll};
 
     // socket2's wrappers of `fcntl(2)` and `getsockopt(2)` are safe and take any descriptor (the
-    // file status flags of a pipe are read and set with the same calls as a socket's); the
-    // reactor's `net` feature already builds the crate.
+    // file status flags of a pipe are read and set with the same calls as a socket's).
     use socket2::SockRef;
-    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-    use tokio::net::UnixStream;
-    use tokio::net::unix::pipe;
 
-    /// A non-blocking duplicate of stdin.
-    #[derive(Debug)]
-    pub(super) struct Reader {
-        io: ReadIo,
-        // Declared after `io`, so the descriptor is deregistered before the flag is restored.
-        _flag: FlagGuard,
-    }
-
-    #[derive(Debug)]
-    enum ReadIo {
-        Pipe(pipe::Receiver),
-        Socket(UnixStream),
-    }
-
-    /// A non-blocking duplicate of stdout.
-    #[derive(Debug)]
-    pub(crate) struct Writer {
-        io: WriteIo,
-        _flag: FlagGuard,
-    }
-
-    #[derive(Debug)]
-    enum WriteIo {
-        Pipe(pipe::Sender),
-        Socket(UnixStream),
-    }
-
+    /// What a descriptor is, when it can be made non-blocking.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    enum Endpoint {
+    pub(crate) enum Endpoint {
         Pipe,
         Socket,
     }
 
-    pub(super) fn reader() -> Option<Reader> {
-        let stdin = std::io::stdin();
-        let (fd, flag, endpoint) = prepare(stdin.as_fd())?;
-        let io = match endpoint {
-            Endpoint::Pipe => pipe::Receiver::from_owned_fd(fd).map(ReadIo::Pipe),
-            Endpoint::Socket => socket(fd).map(ReadIo::Socket),
-        };
-        match io {
-            Ok(io) => Some(Reader { io, _flag: flag }),
-            Err(error) => {
-                tracing::debug!(%error, "stdin cannot be registered with the reactor");
-                None
-            }
-        }
-    }
-
-    pub(super) fn writer() -> Option<Writer> {
-        writer_for(std::io::stdout().as_fd())
-    }
-
-    /// A non-blocking duplicate of `fd` (a pipe or a stream socket), registered with the
-    /// reactor; `None` for anything else.
-    pub(crate) fn writer_for(fd: BorrowedFd<'_>) -> Option<Writer> {
-        let (fd, flag, endpoint) = prepare(fd)?;
-        let io = match endpoint {
-            Endpoint::Pipe => pipe::Sender::from_owned_fd(fd).map(WriteIo::Pipe),
-            Endpoint::Socket => socket(fd).map(WriteIo::Socket),
-        };
-        match io {
-            Ok(io) => Some(Writer { io, _flag: flag }),
-            Err(error) => {
-                tracing::debug!(%error, "stdout cannot be registered with the reactor");
-                None
-            }
-        }
-    }
-
-    fn socket(fd: OwnedFd) -> io::Result<UnixStream> {
-        // Reading and writing a stream socket are the same calls whatever its address family;
-        // only `read`, `write` and readiness are used.
-        UnixStream::from_std(std::os::unix::net::UnixStream::from(fd))
-    }
-
     /// Classifies `fd`; for a pipe or a stream socket, duplicates it and switches the
     /// description to non-blocking mode.
-    fn prepare(fd: BorrowedFd<'_>) -> Option<(OwnedFd, FlagGuard, Endpoint)> {
+    pub(crate) fn prepare(fd: BorrowedFd<'_>) -> Option<(OwnedFd, FlagGuard, Endpoint)> {
         let dup = match fd.try_clone_to_owned() {
             Ok(dup) => std::fs::File::from(dup),
             Err(error) => {
@@ -329,7 +254,7 @@ pub(crate) mod imp {
 
     /// Holds a description in non-blocking mode; the last guard of a description restores it.
     #[derive(Debug)]
-    struct FlagGuard {
+    pub(crate) struct FlagGuard {
         key: Key,
         /// A duplicate kept for restoring the flag after the stream's descriptor is closed.
         fd: OwnedFd,
@@ -376,14 +301,86 @@ pub(crate) mod imp {
             }
         }
     }
+}
 
-    impl AsFd for Writer {
-        fn as_fd(&self) -> BorrowedFd<'_> {
-            match &self.io {
-                WriteIo::Pipe(p) => p.as_fd(),
-                WriteIo::Socket(s) => s.as_fd(),
+#[cfg(all(unix, feature = "reactor"))]
+mod imp {
+    //! Reactor-driven duplicates of fd 0 and fd 1.
+
+    use std::io;
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use super::nonblock::{Endpoint, FlagGuard, prepare};
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+    use tokio::net::UnixStream;
+    use tokio::net::unix::pipe;
+
+    /// A non-blocking duplicate of stdin.
+    #[derive(Debug)]
+    pub(super) struct Reader {
+        io: ReadIo,
+        // Declared after `io`, so the descriptor is deregistered before the flag is restored.
+        _flag: FlagGuard,
+    }
+
+    #[derive(Debug)]
+    enum ReadIo {
+        Pipe(pipe::Receiver),
+        Socket(UnixStream),
+    }
+
+    /// A non-blocking duplicate of stdout.
+    #[derive(Debug)]
+    pub(super) struct Writer {
+        io: WriteIo,
+        _flag: FlagGuard,
+    }
+
+    #[derive(Debug)]
+    enum WriteIo {
+        Pipe(pipe::Sender),
+        Socket(UnixStream),
+    }
+
+    pub(super) fn reader() -> Option<Reader> {
+        let stdin = std::io::stdin();
+        let (fd, flag, endpoint) = prepare(stdin.as_fd())?;
+        let io = match endpoint {
+            Endpoint::Pipe => pipe::Receiver::from_owned_fd(fd).map(ReadIo::Pipe),
+            Endpoint::Socket => socket(fd).map(ReadIo::Socket),
+        };
+        match io {
+            Ok(io) => Some(Reader { io, _flag: flag }),
+            Err(error) => {
+                tracing::debug!(%error, "stdin cannot be registered with the reactor");
+                None
             }
         }
+    }
+
+    /// A non-blocking duplicate of stdout (a pipe or a stream socket), registered with the
+    /// reactor; `None` for anything else.
+    pub(super) fn writer() -> Option<Writer> {
+        let (fd, flag, endpoint) = prepare(std::io::stdout().as_fd())?;
+        let io = match endpoint {
+            Endpoint::Pipe => pipe::Sender::from_owned_fd(fd).map(WriteIo::Pipe),
+            Endpoint::Socket => socket(fd).map(WriteIo::Socket),
+        };
+        match io {
+            Ok(io) => Some(Writer { io, _flag: flag }),
+            Err(error) => {
+                tracing::debug!(%error, "stdout cannot be registered with the reactor");
+                None
+            }
+        }
+    }
+
+    fn socket(fd: OwnedFd) -> io::Result<UnixStream> {
+        // Reading and writing a stream socket are the same calls whatever its address family;
+        // only `read`, `write` and readiness are used.
+        UnixStream::from_std(std::os::unix::net::UnixStream::from(fd))
     }
 
     impl AsyncRead for Reader {
@@ -446,9 +443,10 @@ pub(crate) mod imp {
     }
 }
 
-#[cfg(not(unix))]
+#[cfg(not(all(unix, feature = "reactor")))]
 mod imp {
-    //! No reactor path: every stream uses the blocking thread pool.
+    //! No reactor path (not Unix, or feature `reactor` off): every stream uses the blocking
+    //! thread pool.
 
     use std::io;
     use std::pin::Pin;

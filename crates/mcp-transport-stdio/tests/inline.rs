@@ -73,6 +73,11 @@ impl Methods {
             }
             "panic" => panic!("the handler failed"),
             "big" => Ok(raw(&json!("x".repeat(1 << 20)))),
+            // Answered by the engine (the handler waits), larger than the pipe.
+            "big_later" => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                Ok(raw(&json!("y".repeat(1 << 20))))
+            }
             _ => Err(ErrorObject::method_not_found(&request.method)),
         }
     }
@@ -404,6 +409,32 @@ fn answers_larger_than_the_pipe_are_written_whole_and_in_order() {
     assert!(notification < second);
     let third = rest.remove(rest.iter().position(|m| m["id"] == 3).expect("answer 3"));
     assert_eq!(third["result"].as_str().map(str::len), Some(1 << 20));
+    h.finish();
+}
+
+/// The engine's writes wait for room in a full pipe (on the blocking pool) and lose nothing.
+#[test]
+fn engine_answers_larger_than_the_pipe_wait_for_room() {
+    let mut h = Harness::start();
+    h.call(1, "big_later");
+    h.call(2, "big_later");
+    h.call(3, "where");
+    let mut ids: Vec<u64> = (0..3)
+        .map(|_| {
+            let m = h.next();
+            if m["id"] != 3 {
+                assert_eq!(
+                    m["result"].as_str().map(str::len),
+                    Some(1 << 20),
+                    "id {}",
+                    m["id"]
+                );
+            }
+            m["id"].as_u64().expect("an id")
+        })
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2, 3]);
     h.finish();
 }
 
