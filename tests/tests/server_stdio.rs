@@ -82,7 +82,9 @@ impl Server {
             match self.lines.recv_timeout(left) {
                 Ok(v) if pred(&v) => return v,
                 Ok(v) => self.seen.push(v),
-                Err(RecvTimeoutError::Timeout) => panic!("timed out waiting for {what}"),
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("timed out waiting for {what}; seen {:?}", self.seen)
+                }
                 Err(RecvTimeoutError::Disconnected) => panic!("server closed waiting for {what}"),
             }
         }

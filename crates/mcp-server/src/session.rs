@@ -543,8 +543,11 @@ impl Handler for SessionHandler {
 /// Forwards registry events to the client: list changes to every initialized session, resource
 /// updates to the sessions subscribed to the URI. Unrelated to any request (HTTP sends them on
 /// the standalone stream).
-async fn fan_out(session: Arc<Session>, peer: Peer) {
-    let mut events = session.server.inner.registry.subscribe();
+async fn fan_out(
+    session: Arc<Session>,
+    peer: Peer,
+    mut events: tokio::sync::broadcast::Receiver<ServerEvent>,
+) {
     loop {
         let event = match events.recv().await {
             Ok(e) => e,
@@ -690,6 +693,10 @@ impl Server {
             subscriptions: Mutex::new(HashSet::new()),
             peer: OnceLock::new(),
         });
+        // Subscribed now, not when the session is first polled: over stdio the reader thread
+        // serves requests (a subscription, a tool announcing an update) before the runtime
+        // polls the session, and an event sent before the subscription would be lost.
+        let server_events = self.inner.registry.subscribe();
         let handler = SessionHandler(Arc::clone(&session));
         let (peer, mut driver) = self.inner.options.engine().start(connection, handler);
         let _ = session.peer.set(peer.clone());
@@ -698,7 +705,7 @@ impl Server {
         async move {
             #[cfg(feature = "otel")]
             let scope = Arc::clone(&session);
-            let mut events = std::pin::pin!(fan_out(session, peer));
+            let mut events = std::pin::pin!(fan_out(session, peer, server_events));
             let events = WhenWoken::new(events.as_mut());
             let result = tokio::select! {
                 biased;
@@ -863,5 +870,56 @@ impl Server {
         let codec = mcp_transport_stdio::CodecConfig::default()
             .max_frame_size(self.inner.options.max_message_bytes);
         mcp_transport_stdio::StdioOptions::auto().codec(codec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_jsonrpc::{Extensions, InletLink, Request, Served, memory_pair};
+    use serde_json::json;
+
+    use crate::Resource;
+
+    use super::*;
+
+    /// Over stdio the reader thread answers requests through the inlet before the runtime first
+    /// polls the session: an update announced then still reaches a subscriber.
+    #[tokio::test]
+    async fn an_update_before_the_session_is_first_polled_reaches_the_subscriber() {
+        let server = Server::builder(Implementation::new("updates", "1.0.0"))
+            .resource(Resource::new("example://r", "r"), |_cx| async { "text" })
+            .build()
+            .unwrap();
+        let link = InletLink::new(4);
+        let (client, server_side) = memory_pair(8);
+        let serving = server.start(server_side.with_extension(link.clone()));
+        let inlet = link.get().expect("bound when serving starts").clone();
+        let requests = [
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}),
+            json!({"uri": "example://r"}),
+        ];
+        for (id, (method, params)) in ["initialize", "resources/subscribe"]
+            .into_iter()
+            .zip(requests)
+            .enumerate()
+        {
+            let request = Request::with_params(id as i64, method, &params).unwrap();
+            match inlet.serve(request, Extensions::default()) {
+                Served::Answered(response) => assert!(response.result.is_ok(), "{method}"),
+                other => panic!("{method} not answered at once: {other:?}"),
+            }
+        }
+        server.notify_resource_updated("example://r");
+
+        let serving = tokio::spawn(serving);
+        let (mut inbound, outbound) = client.into_parts();
+        let next = std::future::poll_fn(|cx| futures_core::Stream::poll_next(inbound.as_mut(), cx));
+        let message = tokio::time::timeout(std::time::Duration::from_secs(5), next)
+            .await
+            .expect("the update within 5 s");
+        let text = format!("{message:?}");
+        assert!(text.contains("notifications/resources/updated"), "{text}");
+        drop((inbound, outbound));
+        serving.await.unwrap().unwrap();
     }
 }
