@@ -158,16 +158,15 @@ impl ClientChannel for SessionChannel {
         let call = self.peer.request(method, params, options);
         let cancel = cancel.clone();
         Box::pin(async move {
-            tokio::select! {
-                r = call => {
-                    #[cfg(feature = "otel")]
-                    if let Some(operation) = operation {
-                        operation.end_sent(&r);
-                    }
-                    r.map_err(AskError::from_rpc)
-                }
-                () = cancel.cancelled() => Err(AskError::Cancelled),
+            let r = cancel
+                .run_until_cancelled(call)
+                .await
+                .ok_or(AskError::Cancelled)?;
+            #[cfg(feature = "otel")]
+            if let Some(operation) = operation {
+                operation.end_sent(&r);
             }
+            r.map_err(AskError::from_rpc)
         })
     }
 
@@ -707,10 +706,16 @@ impl Server {
             let scope = Arc::clone(&session);
             let mut events = std::pin::pin!(fan_out(session, peer, server_events));
             let events = WhenWoken::new(events.as_mut());
-            let result = tokio::select! {
-                biased;
-                r = &mut driver => r,
-                () = events => driver.await,
+            // The driver first: the session's events end when it does.
+            let mut events = std::pin::pin!(events);
+            let ended = std::future::poll_fn(|cx| match std::pin::Pin::new(&mut driver).poll(cx) {
+                std::task::Poll::Ready(r) => std::task::Poll::Ready(Some(r)),
+                std::task::Poll::Pending => events.as_mut().poll(cx).map(|()| None),
+            })
+            .await;
+            let result = match ended {
+                Some(r) => r,
+                None => driver.await,
             };
             // A session is a connection that was initialized (HTTP's shared connection for
             // stateless requests never is).

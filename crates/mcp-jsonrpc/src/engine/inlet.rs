@@ -16,7 +16,7 @@
 //! the answer, come back in order as [`Step`]s of a [`Running`] request.
 
 use std::fmt;
-use std::future::Future;
+use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
@@ -452,17 +452,27 @@ impl Running {
         }
         if let Some(run) = self.run.as_mut() {
             loop {
-                tokio::select! {
-                    biased;
-                    answer = &mut *run => {
+                // The handler's answer first, then what it sent (while its queue is open).
+                let related_open = self.related_open;
+                let related = &mut self.related;
+                let event = poll_fn(|cx| {
+                    if let Poll::Ready(answer) = run.as_mut().poll(cx) {
+                        return Poll::Ready(Ok(answer));
+                    }
+                    match related_open {
+                        true => related.poll_recv(cx).map(Err),
+                        false => Poll::Pending,
+                    }
+                })
+                .await;
+                match event {
+                    Ok(answer) => {
                         self.run = None;
                         self.answer = answer;
                         break;
                     }
-                    m = self.related.recv(), if self.related_open => match m {
-                        Some(m) => return Some(Step::Sent(*m)),
-                        None => self.related_open = false,
-                    },
+                    Err(Some(m)) => return Some(Step::Sent(*m)),
+                    Err(None) => self.related_open = false,
                 }
             }
         }

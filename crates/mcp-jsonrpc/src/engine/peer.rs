@@ -327,11 +327,13 @@ async fn run_request(
                 .to_owned(),
         ));
     }
-    let permit = tokio::select! {
-        permit = shared.outgoing.clone().acquire_owned() => {
-            permit.map_err(|_| shared.closed_error())?
-        }
-        () = shared.shutdown.cancelled() => return Err(shared.closed_error()),
+    let permit = match shared
+        .shutdown
+        .run_until_cancelled(shared.outgoing.clone().acquire_owned())
+        .await
+    {
+        Some(Ok(permit)) => permit,
+        Some(Err(_)) | None => return Err(shared.closed_error()),
     };
     let id = Id::Number(shared.next_id.fetch_add(1, Ordering::Relaxed));
     if let Some(on_id) = &options.on_id {
@@ -365,11 +367,12 @@ async fn run_request(
         return Err(shared.closed_error());
     }
     let request = Message::Request(Request { id, method, params });
-    tokio::select! {
-        sent = tx.send(Box::new(Outbound::related(request, related))) => {
-            sent.map_err(|_| shared.closed_error())?;
-        }
-        () = shared.shutdown.cancelled() => return Err(shared.closed_error()),
+    let send = tx.send(Box::new(Outbound::related(request, related)));
+    if !matches!(
+        shared.shutdown.run_until_cancelled(send).await,
+        Some(Ok(()))
+    ) {
+        return Err(shared.closed_error());
     }
     guard.sent = true;
     activity.store(shared.now_ms(), Ordering::Relaxed);
@@ -388,20 +391,18 @@ async fn run_request(
         match deadline {
             None => break (&mut response_rx).await,
             Some(deadline) => {
-                tokio::select! {
-                    r = &mut response_rx => break r,
-                    () = tokio::time::sleep_until(deadline) => {
-                        // Progress may have moved the deadline while we slept.
-                        let now = tokio::time::Instant::now();
-                        let moved = idle.is_some_and(|idle| {
-                            shared.instant_at(activity.load(Ordering::Relaxed)) + idle > now
-                        });
-                        let capped = hard_deadline.is_some_and(|h| h <= now);
-                        if !moved || capped {
-                            guard.reason = "request timed out";
-                            return Err(CallError::Timeout);
-                        }
-                    }
+                if let Ok(r) = tokio::time::timeout_at(deadline, &mut response_rx).await {
+                    break r;
+                }
+                // Progress may have moved the deadline while we slept.
+                let now = tokio::time::Instant::now();
+                let moved = idle.is_some_and(|idle| {
+                    shared.instant_at(activity.load(Ordering::Relaxed)) + idle > now
+                });
+                let capped = hard_deadline.is_some_and(|h| h <= now);
+                if !moved || capped {
+                    guard.reason = "request timed out";
+                    return Err(CallError::Timeout);
                 }
             }
         }

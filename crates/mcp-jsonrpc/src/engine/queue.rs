@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 
 use tokio::sync::mpsc;
 
@@ -151,26 +151,24 @@ pub(super) struct RequestRx {
 }
 
 impl RequestRx {
-    /// The next item; `None` once it is empty and every sender is gone. Cancel-safe.
-    pub(super) async fn recv(&mut self) -> Option<Queued> {
-        poll_fn(|cx| {
-            let mut st = self.queue.lock();
-            if let Some(item) = st.items.pop_front() {
-                let waiting = std::mem::take(&mut st.waiting);
-                drop(st);
-                waiting.into_iter().for_each(Waker::wake);
-                return Poll::Ready(Some(item));
-            }
-            if st.senders == 0 {
-                return Poll::Ready(None);
-            }
-            match &mut st.receiver {
-                Some(w) => w.clone_from(cx.waker()),
-                None => st.receiver = Some(cx.waker().clone()),
-            }
-            Poll::Pending
-        })
-        .await
+    /// The next item; `None` once it is empty and every sender is gone. When pending, the task
+    /// is woken by the next item or the last sender's drop.
+    pub(super) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Queued>> {
+        let mut st = self.queue.lock();
+        if let Some(item) = st.items.pop_front() {
+            let waiting = std::mem::take(&mut st.waiting);
+            drop(st);
+            waiting.into_iter().for_each(Waker::wake);
+            return Poll::Ready(Some(item));
+        }
+        if st.senders == 0 {
+            return Poll::Ready(None);
+        }
+        match &mut st.receiver {
+            Some(w) => w.clone_from(cx.waker()),
+            None => st.receiver = Some(cx.waker().clone()),
+        }
+        Poll::Pending
     }
 
     /// The next item if one is waiting.
@@ -204,6 +202,10 @@ mod tests {
     use super::*;
     use crate::{Message, Notification, Outbound};
 
+    async fn recv(rx: &mut RequestRx) -> Option<Queued> {
+        poll_fn(|cx| rx.poll_recv(cx)).await
+    }
+
     fn item(n: i64) -> Queued {
         Box::new(Outbound::from(Message::Notification(Notification::new(
             format!("n{n}"),
@@ -226,9 +228,9 @@ mod tests {
         tx2.send(item(2)).await.unwrap();
         assert_eq!(method(&rx.try_recv().unwrap()), "n1");
         drop(tx);
-        assert_eq!(method(&rx.recv().await.unwrap()), "n2");
+        assert_eq!(method(&recv(&mut rx).await.unwrap()), "n2");
         assert!(rx.try_recv().is_none());
-        let waiting = tokio::spawn(async move { rx.recv().await.is_none() });
+        let waiting = tokio::spawn(async move { recv(&mut rx).await.is_none() });
         tokio::task::yield_now().await;
         drop(tx2);
         assert!(
@@ -245,9 +247,9 @@ mod tests {
         let second = tokio::spawn(async move { tx2.send(item(2)).await.is_ok() });
         tokio::task::yield_now().await;
         assert!(!second.is_finished(), "waits for room");
-        assert_eq!(method(&rx.recv().await.unwrap()), "n1");
+        assert_eq!(method(&recv(&mut rx).await.unwrap()), "n1");
         assert!(second.await.unwrap());
-        assert_eq!(method(&rx.recv().await.unwrap()), "n2");
+        assert_eq!(method(&recv(&mut rx).await.unwrap()), "n2");
         // A sender waiting when the receiver goes away gets its item back.
         tx.send(item(3)).await.unwrap();
         let tx3 = tx.clone();

@@ -13,6 +13,7 @@
 //! them gets its current state at once and again whenever it changes.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use mcp_jsonrpc::{ErrorObject, Id, Peer, RawJson};
 use mcp_types::wire::tasks::LISTEN_TASK_IDS;
@@ -260,18 +261,34 @@ pub(crate) async fn listen(
         return Err(ErrorObject::internal_error("the connection closed"));
     }
     let cancel = rpc.cancellation();
+    /// What the subscription waits for, after its cancellation.
+    enum Next<C, E> {
+        Changed(C),
+        Event(E),
+    }
     loop {
-        let event = tokio::select! {
-            () = cancel.cancelled() => {
-                return Err(ErrorObject::internal_error("the subscription was cancelled"));
+        let next = {
+            let mut changed = std::pin::pin!(watched.changed());
+            let mut event = std::pin::pin!(events.recv());
+            let next = std::future::poll_fn(|cx| match changed.as_mut().poll(cx) {
+                Poll::Ready(c) => Poll::Ready(Next::Changed(c)),
+                Poll::Pending => event.as_mut().poll(cx).map(Next::Event),
+            });
+            cancel.run_until_cancelled(next).await
+        };
+        let event = match next {
+            None => {
+                return Err(ErrorObject::internal_error(
+                    "the subscription was cancelled",
+                ));
             }
-            changed = watched.changed() => {
+            Some(Next::Changed(changed)) => {
                 if !watched.send(peer, &changed, &id).await {
                     return Err(ErrorObject::internal_error("the connection closed"));
                 }
                 continue;
             }
-            e = events.recv() => e,
+            Some(Next::Event(e)) => e,
         };
         let event = match event {
             Ok(e) => e,

@@ -136,9 +136,9 @@ pub(crate) async fn fulfil(
         let params = params_of(request, scope.version)
             .map_err(|e| ErrorObject::internal_error(format!("input request {key}: {e}")))?;
         let call = peer.request(kind.method(), params, RequestOptions::new());
-        let raw = tokio::select! {
-            r = call => r.map_err(AskError::from_rpc),
-            () = cancel.cancelled() => Err(AskError::Cancelled),
+        let raw = match cancel.run_until_cancelled(call).await {
+            Some(r) => r.map_err(AskError::from_rpc),
+            None => Err(AskError::Cancelled),
         }
         .map_err(|e| e.to_error_object())?;
         let value: Value = serde_json::from_str(raw.get()).map_err(ErrorObject::internal_error)?;
