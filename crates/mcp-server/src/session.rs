@@ -542,6 +542,28 @@ impl Handler for SessionHandler {
 /// Forwards registry events to the client: list changes to every initialized session, resource
 /// updates to the sessions subscribed to the URI. Unrelated to any request (HTTP sends them on
 /// the standalone stream).
+/// Runs `reader` on a thread of its own. Handlers first run there log where those of the
+/// runtime do, also when the subscriber is the calling thread's own (`set_default`). The reader
+/// ends at the end of input; when the session ends first (closed by the server, or stdout
+/// failed) it may still wait in a read, and is left there.
+#[cfg(all(unix, feature = "stdio"))]
+fn spawn_reader(
+    reader: mcp_transport_stdio::inline::InlineReader,
+    runtime: tokio::runtime::Handle,
+) -> Result<(), ServeError> {
+    let dispatch = tracing::dispatcher::get_default(Clone::clone);
+    std::thread::Builder::new()
+        .name("mcp-stdin".into())
+        .spawn(move || {
+            let _logging = tracing::dispatcher::set_default(&dispatch);
+            if let Err(error) = reader.run(&runtime) {
+                tracing::debug!(%error, "reading stdin failed");
+            }
+        })
+        .map_err(mcp_jsonrpc::TransportError::from)?;
+    Ok(())
+}
+
 async fn fan_out(
     session: Arc<Session>,
     peer: Peer,
@@ -775,12 +797,20 @@ impl Server {
     /// [`serve_io`](Self::serve_io)). Log with `tracing` to stderr: stdout carries protocol
     /// messages only. End of input on stdin ends the session.
     ///
-    /// Reads and writes go through Tokio's blocking pool, or, with `mcp-transport-stdio`'s
-    /// `reactor` feature (a dependency on `mcp-transport-stdio` with that feature turns it on),
-    /// through the reactor when stdin and stdout are pipes or sockets.
-    /// [`run_stdio`](Self::run_stdio) needs neither.
+    /// On Unix, when stdout is a pipe or a socket (as when a client launches the server), stdin
+    /// is read by a thread of its own, and requests are first run there, as with
+    /// [`run_stdio`](Self::run_stdio). Otherwise reads and writes go through Tokio's blocking
+    /// pool, or through the reactor with `mcp-transport-stdio`'s `reactor` feature.
     #[cfg(feature = "stdio")]
     pub async fn serve_stdio(&self) -> Result<(), ServeError> {
+        #[cfg(unix)]
+        if let Some((connection, reader)) =
+            mcp_transport_stdio::inline::stdio_inline(self.stdio_options())
+        {
+            let serving = self.start(connection);
+            spawn_reader(reader, tokio::runtime::Handle::current())?;
+            return serving.await;
+        }
         self.serve(mcp_transport_stdio::stdio_with(self.stdio_options()))
             .await
     }
@@ -846,25 +876,8 @@ impl Server {
                 // The first request (`initialize`) is answered from here, before the reader's
                 // thread starts.
                 reader.serve_first(&handle);
-                // Handlers first run on the reader's thread log where those on this thread do,
-                // also when the subscriber is this thread's own (`set_default`).
-                let dispatch = tracing::dispatcher::get_default(Clone::clone);
-                let reading = std::thread::Builder::new()
-                    .name("mcp-stdin".into())
-                    .spawn(move || {
-                        let _logging = tracing::dispatcher::set_default(&dispatch);
-                        reader.run(&handle)
-                    })
-                    .map_err(mcp_jsonrpc::TransportError::from)?;
-                let result = runtime.block_on(serving);
-                // The reader ends at the end of input; when the session ended first (closed by
-                // the server, or stdout failed) it may still wait in a read, and is left there.
-                if reading.is_finished() {
-                    if let Ok(Err(error)) = reading.join() {
-                        tracing::debug!(%error, "reading stdin failed");
-                    }
-                }
-                return result;
+                spawn_reader(reader, handle)?;
+                return runtime.block_on(serving);
             }
         }
         runtime.block_on(self.serve_stdio())
