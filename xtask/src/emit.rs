@@ -621,7 +621,6 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                 out.push_str(schemars);
                 let _ = writeln!(out, "pub struct {} {{", d.name);
                 let mut seen = BTreeSet::new();
-                let mut rust_fields = Vec::new();
                 for f in fields {
                     if !seen.insert(f.rust.clone()) {
                         return Err(format!("struct {}: two fields named `{}`", d.name, f.rust));
@@ -650,7 +649,6 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                     } else {
                         let _ = writeln!(out, "pub {}: Option<{ty}>,", f.rust);
                     }
-                    rust_fields.push(f);
                 }
                 let extra_ty = extra.as_ref().map(|e| match e {
                     Ty::Any => "crate::JsonObject".to_owned(),
@@ -662,7 +660,7 @@ fn emit_types(set: &TypeSet, unified: bool, out: &mut String) -> Result<(), Stri
                     let _ = writeln!(out, "pub extra: {ty},");
                 }
                 out.push_str("}\n\n");
-                emit_struct_serde(&d.name, &rust_fields, extra_ty.as_deref(), out);
+                emit_struct_serde(&d.name, fields, extra_ty.as_deref(), out);
             }
             EKind::Union(variants) => {
                 let names = variant_names(set, &d.name, variants)?;
@@ -781,7 +779,7 @@ impl<'de> serde::Deserialize<'de> for {name} {{
 
 /// A struct's serde impls: written as a map, its fields in order (absent optional fields
 /// skipped, then `extra`'s entries); read from a map, its keys through `crate::support::Field`.
-fn emit_struct_serde(name: &str, fields: &[&EField], extra: Option<&str>, out: &mut String) {
+fn emit_struct_serde(name: &str, fields: &[EField], extra: Option<&str>, out: &mut String) {
     let mut ser = String::new();
     let mut slots = String::new();
     let mut arms = String::new();
@@ -817,16 +815,14 @@ fn emit_struct_serde(name: &str, fields: &[&EField], extra: Option<&str>, out: &
         }
     }
     let names: Vec<String> = fields.iter().map(|f| format!("{:?}", f.wire)).collect();
-    let (reader, other, read) = match extra {
+    let (reader, other) = match extra {
         Some(_) => (
             "open",
             "Ok(_) => {}\nErr(name) => { extra.insert(name, map.next_value()?); }",
-            "deserializer.deserialize_map(Visitor)".to_owned(),
         ),
         None => (
             "closed",
             "_ => { map.next_value::<serde::de::IgnoredAny>()?; }",
-            "deserializer.deserialize_map(Visitor)".to_owned(),
         ),
     };
     if let Some(ty) = extra {
@@ -879,7 +875,7 @@ impl<'de> serde::Deserialize<'de> for {name} {{
                 }})
             }}
         }}
-        {read}
+        deserializer.deserialize_map(Visitor)
     }}
 }}
 

@@ -542,28 +542,6 @@ impl Handler for SessionHandler {
 /// Forwards registry events to the client: list changes to every initialized session, resource
 /// updates to the sessions subscribed to the URI. Unrelated to any request (HTTP sends them on
 /// the standalone stream).
-/// Runs `reader` on a thread of its own. Handlers first run there log where those of the
-/// runtime do, also when the subscriber is the calling thread's own (`set_default`). The reader
-/// ends at the end of input; when the session ends first (closed by the server, or stdout
-/// failed) it may still wait in a read, and is left there.
-#[cfg(all(unix, feature = "stdio"))]
-fn spawn_reader(
-    reader: mcp_transport_stdio::inline::InlineReader,
-    runtime: tokio::runtime::Handle,
-) -> Result<(), ServeError> {
-    let dispatch = tracing::dispatcher::get_default(Clone::clone);
-    std::thread::Builder::new()
-        .name("mcp-stdin".into())
-        .spawn(move || {
-            let _logging = tracing::dispatcher::set_default(&dispatch);
-            if let Err(error) = reader.run(&runtime) {
-                tracing::debug!(%error, "reading stdin failed");
-            }
-        })
-        .map_err(mcp_jsonrpc::TransportError::from)?;
-    Ok(())
-}
-
 async fn fan_out(
     session: Arc<Session>,
     peer: Peer,
@@ -726,13 +704,12 @@ impl Server {
         async move {
             #[cfg(feature = "otel")]
             let scope = Arc::clone(&session);
-            let mut events = std::pin::pin!(fan_out(session, peer, server_events));
-            let events = WhenWoken::new(events.as_mut());
+            let mut forwarding = std::pin::pin!(fan_out(session, peer, server_events));
+            let mut events = WhenWoken::new(forwarding.as_mut());
             // The driver first: the session's events end when it does.
-            let mut events = std::pin::pin!(events);
             let ended = std::future::poll_fn(|cx| match std::pin::Pin::new(&mut driver).poll(cx) {
                 std::task::Poll::Ready(r) => std::task::Poll::Ready(Some(r)),
-                std::task::Poll::Pending => events.as_mut().poll(cx).map(|()| None),
+                std::task::Poll::Pending => std::pin::Pin::new(&mut events).poll(cx).map(|()| None),
             })
             .await;
             let result = match ended {
@@ -889,6 +866,28 @@ impl Server {
             .max_frame_size(self.inner.options.max_message_bytes);
         mcp_transport_stdio::StdioOptions::auto().codec(codec)
     }
+}
+
+/// Runs `reader` on a thread of its own. Handlers first run there log where those of the
+/// runtime do, also when the subscriber is the calling thread's own (`set_default`). The reader
+/// ends at the end of input; when the session ends first (closed by the server, or stdout
+/// failed) it may still wait in a read, and is left there.
+#[cfg(all(unix, feature = "stdio"))]
+fn spawn_reader(
+    reader: mcp_transport_stdio::inline::InlineReader,
+    runtime: tokio::runtime::Handle,
+) -> Result<(), ServeError> {
+    let dispatch = tracing::dispatcher::get_default(Clone::clone);
+    std::thread::Builder::new()
+        .name("mcp-stdin".into())
+        .spawn(move || {
+            let _logging = tracing::dispatcher::set_default(&dispatch);
+            if let Err(error) = reader.run(&runtime) {
+                tracing::debug!(%error, "reading stdin failed");
+            }
+        })
+        .map_err(mcp_jsonrpc::TransportError::from)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -68,6 +68,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use futures_core::Stream;
@@ -139,7 +140,11 @@ impl Codec {
 
 /// What both threads share.
 struct Shared {
-    out: Mutex<Out>,
+    /// Frames encoded for the output but not written yet. Whoever writes holds the lock, so
+    /// frames never interleave.
+    out: Mutex<BytesMut>,
+    /// The output, non-blocking, written with `write(2)` by either side.
+    output: File,
     /// Keeps the output's description non-blocking while the connection lives.
     _flag: FlagGuard,
     /// The engine's side is gone: a wait for room in the output gives up.
@@ -149,16 +154,24 @@ struct Shared {
     dispatched: AtomicU64,
 }
 
-/// stdout and the frames encoded for it but not written yet.
-struct Out {
-    /// The output, non-blocking, written with `write(2)` by whichever side holds the lock.
-    file: File,
-    buf: BytesMut,
-}
-
 impl Shared {
-    fn out(&self) -> MutexGuard<'_, Out> {
+    fn out(&self) -> MutexGuard<'_, BytesMut> {
         self.out.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Writes `out` (the locked buffer) to the output: `true` once it is empty, `false` when
+    /// the output is full.
+    fn write_out(&self, out: &mut BytesMut) -> io::Result<bool> {
+        while !out.is_empty() {
+            match (&self.output).write(&out[..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => out.advance(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -169,8 +182,6 @@ pub struct InlineReader {
     /// buffer is not zeroed: a read touches only the pages it fills, and a server's start no
     /// more than one.
     input: BufReader<File>,
-    /// A duplicate of the output descriptor, written with `write(2)` by this thread.
-    output: File,
     /// Waits for input or for room in the output when a descriptor left in non-blocking mode
     /// (by this process or the one that started it) has none; made on the first wait.
     waiter: Option<Waiter>,
@@ -233,21 +244,11 @@ fn made(
     output: BorrowedFd<'_>,
     options: StdioOptions,
 ) -> Option<(Connection, InlineReader)> {
-    let (file, flag, _) = prepare(output)?;
-    let file = File::from(file);
-    let output = match file.try_clone() {
-        Ok(output) => output,
-        Err(error) => {
-            tracing::debug!(%error, "duplicating the output descriptor failed");
-            return None;
-        }
-    };
+    let (output, flag, _) = prepare(output)?;
     let codec = Codec::new(&options);
     let shared = Arc::new(Shared {
-        out: Mutex::new(Out {
-            file,
-            buf: BytesMut::new(),
-        }),
+        out: Mutex::new(BytesMut::new()),
+        output: File::from(output),
         _flag: flag,
         closed: AtomicBool::new(false),
         dispatched: AtomicU64::new(0),
@@ -267,7 +268,6 @@ fn made(
     let connection = Connection::new(inbound, outbound).with_extension(link.clone());
     let reader = InlineReader {
         input: BufReader::with_capacity(READ_CHUNK, File::from(input)),
-        output,
         waiter: None,
         shared,
         link,
@@ -360,9 +360,12 @@ impl InlineReader {
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    Waiter::wait(&mut self.waiter, self.input.get_ref(), &self.output, INPUT)?
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Waiter::wait(
+                    &mut self.waiter,
+                    self.input.get_ref(),
+                    &self.shared.output,
+                    INPUT,
+                )?,
                 Err(e) => return Err(e),
             }
         }
@@ -483,24 +486,15 @@ impl InlineReader {
     fn write_out(&mut self, response: Response) -> io::Result<()> {
         let mut out = self.shared.out();
         self.codec
-            .encode(Outbound::new(Message::Response(response)), &mut out.buf)?;
-        loop {
-            if out.buf.is_empty() {
-                return Ok(());
-            }
-            match (&self.output).write(&out.buf[..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => out.buf.advance(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    // Others may write while this thread waits for room.
-                    drop(out);
-                    Waiter::wait(&mut self.waiter, self.input.get_ref(), &self.output, OUTPUT)?;
-                    out = self.shared.out();
-                }
-                Err(e) => return Err(e),
-            }
+            .encode(Outbound::new(Message::Response(response)), &mut out)?;
+        while !self.shared.write_out(&mut out)? {
+            // Others may write while this thread waits for room.
+            drop(out);
+            let output = &self.shared.output;
+            Waiter::wait(&mut self.waiter, self.input.get_ref(), output, OUTPUT)?;
+            out = self.shared.out();
         }
+        Ok(())
     }
 }
 
@@ -519,6 +513,16 @@ struct Waiter {
 }
 
 impl Waiter {
+    fn new() -> io::Result<Waiter> {
+        Ok(Waiter {
+            poll: mio::Poll::new()?,
+            events: mio::Events::with_capacity(2),
+            registered: [false; 2],
+        })
+    }
+
+    /// Blocks until the descriptor of `token` (the input or the output) is ready, the waiter
+    /// made on the first wait.
     fn wait(
         waiter: &mut Option<Waiter>,
         input: &File,
@@ -527,34 +531,40 @@ impl Waiter {
     ) -> io::Result<()> {
         let waiter = match waiter {
             Some(waiter) => waiter,
-            None => waiter.insert(Waiter {
-                poll: mio::Poll::new()?,
-                events: mio::Events::with_capacity(2),
-                registered: [false; 2],
-            }),
+            None => waiter.insert(Waiter::new()?),
         };
-        if !waiter.registered[token.0] {
-            let (fd, interest) = if token == INPUT {
-                (input.as_raw_fd(), mio::Interest::READABLE)
+        let fd = if token == INPUT { input } else { output };
+        waiter.register(fd, token)?;
+        while !waiter.ready(token, None)? {}
+        Ok(())
+    }
+
+    /// Registers `fd` as `token`'s descriptor (readable for the input, writable for the
+    /// output), once.
+    fn register(&mut self, fd: &File, token: mio::Token) -> io::Result<()> {
+        if !self.registered[token.0] {
+            let interest = if token == INPUT {
+                mio::Interest::READABLE
             } else {
-                (output.as_raw_fd(), mio::Interest::WRITABLE)
+                mio::Interest::WRITABLE
             };
-            waiter
-                .poll
-                .registry()
-                .register(&mut mio::unix::SourceFd(&fd), token, interest)?;
-            waiter.registered[token.0] = true;
+            self.poll.registry().register(
+                &mut mio::unix::SourceFd(&fd.as_raw_fd()),
+                token,
+                interest,
+            )?;
+            self.registered[token.0] = true;
         }
-        loop {
-            match waiter.poll.poll(&mut waiter.events, None) {
-                Ok(()) => {
-                    if waiter.events.iter().any(|event| event.token() == token) {
-                        return Ok(());
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        Ok(())
+    }
+
+    /// Waits at most `timeout` (`None`: without limit) for an edge: whether `token`'s
+    /// descriptor became ready.
+    fn ready(&mut self, token: mio::Token, timeout: Option<Duration>) -> io::Result<bool> {
+        match self.poll.poll(&mut self.events, timeout) {
+            Ok(()) => Ok(self.events.iter().any(|event| event.token() == token)),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
+            Err(e) => Err(e),
         }
     }
 }
@@ -600,25 +610,11 @@ impl OutSink {
                 self.room = None;
                 waited.unwrap_or_else(|e| Err(io::Error::other(e)))?;
             }
-            let mut out = self.shared.out();
-            let out = &mut *out;
-            while !out.buf.is_empty() {
-                match (&out.file).write(&out.buf[..]) {
-                    Ok(0) => {
-                        return Poll::Ready(Err(io::Error::from(io::ErrorKind::WriteZero).into()));
-                    }
-                    Ok(n) => out.buf.advance(n),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) => return Poll::Ready(Err(e.into())),
-                }
-            }
-            if out.buf.is_empty() {
+            if self.shared.write_out(&mut self.shared.out())? {
                 return Poll::Ready(Ok(()));
             }
-            let file = out.file.try_clone()?;
             let shared = Arc::clone(&self.shared);
-            self.room = Some(tokio::task::spawn_blocking(move || room_in(&file, &shared)));
+            self.room = Some(tokio::task::spawn_blocking(move || room_in(&shared)));
         }
     }
 }
@@ -629,24 +625,16 @@ impl Drop for OutSink {
     }
 }
 
-/// Waits until `file` has room for a write (or is closed), or until the engine's side is gone,
-/// checked every 100 ms so that a runtime shutting down never waits long for this.
-fn room_in(file: &File, shared: &Shared) -> io::Result<()> {
-    let mut poll = mio::Poll::new()?;
-    poll.registry().register(
-        &mut mio::unix::SourceFd(&file.as_raw_fd()),
-        OUTPUT,
-        mio::Interest::WRITABLE,
-    )?;
-    let mut events = mio::Events::with_capacity(1);
+/// Waits until the output has room for a write (or is closed), or until the engine's side is
+/// gone, checked every 100 ms so that a runtime shutting down never waits long for this.
+fn room_in(shared: &Shared) -> io::Result<()> {
+    let mut waiter = Waiter::new()?;
     // Registration reports a descriptor that is already writable, so room made since the
     // write that would block is not missed.
+    waiter.register(&shared.output, OUTPUT)?;
     while !shared.closed.load(Ordering::Acquire) {
-        match poll.poll(&mut events, Some(std::time::Duration::from_millis(100))) {
-            Ok(()) if !events.is_empty() => return Ok(()),
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        if waiter.ready(OUTPUT, Some(Duration::from_millis(100)))? {
+            return Ok(());
         }
     }
     Ok(())
@@ -656,7 +644,7 @@ impl futures_sink::Sink<Outbound> for OutSink {
     type Error = TransportError;
 
     fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        if self.shared.out().buf.len() < BACKPRESSURE {
+        if self.shared.out().len() < BACKPRESSURE {
             return Poll::Ready(Ok(()));
         }
         self.flush(cx)
@@ -665,7 +653,7 @@ impl futures_sink::Sink<Outbound> for OutSink {
     fn start_send(mut self: Pin<&mut Self>, item: Outbound) -> Result<(), Self::Error> {
         let this = &mut *self;
         let mut out = this.shared.out();
-        this.codec.encode(item, &mut out.buf)?;
+        this.codec.encode(item, &mut out)?;
         Ok(())
     }
 

@@ -452,27 +452,32 @@ impl Running {
         }
         if let Some(run) = self.run.as_mut() {
             loop {
+                /// What the handler did first: answered, or sent (`None`: its queue closed).
+                enum Event {
+                    Answered(Option<Response>),
+                    Sent(Option<Queued>),
+                }
                 // The handler's answer first, then what it sent (while its queue is open).
                 let related_open = self.related_open;
                 let related = &mut self.related;
                 let event = poll_fn(|cx| {
                     if let Poll::Ready(answer) = run.as_mut().poll(cx) {
-                        return Poll::Ready(Ok(answer));
+                        return Poll::Ready(Event::Answered(answer));
                     }
                     match related_open {
-                        true => related.poll_recv(cx).map(Err),
+                        true => related.poll_recv(cx).map(Event::Sent),
                         false => Poll::Pending,
                     }
                 })
                 .await;
                 match event {
-                    Ok(answer) => {
+                    Event::Answered(answer) => {
                         self.run = None;
                         self.answer = answer;
                         break;
                     }
-                    Err(Some(m)) => return Some(Step::Sent(*m)),
-                    Err(None) => self.related_open = false,
+                    Event::Sent(Some(m)) => return Some(Step::Sent(*m)),
+                    Event::Sent(None) => self.related_open = false,
                 }
             }
         }
