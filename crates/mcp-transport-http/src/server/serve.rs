@@ -104,7 +104,7 @@ impl StreamableHttpService {
                     // loopback one needs nothing, and every request is spared a map of
                     // extensions (three allocations).
                     let report = !local.ip().is_loopback();
-                    let activity = Arc::new(Activity::default());
+                    let activity = Arc::new(Activity::new());
                     let requests = Arc::clone(&activity);
                     let svc = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
                         if report {
@@ -123,14 +123,17 @@ impl StreamableHttpService {
                     let io = TokioIo::new(WatchedIo::new(stream, Arc::clone(&activity)));
                     let conn = builder.serve_connection(io, svc).into_owned();
                     let mut conn = connections.watch(conn);
+                    let expiry = activity.expired(header_timeout, idle_timeout);
                     tokio::spawn(async move {
                         tokio::select! {
+                            // The connection first: the watcher only looks at what it did.
+                            biased;
                             ended = &mut conn => {
                                 if let Err(e) = ended {
                                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                                 }
                             }
-                            why = activity.expired(header_timeout, idle_timeout) => {
+                            why = expiry => {
                                 tracing::debug!(%peer, reason = why.as_str(), "closing the connection");
                             }
                         }

@@ -299,10 +299,15 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    let read = read_body(parts, body, config.max_body_size);
+    let mut read = std::pin::pin!(read_body(parts, body, config.max_body_size));
     let Some(limit) = config.request_body_timeout else {
         return read.await;
     };
+    // A body that has arrived with its headers (most do) is read without arming a timer.
+    let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
+    if let Poll::Ready(read) = first {
+        return read;
+    }
     match tokio::time::timeout(limit, read).await {
         Ok(read) => read,
         Err(_) => {
