@@ -283,6 +283,14 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
          stdio: blocking pipe I/O (a writer and a reader thread when requests are in flight). \
          HTTP: hyper's client on one thread, one keep-alive connection per request in flight. Every \
          answer is checked (id and echoed text); runs with errors are not counted.\n\
+         - HTTP with 32 requests in flight on 2 cores: the driver's thread and the server's two \
+         workers share the cores, and the throughput turns on whether the server keeps pace with \
+         the driver on about one core. A server that needs more wakes its second worker often, \
+         which preempts the driver: `limit-http --extra-work-ns 250` (a quarter of a microsecond \
+         more CPU time per request) loses about a fifth of the limit's throughput, \
+         `--extra-work-ns 1000` about a third. The limit server itself lands on either side from \
+         one run to the next, so these two ratios move by a tenth between runs; the pinned \
+         sequential rows compare the cost per request.\n\
          - Sessions: after 20 warm-up sessions, 1000 sessions are opened (`initialize` + \
          `notifications/initialized`) and left idle; the figure is the server's `VmRSS` growth divided \
          by 1000. For 2026-07-28 (stateless) each \"session\" is the `server/discover` + `tools/call` a \

@@ -5,8 +5,10 @@
 //! statelessly either way.
 //!
 //! Usage: `limit-http [--listen ADDR] [--stateless] [--threads N] [--max-body BYTES]
-//! [--max-sessions N] [--max-connections N]` (`--threads 0`: a single-threaded runtime; default:
-//! one worker per available core).
+//! [--max-sessions N] [--max-connections N] [--extra-work-ns N]` (`--threads 0`: a
+//! single-threaded runtime; default: one worker per available core). `--extra-work-ns` spends
+//! that much CPU time more on each POST (a busy loop): it shows how much a row's throughput
+//! depends on the server's cost per request (see `docs/performance.md`).
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
@@ -33,6 +35,7 @@ struct Config {
     max_body: usize,
     max_sessions: usize,
     max_connections: usize,
+    extra_work: std::time::Duration,
 }
 
 fn config() -> Result<Config, ArgError> {
@@ -45,6 +48,7 @@ fn config() -> Result<Config, ArgError> {
         max_body: args.parsed("--max-body", 4usize << 20)?,
         max_sessions: args.parsed("--max-sessions", 100_000usize)?,
         max_connections: args.parsed("--max-connections", 1024usize)?,
+        extra_work: std::time::Duration::from_nanos(args.parsed("--extra-work-ns", 0u64)?),
     };
     args.finish()?;
     Ok(config)
@@ -73,6 +77,7 @@ struct State {
     max_sessions: usize,
     /// Session id to negotiated revision.
     sessions: Mutex<HashMap<Box<str>, &'static str>>,
+    extra_work: std::time::Duration,
 }
 
 async fn serve(config: Config) -> std::io::Result<()> {
@@ -84,6 +89,7 @@ async fn serve(config: Config) -> std::io::Result<()> {
         max_body: config.max_body,
         max_sessions: config.max_sessions,
         sessions: Mutex::new(HashMap::new()),
+        extra_work: config.extra_work,
     });
     loop {
         let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
@@ -148,7 +154,15 @@ async fn handle(
         .get(&SESSION_ID)
         .map(|v| v.to_str().unwrap_or("").to_owned());
     match *request.method() {
-        Method::POST => Ok(post(&state, session, request).await),
+        Method::POST => {
+            if !state.extra_work.is_zero() {
+                let started = std::time::Instant::now();
+                while started.elapsed() < state.extra_work {
+                    std::hint::spin_loop();
+                }
+            }
+            Ok(post(&state, session, request).await)
+        }
         Method::DELETE if state.stateful => {
             let removed = session.is_some_and(|id| {
                 state
