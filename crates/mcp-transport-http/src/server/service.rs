@@ -1401,15 +1401,8 @@ impl Inner {
             [m] if !posting.batch => Some(m),
             _ => None,
         };
-        if stateless::is_stateless(&parts, single) {
-            let Some(message) = single else {
-                return body::http_error(
-                    StatusCode::BAD_REQUEST,
-                    codes::INVALID_REQUEST,
-                    "Invalid request: batches are not allowed in this protocol revision",
-                );
-            };
-            let checked = match stateless::validate(&self.config, &parts, message) {
+        if let Some(checked) = stateless::check_post(&self.config, &parts, single) {
+            let (message, checked) = match checked {
                 Ok(c) => c,
                 Err(r) => return r,
             };

@@ -13,7 +13,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::McpParamHeaders;
-use super::body::{HttpBody, rpc_error};
+use super::body::{HttpBody, http_error, rpc_error};
 use super::config::HttpServerConfig;
 
 /// `MCP-Protocol-Version`.
@@ -93,20 +93,41 @@ fn raw_text(raw: &RawValue) -> Option<std::borrow::Cow<'_, str>> {
 
 /// Whether a POST without a session belongs to the stateless path, as [`wire::classify`]
 /// decides from the `MCP-Protocol-Version` header and a lone request's `_meta` (a member sent
-/// as `null` counts as absent). `single` is the POST's message when it is not a batch.
-pub(crate) fn is_stateless(parts: &Parts, single: Option<&Message>) -> bool {
-    let meta_version = match single {
-        Some(m @ Message::Request(_)) => envelope(m)
+/// as `null` counts as absent). `single` is the POST's message when it is not a batch, `env`
+/// its [`envelope`].
+fn is_stateless(parts: &Parts, single: Option<&Message>, env: &StatelessParams<'_>) -> bool {
+    let meta_version = matches!(single, Some(Message::Request(_)))
+        && env
             .meta()
-            .is_some_and(|meta| given(meta.protocol_version()).is_some()),
-        _ => false,
-    };
+            .is_some_and(|meta| given(meta.protocol_version()).is_some());
     wire::classify(&wire::EraEvidence {
         version_header: header(&parts.headers, &PROTOCOL_VERSION).ok().flatten(),
         meta_version,
         ..wire::EraEvidence::default()
     })
     .is_stateless()
+}
+
+/// A POST without a session on the stateless path (`None`: it is not), with its lone message
+/// and what its checks hand on, or the answer that refuses it. `single` is the POST's message
+/// when it is not a batch; its envelope is read once, for the classification and the checks.
+pub(crate) fn check_post<'a>(
+    config: &HttpServerConfig,
+    parts: &Parts,
+    single: Option<&'a Message>,
+) -> Option<Result<(&'a Message, Checked), Response<HttpBody>>> {
+    let env = single.map(envelope).unwrap_or_default();
+    if !is_stateless(parts, single, &env) {
+        return None;
+    }
+    let Some(message) = single else {
+        return Some(Err(http_error(
+            StatusCode::BAD_REQUEST,
+            codes::INVALID_REQUEST,
+            "Invalid request: batches are not allowed in this protocol revision",
+        )));
+    };
+    Some(validate(config, parts, message, &env).map(|checked| (message, checked)))
 }
 
 /// The HTTP status of a stateless JSON answer, from its JSON-RPC error code.
@@ -142,12 +163,13 @@ pub(crate) struct Checked {
     pub(crate) params: McpParamHeaders,
 }
 
-/// Checks a stateless message's headers against its body, in the order the specification
-/// gives.
-pub(crate) fn validate(
+/// Checks a stateless message's headers against its body (`env`, its [`envelope`]), in the
+/// order the specification gives.
+fn validate(
     config: &HttpServerConfig,
     parts: &Parts,
     message: &Message,
+    env: &StatelessParams<'_>,
 ) -> Result<Checked, Response<HttpBody>> {
     let headers = &parts.headers;
     let version = match header(headers, &PROTOCOL_VERSION) {
@@ -165,7 +187,6 @@ pub(crate) fn validate(
             ));
         }
     };
-    let env = envelope(message);
     if let Message::Request(_) = message {
         let meta = env.meta();
         let body_version = given(meta.and_then(|m| m.protocol_version()));
@@ -313,6 +334,19 @@ mod tests {
                "io.modelcontextprotocol/clientCapabilities": {}})
     }
 
+    fn classified(parts: &Parts, single: Option<&Message>) -> bool {
+        let env = single.map(envelope).unwrap_or_default();
+        is_stateless(parts, single, &env)
+    }
+
+    fn checked(
+        c: &HttpServerConfig,
+        parts: &Parts,
+        message: &Message,
+    ) -> Result<Checked, Response<HttpBody>> {
+        validate(c, parts, message, &envelope(message))
+    }
+
     fn code(r: Response<HttpBody>) -> (StatusCode, i64) {
         use http_body_util::BodyExt;
         let status = r.status();
@@ -328,22 +362,22 @@ mod tests {
     #[test]
     fn classification() {
         let discover = request("server/discover", json!({"_meta": meta()}));
-        assert!(is_stateless(&parts(&[]), Some(&discover)));
+        assert!(classified(&parts(&[]), Some(&discover)));
         let plain = request("tools/list", json!({}));
-        assert!(!is_stateless(&parts(&[]), Some(&plain)));
-        assert!(!is_stateless(
+        assert!(!classified(&parts(&[]), Some(&plain)));
+        assert!(!classified(
             &parts(&[("mcp-protocol-version", "2025-11-25")]),
             Some(&plain)
         ));
-        assert!(is_stateless(
+        assert!(classified(
             &parts(&[("mcp-protocol-version", "v999.0.0")]),
             Some(&plain)
         ));
         let progress_only = request("tools/list", json!({"_meta": {"progressToken": 1}}));
-        assert!(!is_stateless(&parts(&[]), Some(&progress_only)));
+        assert!(!classified(&parts(&[]), Some(&progress_only)));
         // A batch is classified by its headers only.
-        assert!(!is_stateless(&parts(&[]), None));
-        assert!(is_stateless(
+        assert!(!classified(&parts(&[]), None));
+        assert!(classified(
             &parts(&[("mcp-protocol-version", "2026-07-28")]),
             None
         ));
@@ -354,16 +388,16 @@ mod tests {
         let c = HttpServerConfig::default();
         let ok_headers = call_headers("2026-07-28", " echo ");
         let call = request("tools/call", json!({"name": "echo", "_meta": meta()}));
-        assert!(validate(&c, &parts(&ok_headers), &call).is_ok());
+        assert!(checked(&c, &parts(&ok_headers), &call).is_ok());
 
-        let e = validate(&c, &parts(&ok_headers[1..]), &call).unwrap_err();
+        let e = checked(&c, &parts(&ok_headers[1..]), &call).unwrap_err();
         assert_eq!(code(e), (StatusCode::BAD_REQUEST, codes::HEADER_MISMATCH));
         let no_caps = request(
             "tools/call",
             json!({"name": "echo", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
         );
         assert_eq!(
-            code(validate(&c, &parts(&ok_headers), &no_caps).unwrap_err()).1,
+            code(checked(&c, &parts(&ok_headers), &no_caps).unwrap_err()).1,
             codes::INVALID_PARAMS
         );
         for bad_meta in [
@@ -373,7 +407,7 @@ mod tests {
         ] {
             let bad = request("tools/call", json!({"name": "echo", "_meta": bad_meta}));
             assert_eq!(
-                code(validate(&c, &parts(&ok_headers), &bad).unwrap_err()).1,
+                code(checked(&c, &parts(&ok_headers), &bad).unwrap_err()).1,
                 codes::INVALID_PARAMS,
                 "{bad_meta}"
             );
@@ -385,22 +419,22 @@ mod tests {
         )
         .unwrap();
         let escaped = Message::Request(mcp_jsonrpc::Request::new(7, "tools/call", Some(params)));
-        assert!(validate(&c, &parts(&ok_headers), &escaped).is_ok());
+        assert!(checked(&c, &parts(&ok_headers), &escaped).is_ok());
         let other = call_headers("2026-07-28", "echo");
         let v999 = request(
             "tools/call",
             json!({"name": "echo", "_meta": {"io.modelcontextprotocol/protocolVersion": "v999.0.0", "io.modelcontextprotocol/clientCapabilities": {}}}),
         );
         assert_eq!(
-            code(validate(&c, &parts(&other), &v999).unwrap_err()).1,
+            code(checked(&c, &parts(&other), &v999).unwrap_err()).1,
             codes::HEADER_MISMATCH
         );
         let both = call_headers("v999.0.0", "echo");
-        let e = validate(&c, &parts(&both), &v999).unwrap_err();
+        let e = checked(&c, &parts(&both), &v999).unwrap_err();
         assert_eq!(code(e).1, codes::UNSUPPORTED_PROTOCOL_VERSION);
         let wrong_name = call_headers("2026-07-28", "other");
         assert_eq!(
-            code(validate(&c, &parts(&wrong_name), &call).unwrap_err()).1,
+            code(checked(&c, &parts(&wrong_name), &call).unwrap_err()).1,
             codes::HEADER_MISMATCH
         );
         let wrong_case = [
@@ -409,7 +443,7 @@ mod tests {
             ("mcp-name", "echo"),
         ];
         assert_eq!(
-            code(validate(&c, &parts(&wrong_case), &call).unwrap_err()).1,
+            code(checked(&c, &parts(&wrong_case), &call).unwrap_err()).1,
             codes::HEADER_MISMATCH
         );
     }
@@ -422,14 +456,14 @@ mod tests {
         let mut h = base.to_vec();
         h.push(("mcp-param-region", "=?base64?SGVsbG8=?="));
         h.push(("Mcp-Param-Plain", "=?base64?SGVsbG8"));
-        let got = validate(&c, &parts(&h), &call).unwrap().params;
+        let got = checked(&c, &parts(&h), &call).unwrap().params;
         assert_eq!(got.get("Region"), Some("Hello"));
         assert_eq!(got.get("plain"), Some("=?base64?SGVsbG8"));
         for bad in ["=?base64?SGVsbG8?=", "=?base64?SGVs!!!bG8=?="] {
             let mut h = base.to_vec();
             h.push(("mcp-param-region", bad));
             assert_eq!(
-                code(validate(&c, &parts(&h), &call).unwrap_err()).1,
+                code(checked(&c, &parts(&h), &call).unwrap_err()).1,
                 codes::HEADER_MISMATCH,
                 "{bad}"
             );
