@@ -289,8 +289,11 @@ pub fn markdown(info: &RunInfo, cases: &[Case]) -> String {
          which preempts the driver: `limit-http --extra-work-ns 250` (a quarter of a microsecond \
          more CPU time per request) loses about a fifth of the limit's throughput, \
          `--extra-work-ns 1000` about a third. The limit server itself lands on either side from \
-         one run to the next, so these two ratios move by a tenth between runs; the pinned \
-         sequential rows compare the cost per request.\n\
+         one run to the next, so these two ratios move by a tenth between runs. The rows \
+         \"server and driver on a core each\" run the same load with the server under \
+         `taskset -c 0` (its runtime then has one worker) and the driver under `taskset -c 1`: \
+         they compare the cost per request under concurrency, as the pinned sequential rows do \
+         for one request at a time.\n\
          - Sessions: after 20 warm-up sessions, 1000 sessions are opened (`initialize` + \
          `notifications/initialized`) and left idle; the figure is the server's `VmRSS` growth divided \
          by 1000. For 2026-07-28 (stateless) each \"session\" is the `server/discover` + `tools/call` a \

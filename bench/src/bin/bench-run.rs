@@ -253,6 +253,47 @@ fn plans(s: &Settings, taskset: bool) -> Vec<Plan> {
         run_timeout,
     );
 
+    // Not targets: the two HTTP rows with 32 in flight again, with the server on one core and
+    // the driver on the other, so that neither preempts the other (the server's runtime then
+    // has one worker). They compare the cost per request under concurrency, which the rows
+    // above show only when the server keeps pace with the driver (see "How it is measured").
+    if taskset {
+        let split = |protocol: &str, server: &[&str]| {
+            let server: Vec<&str> = ["taskset", "-c", "0"]
+                .iter()
+                .chain(server)
+                .copied()
+                .collect();
+            let mut a = words(&["taskset", "-c", "1"]);
+            a.extend(http(&driver, 32, protocol, &server));
+            a
+        };
+        add(
+            "http-32-split",
+            Table::Server,
+            "Streamable HTTP 2025-11-25 (session), 32 in flight; server and driver on a core each (experiment)",
+            false,
+            Goal::None,
+            [
+                split("2025-11-25", &limit_stateful),
+                split("2025-11-25", &sdk_stateful),
+            ],
+            run_timeout,
+        );
+        add(
+            "stateless-32-split",
+            Table::Server,
+            "Streamable HTTP 2026-07-28 (stateless), 32 in flight; server and driver on a core each (experiment)",
+            false,
+            Goal::None,
+            [
+                split("2026-07-28", &limit_stateless),
+                split("2026-07-28", &sdk_stateless),
+            ],
+            run_timeout,
+        );
+    }
+
     // Not what the documentation shows for stdio: the same server on tokio's default
     // multi-threaded runtime (`#[tokio::main]`), in the binary that also serves HTTP; shows what
     // that runtime costs per call and at start-up.
