@@ -120,10 +120,10 @@ impl StreamableHttpService {
                             )
                         }
                     });
-                    let io = TokioIo::new(WatchedIo::new(stream, Arc::clone(&activity)));
+                    let expiry = activity.expired(header_timeout, idle_timeout);
+                    let io = TokioIo::new(WatchedIo::new(stream, activity));
                     let conn = builder.serve_connection(io, svc).into_owned();
                     let mut conn = connections.watch(conn);
-                    let expiry = activity.expired(header_timeout, idle_timeout);
                     tokio::spawn(async move {
                         tokio::select! {
                             // The connection first: the watcher only looks at what it did.
