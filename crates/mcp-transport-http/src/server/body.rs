@@ -251,6 +251,16 @@ pub(crate) fn http_error(
     rpc_error(status, None, ErrorObject::new(code, message))
 }
 
+/// The answer to a batch in a revision without batches (from 2025-06-18 on, stateless
+/// revisions included): 400 with `-32600` and a null id.
+pub(crate) fn batch_refused() -> Response<HttpBody> {
+    http_error(
+        StatusCode::BAD_REQUEST,
+        mcp_jsonrpc::codes::INVALID_REQUEST,
+        "Invalid request: batches are not allowed in this protocol revision",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

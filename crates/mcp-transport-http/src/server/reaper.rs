@@ -139,8 +139,7 @@ impl Activity {
             activity: Arc::clone(self),
             header,
             idle,
-            period,
-            sleep: period.map(|p| Box::pin(tokio::time::sleep_until(self.origin + p))),
+            timer: period.map(|p| (Box::pin(tokio::time::sleep_until(self.origin + p)), p)),
             armed: false,
         }
     }
@@ -172,9 +171,9 @@ pub(crate) struct Expiry {
     activity: Arc<Activity>,
     header: Option<Duration>,
     idle: Option<Duration>,
-    period: Option<Duration>,
-    /// `None`: neither limit is set.
-    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The timer and the longest it is set ahead (the shorter limit); `None`: neither limit
+    /// is set.
+    timer: Option<(Pin<Box<tokio::time::Sleep>>, Duration)>,
     /// The timer is registered with the waker of an earlier poll.
     armed: bool,
 }
@@ -184,9 +183,10 @@ impl Future for Expiry {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Expired> {
         let this = self.get_mut();
-        let (Some(sleep), Some(period)) = (this.sleep.as_mut(), this.period) else {
+        let Some((sleep, period)) = this.timer.as_mut() else {
             return Poll::Pending;
         };
+        let period = *period;
         if this.armed && !sleep.is_elapsed() {
             return Poll::Pending;
         }

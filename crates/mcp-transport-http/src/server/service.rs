@@ -17,7 +17,7 @@ use http::request::Parts;
 use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Body;
-use mcp_jsonrpc::{Connection, ErrorObject, ExtensionGroup, Extensions, Inbound, Message, codes};
+use mcp_jsonrpc::{Connection, ErrorObject, ExtensionGroup, Extensions, Inbound, Message};
 use tokio::sync::mpsc;
 
 use super::auth::{Auth, Authenticator, Granted};
@@ -397,20 +397,13 @@ fn version_header(parts: &Parts) -> Option<&str> {
 
 /// The answer to a batch on session traffic of `revision` (the negotiated one, else the
 /// header's; neither means the revision from before the header) when that revision has no
-/// batches: 400 with `-32600` and a null id. From 2025-06-18 on a POST's body must be a single
-/// message.
+/// batches ([`body::batch_refused`]). From 2025-06-18 on a POST's body must be a single message.
 fn refuse_batch(revision: Option<&str>) -> Option<Response<HttpBody>> {
     let allowed = match revision {
         Some(revision) => wire::batches_allowed_in(revision),
         None => wire::batches_allowed(wire::HTTP_VERSION_WITHOUT_HEADER),
     };
-    (!allowed).then(|| {
-        body::http_error(
-            StatusCode::BAD_REQUEST,
-            codes::INVALID_REQUEST,
-            "Invalid request: batches are not allowed in this protocol revision",
-        )
-    })
+    (!allowed).then(body::batch_refused)
 }
 
 /// The messages of a POST, and the answers to its invalid batch elements.

@@ -13,7 +13,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::McpParamHeaders;
-use super::body::{HttpBody, http_error, rpc_error};
+use super::body::{HttpBody, batch_refused, rpc_error};
 use super::config::HttpServerConfig;
 
 /// `MCP-Protocol-Version`.
@@ -121,11 +121,7 @@ pub(crate) fn check_post<'a>(
         return None;
     }
     let Some(message) = single else {
-        return Some(Err(http_error(
-            StatusCode::BAD_REQUEST,
-            codes::INVALID_REQUEST,
-            "Invalid request: batches are not allowed in this protocol revision",
-        )));
+        return Some(Err(batch_refused()));
     };
     Some(validate(config, parts, message, &env).map(|checked| (message, checked)))
 }
@@ -335,26 +331,33 @@ mod tests {
     }
 
     fn classified(parts: &Parts, single: Option<&Message>) -> bool {
-        let env = single.map(envelope).unwrap_or_default();
-        is_stateless(parts, single, &env)
+        check_post(&HttpServerConfig::default(), parts, single).is_some()
     }
 
+    /// The checks of a message the stateless path takes.
     fn checked(
         c: &HttpServerConfig,
         parts: &Parts,
         message: &Message,
     ) -> Result<Checked, Response<HttpBody>> {
-        validate(c, parts, message, &envelope(message))
+        let checked = check_post(c, parts, Some(message)).expect("a stateless message");
+        checked.map(|(_, checked)| checked)
     }
 
-    fn code(r: Response<HttpBody>) -> (StatusCode, i64) {
+    /// The status and JSON body of an answer.
+    fn answer(r: Response<HttpBody>) -> (StatusCode, Value) {
         use http_body_util::BodyExt;
         let status = r.status();
         let bytes = futures_util::FutureExt::now_or_never(r.into_body().collect())
             .unwrap()
             .unwrap()
             .to_bytes();
-        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    /// The status and error code of the refusal of request 7.
+    fn code(r: Response<HttpBody>) -> (StatusCode, i64) {
+        let (status, v) = answer(r);
         assert_eq!(v["id"], 7);
         (status, v["error"]["code"].as_i64().unwrap())
     }
@@ -375,12 +378,22 @@ mod tests {
         ));
         let progress_only = request("tools/list", json!({"_meta": {"progressToken": 1}}));
         assert!(!classified(&parts(&[]), Some(&progress_only)));
-        // A batch is classified by its headers only.
+        // A batch is classified by its headers only, and refused on the stateless path.
         assert!(!classified(&parts(&[]), None));
-        assert!(classified(
+        let batch = check_post(
+            &HttpServerConfig::default(),
             &parts(&[("mcp-protocol-version", "2026-07-28")]),
-            None
-        ));
+            None,
+        );
+        let Some(Err(refused)) = batch else {
+            panic!("a stateless batch is refused");
+        };
+        let (status, v) = answer(refused);
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            (&v["id"], &v["error"]["code"]),
+            (&Value::Null, &json!(-32600))
+        );
     }
 
     #[test]
